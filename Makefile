@@ -1,0 +1,35 @@
+# tierlog: `make demo` and `make test` are the whole quick start on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test lint bench fuzz clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint]'
+	touch $(STAMP)
+
+install: $(STAMP)  ## virtual environment with tierlog, test and lint tools
+
+demo: install  ## replay both SPEC incidents into ./tierlog-demo.db
+	$(BIN)/tierlog demo
+
+test: install  ## the test suite (a bounded slice of the crash and fuzz campaigns)
+	$(BIN)/python -m pytest -q
+
+lint: install  ## ruff and mypy --strict
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+bench: install  ## benchmarks against raw SQLite and the eventsourcing library
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[bench]'
+	$(BIN)/python bench/run.py
+
+fuzz: install  ## the long campaigns: many more Hypothesis examples and crash loops
+	TIERLOG_CAMPAIGN=long $(BIN)/python -m pytest -q tests/test_properties.py tests/test_crash.py
+
+clean:
+	rm -rf $(VENV) tierlog-demo.db tierlog-demo.db-* tierlog-demo.db.spills .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,106 @@
+"""Events <-> canonical JSON payloads, through one strict cattrs converter.
+
+Strict means: no extra keys, no coercion (``"5"`` is not an int, ``True`` is
+not a count). Every decoding failure is an :class:`InvalidEvent` naming the
+event type and the offending fields.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import cattrs
+from cattrs.gen import make_dict_structure_fn
+
+from reducers import EVENT_TYPES, Event, InvalidEvent, Violation, canonical_json
+
+SCHEMA_VERSION = 1
+
+
+def _strict(kind: type[Any]) -> Any:
+    def hook(value: Any, _: Any) -> Any:
+        if type(value) is not kind:
+            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+        return value
+
+    return hook
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True)
+    for kind in (int, str, bool):
+        conv.register_structure_hook(kind, _strict(kind))
+    for cls in (*EVENT_TYPES.values(), Violation):
+        conv.register_structure_hook(
+            cls, make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True)
+        )
+    return conv
+
+
+converter = _make_converter()
+
+
+def to_payload(event: Event) -> str:
+    """The canonical JSON text of ``event``'s fields."""
+    if type(event).__name__ not in EVENT_TYPES:
+        raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")
+    return canonical_json(converter.unstructure(event)).decode()
+
+
+def from_payload(type_name: str, payload: str | dict[str, Any]) -> Event:
+    """The event of type ``type_name`` that ``payload`` describes."""
+    cls = EVENT_TYPES.get(type_name)
+    if cls is None:
+        raise InvalidEvent(f"unknown event type {type_name!r}")
+    try:
+        data = json.loads(payload) if isinstance(payload, str) else payload
+        if not isinstance(data, dict):
+            raise InvalidEvent(f"{type_name}: payload must be a JSON object")
+        event: Event = converter.structure(data, cls)
+    except InvalidEvent:
+        raise
+    except json.JSONDecodeError as exc:
+        raise InvalidEvent(f"{type_name}: payload is not JSON ({exc})") from None
+    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+        raise InvalidEvent(f"{type_name}: {'; '.join(_messages(exc))}") from None
+    return event
+
+
+def _messages(exc: Exception) -> list[str]:
+    if isinstance(exc, cattrs.BaseValidationError):
+        return cattrs.transform_error(exc, format_exception=_format)
+    return [str(exc)]
+
+
+def _format(exc: BaseException, _: type | None) -> str:
+    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
+        return f"unknown field(s) {', '.join(sorted(exc.extra_fields))}"
+    if isinstance(exc, KeyError):
+        return "required field missing"
+    return str(exc)
+
+
+def hash_bytes(
+    *,
+    session_id: str,
+    version: int,
+    type_name: str,
+    schema_version: int,
+    payload: str,
+    recorded_at: str,
+) -> bytes:
+    """The canonical bytes of one stored event (the hash chain's input).
+
+    ``payload`` is already canonical, so it is spliced in as text: the result is
+    exactly ``canonical_json`` of the whole row minus ``seq`` and the hashes.
+    """
+    head = {
+        "recorded_at": recorded_at,
+        "schema_version": schema_version,
+        "session_id": session_id,
+        "type": type_name,
+        "version": version,
+    }
+    rest = canonical_json(head).decode()
+    return ('{"payload":' + payload + "," + rest[1:]).encode()

@@ -1,0 +1,120 @@
+"""The Journal: one SQLite file, many sessions."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+import attrs
+
+from eventstore._session import Session
+from eventstore._store import EventStore, utc_now
+from invariants import validate
+from reducers import (
+    InvalidEvent,
+    SessionConfig,
+    SessionStarted,
+    SessionState,
+    fold,
+    from_snapshot,
+    to_snapshot,
+)
+
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+SNAPSHOT_EVERY = 1000
+
+
+def check_session_id(session_id: object) -> str:
+    """``session_id`` if it is a usable id (it names spill folders), else InvalidEvent."""
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+        raise InvalidEvent(
+            f"session id {session_id!r}: use 1-128 of A-Z a-z 0-9 . _ : @ -, not starting with"
+            " punctuation"
+        )
+    return session_id
+
+
+class Journal:
+    """An open journal file. Not shared across threads: open one per thread."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "full",
+        readonly: bool = False,
+        snapshot_every: int = SNAPSHOT_EVERY,
+        clock: Callable[[], str] = utc_now,
+    ) -> None:
+        self.store = EventStore(path, synchronous=synchronous, readonly=readonly, clock=clock)
+        self.path = self.store.path
+        self.snapshot_every = snapshot_every
+        self.logger = logging.getLogger("tierlog")
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.store.close()
+
+    def sessions(self) -> list[str]:
+        """Every session id in the journal, sorted."""
+        return self.store.sessions()
+
+    def start_session(self, session_id: str, config: SessionConfig) -> Session:
+        """Start a new session; InvalidEvent if the id is taken."""
+        check_session_id(session_id)
+        if not isinstance(config, SessionConfig):
+            raise InvalidEvent(f"config must be a SessionConfig, not {type(config).__name__}")
+        started = SessionStarted(**attrs.asdict(config))
+        with self.store.transaction():
+            if self.store.head(session_id)[0]:
+                raise InvalidEvent(f"session {session_id!r} already exists")
+            validate(SessionState(), started)
+            self.store.append(session_id, [started], expected_version=0)
+        return Session(self, session_id, fold([started]))
+
+    def session(self, session_id: str) -> Session:
+        """Reopen a session: its snapshot plus the events after it."""
+        check_session_id(session_id)
+        if not self.store.head(session_id)[0]:
+            raise InvalidEvent(f"no session {session_id!r} in {self.path}")
+        return Session(self, session_id, self._snapshot(session_id))
+
+    def _snapshot(self, session_id: str) -> SessionState:
+        found = self.store.load_snapshot(session_id)
+        if found is None:
+            return SessionState()
+        version, _, blob = found
+        try:
+            state = from_snapshot(blob)
+        except (ValueError, TypeError, KeyError) as exc:
+            self.logger.warning("snapshot of %s unreadable, replaying: %s", session_id, exc)
+            return SessionState()
+        if state.version != version or version > self.store.head(session_id)[0]:
+            self.logger.warning("snapshot of %s is ahead of its log, replaying", session_id)
+            return SessionState()
+        return state
+
+    def save_snapshot(self, session_id: str, state: SessionState) -> None:
+        """Cache ``state`` as the session's snapshot (joins an open transaction)."""
+        self.store.save_snapshot(session_id, state.version, state.sha256, to_snapshot(state))
+
+
+def open(  # noqa: A001 - the SPEC's name
+    path: str | Path, synchronous: str = "full", **options: object
+) -> Journal:
+    """Open (creating if needed) the journal at ``path``."""
+    return Journal(path, synchronous=synchronous, **options)  # type: ignore[arg-type]

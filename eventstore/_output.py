@@ -1,0 +1,172 @@
+"""How the CLI shows things: tables, state summaries, diffs, progress."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import sqlite_utils
+
+from eventstore._journal import Journal
+from eventstore._store import Recorded
+from reducers import InvalidEvent, SessionState
+
+SESSIONS_SQL = """
+SELECT session_id,
+       count(*) AS events,
+       sum(type = 'TurnAppended') AS turns,
+       sum(type IN ('CompactionRefused', 'MarkerRefused')) AS refusals,
+       sum(type = 'MarkerInvalidated') AS invalidations,
+       sum(type = 'Resumed' AND payload ->> '$.source' = 'raw_checkpoint') AS raw_fallbacks
+FROM events GROUP BY session_id ORDER BY session_id
+"""
+
+
+def query(journal: Journal, sql: str, *, read_only: bool = False) -> list[dict[str, Any]]:
+    """Rows of ``sql`` as dicts; with ``read_only`` no statement can write, ATTACH included."""
+    conn = journal.store.conn
+    if read_only:
+        conn.execute("PRAGMA query_only = ON")
+    try:
+        return list(sqlite_utils.Database(conn).query(sql))
+    except (sqlite3.Error, ValueError) as exc:
+        hint = " (tierlog sql is read-only)" if "readonly" in str(exc) else ""
+        raise InvalidEvent(f"query failed: {exc}{hint}") from None
+
+
+def _cell(value: Any) -> Any:
+    return f"<{len(value)} bytes>" if isinstance(value, bytes) else value
+
+
+def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
+    """Print rows as JSON or as an aligned table."""
+    rows = [{k: _cell(v) for k, v in row.items()} for row in rows]
+    if as_json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    print("\n".join(table(rows)) if rows else "(no rows)")
+
+
+def table(rows: list[dict[str, Any]]) -> list[str]:
+    """An aligned text table; long cells are cut at 60 characters."""
+    names = list(rows[0])
+    cells = [[_short(row[n]) for n in names] for row in rows]
+    widths = [max(len(n), *(len(c[i]) for c in cells)) for i, n in enumerate(names)]
+    line = "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True))
+    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    return [line, "  ".join("-" * w for w in widths), *body]
+
+
+def _short(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def log_line(row: Recorded, as_json: bool) -> str:
+    """One event as a line: version, type, time and its payload."""
+    if as_json:
+        return json.dumps(
+            {
+                "version": row.version,
+                "type": row.type,
+                "recorded_at": row.recorded_at,
+                "payload": json.loads(row.payload),
+            }
+        )
+    return f"{row.version:>6}  {row.type:<18} {row.recorded_at}  {_short(row.payload)}"
+
+
+def describe_state(state: SessionState) -> str:
+    """A state as a person reads it."""
+    cfg = state.config
+    lines = [
+        f"version      {state.version}",
+        f"sha256       {state.sha256}",
+        f"unit         {state.unit}"
+        + (f" (floor {cfg.floor_span} {cfg.floor_unit})" if cfg else ""),
+        f"turns        {state.turns} ({state.tokens_total:,} tokens)",
+        f"occupancy    {state.occupancy:,} tokens"
+        + (f" of {cfg.window_tokens:,} (trigger {cfg.trigger_tokens:,})" if cfg else ""),
+        f"depth        L{state.depth}, tail starts at {state.tail_start}",
+        f"truncated    {list(state.truncated)}",
+        f"spills       {len(state.spills)}",
+        f"open calls   {sorted(state.open_calls)}",
+        f"constraints  {sorted(state.constraints)}",
+        f"negatives    {sorted(f'{k}={d.disposition}' for k, d in state.dispositions.items())}",
+    ]
+    for n in sorted(state.nodes.values(), key=lambda n: n.version):
+        status = "live" if n.live else f"replaced by {n.replaced_by}"
+        lines.append(
+            f"node {n.node_id:<7} L{n.tier} [{n.covers_lo}, {n.covers_hi}) {status}: "
+            f"{_short(n.summary)}"
+        )
+    for m in sorted(state.markers.values(), key=lambda m: m.version):
+        status = "valid" if m.valid else f"INVALID ({m.invalidated_rule})"
+        lines.append(f"marker {m.marker_id:<5} on {m.node_id} depth L{m.tier_depth}: {status}")
+    return "\n".join(lines)
+
+
+def diff(a: Any, b: Any, path: str = "") -> list[dict[str, Any]]:
+    """Leaf-level changes between two JSON values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(a.keys() | b.keys()):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in a:
+                out.append({"path": sub, "change": "added", "after": b[key]})
+            elif key not in b:
+                out.append({"path": sub, "change": "removed", "before": a[key]})
+            else:
+                out += diff(a[key], b[key], sub)
+        return out
+    return [] if a == b else [{"path": path, "change": "changed", "before": a, "after": b}]
+
+
+def diff_lines(changes: Iterable[dict[str, Any]]) -> list[str]:
+    """Diff entries as ``+``/``-``/``~`` lines."""
+    marks = {"added": "+", "removed": "-", "changed": "~"}
+    lines = []
+    for c in changes:
+        before = f" {_short(json.dumps(c['before']))} ->" if "before" in c else ""
+        after = f" {_short(json.dumps(c['after']))}" if "after" in c else ""
+        lines.append(f"{marks[c['change']]} {c['path']}:{before}{after}")
+    return lines
+
+
+def progress(label: str) -> Callable[[Any], None] | None:
+    """A progress printer on a terminal; ``None`` when standard error is piped."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(item: Any) -> None:
+        print(f"\r{label} {item} ...", end="", file=sys.stderr, flush=True)
+
+    return show
+
+
+def audit_text(report: dict[str, Any]) -> str:
+    """The audit report for a person."""
+    lines = []
+    for session_id, sections in report["sessions"].items():
+        lines.append(f"== {session_id}")
+        for name, rows in sections.items():
+            if rows:
+                lines.append(f"  {name.replace('_', ' ')} ({len(rows)}):")
+                lines += [f"    {_audit_row(name, row)}" for row in rows]
+    totals = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in report["totals"].items())
+    lines.append(f"total: {totals}")
+    return "\n".join(lines)
+
+
+def _audit_row(section: str, row: dict[str, Any]) -> str:
+    if section == "evicted_obligations":
+        carried = ", ".join(row["carried_by"]) or "NOBODY"
+        return f"{row['kind']} {row['key']!r} at {row['position']}: carried by {carried}"
+    if "violations" in row:
+        rules = "; ".join(v["message"] for v in json.loads(row["violations"]))
+        subject = row.get("node_id") or row.get("marker_id")
+        return f"v{row['version']} {subject} [{row['rules']}]: {rules}"
+    return f"v{row['version']} " + " ".join(f"{k}={v}" for k, v in row.items() if k != "version")

@@ -1,0 +1,149 @@
+"""Re-deriving recorded decisions: the engine behind ``verify`` and ``import``.
+
+A recorded log is read back as *commands*: a compaction with the marker
+invalidations it caused, a refusal with the spill written before it, or a
+single event. Each command is decided again on the state before it, with the
+same code the live session uses; ``verify`` compares the result to what was
+recorded, ``import`` commits it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import attrs
+
+from eventstore import _decide
+from eventstore._session import Session
+from invariants import validate
+from reducers import (
+    Compacted,
+    CompactionRefused,
+    Event,
+    InvalidEvent,
+    JournalError,
+    MarkerEmitted,
+    MarkerInvalidated,
+    MarkerRefused,
+    Resumed,
+    SessionState,
+    Spilled,
+    fold,
+)
+
+
+def commands(events: Iterable[Event]) -> Iterator[list[Event]]:
+    """Group a session's events into the commands that produced them."""
+    group: list[Event] = []
+    for event in events:
+        if _continues(group, event):
+            group.append(event)
+            continue
+        if group:
+            yield group
+        group = [event]
+    if group:
+        yield group
+
+
+def _continues(group: list[Event], event: Event) -> bool:
+    if not group:
+        return False
+    if isinstance(event, MarkerInvalidated):
+        return isinstance(group[0], Compacted)
+    if isinstance(event, CompactionRefused) and event.action == "spilled":
+        return len(group) == 1 and isinstance(group[0], Spilled)
+    return False
+
+
+def proposal_of(command: list[Event]) -> Compacted | None:
+    """The compaction a command proposed, if it is one."""
+    last = command[-1] if isinstance(command[-1], CompactionRefused) else command[0]
+    if isinstance(last, CompactionRefused):
+        return last.proposal
+    return last if isinstance(last, Compacted) else None
+
+
+def decide_again(
+    session: Session,
+    state: SessionState,
+    command: list[Event],
+    *,
+    make_spill: _decide.MakeSpill | None = None,
+) -> _decide.Decision:
+    """The decision the current code makes for ``command`` on ``state``.
+
+    Ids are derived from ``state`` as the live session derives them. Spills come
+    from ``make_spill`` (``import`` writes real files) or, by default, from the
+    recorded events (``verify`` writes nothing). Raises :class:`InvalidEvent`
+    when the command is not valid on ``state``.
+    """
+    head = command[0]
+    proposal = proposal_of(command)
+    spill = make_spill or _recorded_spill(head)
+    if proposal is not None:
+        proposal = attrs.evolve(proposal, node_id=_decide.node_id_for(state))
+        return _decide.compaction(
+            state, proposal, checked_against=session.verified(state), make_spill=spill
+        )
+    if isinstance(head, (MarkerEmitted, MarkerRefused)):
+        return _decide.marker(state, _decide.marker_id_for(state), head.node_id)
+    if isinstance(head, Resumed):
+        context = session.context_for(state, head.marker_id)
+        return _decide.Decision(events=(context.event(),))
+    if isinstance(head, MarkerInvalidated):
+        raise InvalidEvent("MarkerInvalidated without the compaction that caused it")
+    validate(state, head)
+    if isinstance(head, Spilled):
+        return _decide.Decision(events=(spill(state, head.lo, head.hi),))
+    return _decide.Decision(events=(head,))
+
+
+def _recorded_spill(head: Event) -> _decide.MakeSpill:
+    def replay_spill(_: SessionState, lo: int, hi: int) -> Spilled:
+        if not isinstance(head, Spilled) or (head.lo, head.hi) != (lo, hi):
+            raise InvalidEvent(f"a spill of [{lo}, {hi}) is due here but none was recorded")
+        return head
+
+    return replay_spill
+
+
+@attrs.frozen(kw_only=True)
+class Divergence:
+    """A recorded decision the current reducers and invariants would not make."""
+
+    session_id: str
+    version: int
+    problem: str
+
+
+def divergences(session: Session) -> Iterator[Divergence]:
+    """Replay ``session`` from version 1, re-deciding every command; yield mismatches."""
+    state = SessionState()
+    for command in commands(session.events()):
+        version = state.version + 1
+        try:
+            derived = decide_again(session, state, command).events
+        except JournalError as exc:
+            yield Divergence(session_id=session.id, version=version, problem=str(exc))
+            return
+        if tuple(command) != derived:
+            yield Divergence(
+                session_id=session.id, version=version, problem=_mismatch(command, derived)
+            )
+            return
+        for event in command:
+            if isinstance(event, Spilled) and (problem := session.spill_problem(event)):
+                yield Divergence(session_id=session.id, version=version, problem=problem)
+        state = fold(command, state)
+
+
+def _mismatch(recorded: list[Event], derived: tuple[Event, ...]) -> str:
+    said = ", ".join(type(e).__name__ for e in recorded)
+    now = ", ".join(type(e).__name__ for e in derived)
+    if said != now:
+        return f"recorded [{said}] but replay decides [{now}]"
+    for a, b in zip(recorded, derived, strict=True):
+        if a != b:
+            return f"recorded {type(a).__name__} differs from replay: {a!r} vs {b!r}"
+    return "recorded and derived events differ"  # pragma: no cover - equal tuples never reach

@@ -1,0 +1,192 @@
+"""The journal's SQLite schema: tables, immutability triggers and audit views.
+
+``PRAGMA application_id`` marks a file as a tierlog journal and
+``PRAGMA user_version`` holds the schema version, so a foreign database or one
+written by a newer tierlog is refused before anything is touched.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import sqlite_utils
+
+from reducers import JournalError
+
+APPLICATION_ID = 0x74696572  # "tier"
+SCHEMA_VERSION = 1
+
+TABLES = (
+    """CREATE TABLE events (
+        seq            INTEGER PRIMARY KEY,
+        session_id     TEXT    NOT NULL,
+        version        INTEGER NOT NULL CHECK (version >= 1),
+        type           TEXT    NOT NULL,
+        schema_version INTEGER NOT NULL,
+        payload        TEXT    NOT NULL CHECK (json_valid(payload)),
+        recorded_at    TEXT    NOT NULL,
+        prev_hash      TEXT    NOT NULL,
+        hash           TEXT    NOT NULL,
+        UNIQUE (session_id, version)
+    ) STRICT""",
+    """CREATE INDEX events_turns ON events (session_id, (payload ->> '$.index'))
+        WHERE type = 'TurnAppended'""",
+    """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'tierlog events are immutable: UPDATE refused'); END""",
+    """CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'tierlog events are immutable: DELETE refused'); END""",
+    """CREATE TABLE snapshots (
+        session_id TEXT    PRIMARY KEY,
+        version    INTEGER NOT NULL,
+        sha256     TEXT    NOT NULL,
+        state      BLOB    NOT NULL
+    ) STRICT""",
+)
+
+_COMMON = "session_id, version, seq, recorded_at"
+
+
+def _view(type_name: str, columns: dict[str, str]) -> str:
+    cols = ", ".join(f"{expr} AS {name}" for name, expr in columns.items())
+    return f"SELECT {_COMMON}, {cols} FROM events WHERE type = '{type_name}'"
+
+
+def _fields(*names: str, prefix: str = "$.") -> dict[str, str]:
+    return {name: f"payload ->> '{prefix}{name}'" for name in names}
+
+
+def _rules(path: str) -> str:
+    return f"(SELECT group_concat(value ->> '$.rule', ',') FROM json_each(payload, '{path}'))"
+
+
+_AFTER_TURN = (
+    "(SELECT max(t.payload ->> '$.index') FROM events t WHERE t.session_id = events.session_id"
+    " AND t.type = 'TurnAppended' AND t.version < events.version)"
+)
+
+_OBLIGATIONS = f"""
+SELECT {_COMMON},
+    CASE type WHEN 'CallOpened' THEN 'open_call'
+              WHEN 'ConstraintStated' THEN 'constraint'
+              ELSE 'negative_fact' END AS kind,
+    coalesce(payload ->> '$.call_id', payload ->> '$.key') AS key,
+    coalesce(payload ->> '$.name', payload ->> '$.text', payload ->> '$.disposition') AS detail,
+    payload ->> '$.reason' AS reason,
+    {_AFTER_TURN} AS after_turn,
+    CASE type
+      WHEN 'CallOpened' THEN NOT EXISTS (SELECT 1 FROM events r
+           WHERE r.session_id = events.session_id AND r.type = 'CallResolved'
+           AND r.payload ->> '$.call_id' = events.payload ->> '$.call_id')
+      WHEN 'ConstraintStated' THEN NOT EXISTS (SELECT 1 FROM events r
+           WHERE r.session_id = events.session_id AND r.type = 'ConstraintLifted'
+           AND r.version > events.version AND r.payload ->> '$.key' = events.payload ->> '$.key')
+      ELSE 1 END AS outstanding
+FROM events WHERE type IN ('CallOpened', 'ConstraintStated', 'ItemDisposed')
+"""
+
+_COMPACTION = (
+    "node_id",
+    "tier",
+    "input_lo",
+    "input_hi",
+    "covers_lo",
+    "covers_hi",
+    "tail_start",
+    "summary",
+    "tokens",
+    "dispositions",
+    "resolved_ids",
+    "unresolved_ids",
+    "constraints",
+    "replaces",
+)
+
+VIEWS: dict[str, str] = {
+    "turns": _view(
+        "TurnAppended",
+        {"turn_index": "payload ->> '$.index'", **_fields("role", "content", "tokens")},
+    ),
+    "truncations": _view("Truncated", _fields("lo", "hi", "reason")),
+    "spills": _view("Spilled", _fields("lo", "hi", "handle", "sha256", "bytes")),
+    "compactions": _view("Compacted", _fields(*_COMPACTION)),
+    "compaction_refusals": _view(
+        "CompactionRefused",
+        {
+            **_fields(
+                "node_id",
+                "tier",
+                "input_lo",
+                "input_hi",
+                "covers_lo",
+                "covers_hi",
+                "tail_start",
+                "summary",
+                prefix="$.proposal.",
+            ),
+            "action": "payload ->> '$.action'",
+            "rules": _rules("$.violations"),
+            "violations": "payload -> '$.violations'",
+        },
+    ),
+    "markers": _view(
+        "MarkerEmitted", _fields("marker_id", "node_id", "tier_depth", "resolved_ids")
+    ),
+    "marker_refusals": _view(
+        "MarkerRefused",
+        {
+            **_fields("marker_id", "node_id"),
+            "rules": _rules("$.violations"),
+            "violations": "payload -> '$.violations'",
+        },
+    ),
+    "marker_invalidations": _view("MarkerInvalidated", _fields("marker_id", "rule", "reason")),
+    "resumes": _view(
+        "Resumed", _fields("marker_id", "source", "checkpoint_at", "context_sha256", "reason")
+    ),
+    "obligations": _OBLIGATIONS,
+}
+
+
+def install(conn: sqlite3.Connection) -> None:
+    """Bring a new or current journal's schema up to date; refuse anything else."""
+    if _is_journal(conn):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not _is_journal(conn):  # another process may have won the race
+            _create(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def check(conn: sqlite3.Connection) -> None:
+    """Raise :class:`JournalError` unless ``conn`` holds a journal this tierlog reads."""
+    if not _is_journal(conn):
+        raise JournalError("not a tierlog journal (an empty or foreign SQLite database)")
+
+
+def _is_journal(conn: sqlite3.Connection) -> bool:
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    if app_id == APPLICATION_ID:
+        user_version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if user_version > SCHEMA_VERSION:
+            raise JournalError(
+                f"this journal has schema version {user_version}; this tierlog reads up to "
+                f"{SCHEMA_VERSION}: upgrade tierlog"
+            )
+        return True
+    if app_id != 0 or conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]:
+        raise JournalError("not a tierlog journal (a SQLite database of something else)")
+    return False
+
+
+def _create(conn: sqlite3.Connection) -> None:
+    for statement in TABLES:
+        conn.execute(statement)
+    db = sqlite_utils.Database(conn)
+    for name, sql in VIEWS.items():
+        db.create_view(name, sql)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -1,0 +1,397 @@
+"""The Session facade: every call is one checked, atomic commit.
+
+Each write runs the Decider loop inside one ``BEGIN IMMEDIATE`` transaction:
+bring the cached state up to date with what other writers committed, decide
+(validate, run the invariants), append the events at the expected version, and
+only after COMMIT adopt the new state and raise a refusal if there was one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import attrs
+import structlog
+
+from eventstore import _decide
+from eventstore._codec import from_payload
+from eventstore._errors import ConcurrencyError, IntegrityError
+from eventstore._files import (
+    file_problem,
+    render_digest,
+    render_turns,
+    spill_handle,
+    write_atomically,
+)
+from eventstore._store import EventStore
+from invariants import check_range, validate
+from reducers import (
+    CallOpened,
+    CallResolved,
+    Checkpointed,
+    Compacted,
+    ConstraintLifted,
+    ConstraintStated,
+    Event,
+    InvalidEvent,
+    ItemDisposed,
+    Ledger,
+    Marker,
+    Node,
+    Resumed,
+    SessionState,
+    Spill,
+    Spilled,
+    Truncated,
+    TurnAppended,
+    fold,
+)
+
+if TYPE_CHECKING:
+    from eventstore._journal import Journal
+
+R = TypeVar("R")
+
+
+@attrs.frozen(kw_only=True)
+class Turn:
+    """A raw L0 turn as appended."""
+
+    index: int
+    role: str
+    content: str
+    tokens: int
+    tok_start: int
+
+
+@attrs.frozen(kw_only=True)
+class Context:
+    """What ``resume`` hands back: the digest or the raw checkpoint, with its sha256."""
+
+    marker_id: str
+    source: str
+    content: str
+    sha256: str
+    checkpoint_at: int | None
+    reason: str
+    version: int
+
+    def event(self) -> Resumed:
+        """The ``Resumed`` event that records this context."""
+        return Resumed(
+            marker_id=self.marker_id,
+            source=self.source,
+            checkpoint_at=self.checkpoint_at,
+            context_sha256=self.sha256,
+            reason=self.reason,
+        )
+
+
+class Session:
+    """One session of a journal; get one from ``Journal.start_session`` or ``.session``."""
+
+    def __init__(self, journal: Journal, session_id: str, state: SessionState) -> None:
+        self.journal = journal
+        self.id = session_id
+        self._state = state
+        self._snapshot_version = state.version
+        self._log = structlog.wrap_logger(
+            journal.logger, wrapper_class=structlog.stdlib.BoundLogger
+        ).bind(session_id=session_id)
+
+    def __repr__(self) -> str:
+        return f"Session({self.id!r}, version={self._state.version})"
+
+    # -- reading -----------------------------------------------------------------------
+    @property
+    def _store(self) -> EventStore:
+        return self.journal.store
+
+    @property
+    def state(self) -> SessionState:
+        """The state at the latest committed version (other writers included)."""
+        return self._catch_up()
+
+    @property
+    def version(self) -> int:
+        """The latest committed version."""
+        return self.state.version
+
+    def state_at(self, version: int) -> SessionState:
+        """The state after the first ``version`` events, replayed from the log."""
+        head = self.state.version
+        if not 0 <= version <= head:
+            raise InvalidEvent(f"version {version} is outside 0..{head}")
+        return fold(self.events(stop=version))
+
+    def events(self, *, start: int = 1, stop: int | None = None) -> Iterator[Event]:
+        """The session's decoded events in version order, streamed."""
+        for type_name, payload in self._store.read_payloads(self.id, start=start, stop=stop):
+            yield _decode(self.id, type_name, payload)
+
+    def turns(self, lo: int = 0, hi: int | None = None) -> list[Turn]:
+        """Raw turns with ``lo <= index < hi``, truncated ones included."""
+        state = self.state
+        stop = state.turns if hi is None else min(hi, state.turns)
+        return [
+            Turn(**t, tok_start=state.tok_starts[t["index"]])
+            for t in self._store.turns(self.id, lo, stop)
+        ]
+
+    def _catch_up(self) -> SessionState:
+        head, _ = self._store.head(self.id)
+        state = self._state
+        if head < state.version:
+            raise IntegrityError(f"session {self.id!r} went back from {state.version} to {head}")
+        if head > state.version:
+            self._state = fold(self.events(start=state.version + 1), state)
+        return self._state
+
+    # -- the commit pipeline -------------------------------------------------------------
+    def commit(
+        self,
+        decide: Callable[[SessionState], _decide.Decision],
+        expected_version: int | None = None,
+    ) -> SessionState:
+        """Run ``decide`` on the up-to-date state and commit its events, in one transaction.
+
+        The extension point for a custom command: ``decide`` returns a
+        ``Decision``; its error, if any, is raised after the commit.
+        """
+        with self._store.transaction():
+            state = self._catch_up()
+            if expected_version is not None and expected_version != state.version:
+                raise ConcurrencyError(
+                    f"session {self.id!r} is at version {state.version}, "
+                    f"expected {expected_version}"
+                )
+            decision = decide(state)
+            new = fold(decision.events, state)
+            self._store.append(self.id, decision.events, expected_version=state.version)
+            self._maybe_snapshot(new)
+        self._state = new
+        self._log_decision(new, decision)
+        if decision.error is not None:
+            raise decision.error
+        return new
+
+    def _append(self, event: Event, expected_version: int | None) -> SessionState:
+        def decide(state: SessionState) -> _decide.Decision:
+            validate(state, event)
+            return _decide.Decision(events=(event,))
+
+        return self.commit(decide, expected_version)
+
+    def _maybe_snapshot(self, state: SessionState) -> None:
+        every = self.journal.snapshot_every
+        if every and state.version - self._snapshot_version >= every:
+            self.journal.save_snapshot(self.id, state)
+            self._snapshot_version = state.version
+
+    def _log_decision(self, state: SessionState, decision: _decide.Decision) -> None:
+        log = self._log.bind(version=state.version)
+        if decision.error is not None:
+            log.warning(
+                "refused",
+                error=type(decision.error).__name__,
+                violations=[str(v) for v in getattr(decision.error, "violations", ())],
+            )
+        for event in decision.events:
+            if type(event).__name__ == "MarkerInvalidated":
+                log.warning("marker_invalidated", **attrs.asdict(event))
+        log.debug("committed", types=[type(e).__name__ for e in decision.events])
+
+    # -- commands ------------------------------------------------------------------------
+    def append_turn(
+        self, role: str, content: str, tokens: int, *, expected_version: int | None = None
+    ) -> Turn:
+        """Append one raw L0 turn."""
+
+        def decide(state: SessionState) -> _decide.Decision:
+            turn = TurnAppended(index=state.turns, role=role, content=content, tokens=tokens)
+            return _decide.Decision(events=(turn,))
+
+        state = self.commit(decide, expected_version)
+        index = state.turns - 1
+        start = state.tok_starts[index]
+        return Turn(index=index, role=role, content=content, tokens=tokens, tok_start=start)
+
+    def open_call(
+        self, call_id: str, kind: str, name: str, *, expected_version: int | None = None
+    ) -> None:
+        """Record an open tool call, file handle or subprocess."""
+        self._append(CallOpened(call_id=call_id, kind=kind, name=name), expected_version)
+
+    def resolve_call(
+        self, call_id: str, outcome: str, *, expected_version: int | None = None
+    ) -> None:
+        """Record that an open call came back."""
+        self._append(CallResolved(call_id=call_id, outcome=outcome), expected_version)
+
+    def state_constraint(self, key: str, text: str, *, expected_version: int | None = None) -> None:
+        """Record a user constraint, pending until lifted."""
+        self._append(ConstraintStated(key=key, text=text), expected_version)
+
+    def lift_constraint(self, key: str, *, expected_version: int | None = None) -> None:
+        """Lift a pending constraint."""
+        self._append(ConstraintLifted(key=key), expected_version)
+
+    def dispose(
+        self, key: str, disposition: str, reason: str, *, expected_version: int | None = None
+    ) -> None:
+        """Record a negative fact: ``key`` was rejected, failed or superseded."""
+        event = ItemDisposed(key=key, disposition=disposition, reason=reason)
+        self._append(event, expected_version)
+
+    def truncate(
+        self, lo: int, hi: int, reason: str = "", *, expected_version: int | None = None
+    ) -> None:
+        """Record that budget enforcement dropped ``[lo, hi)``."""
+        self._append(Truncated(lo=lo, hi=hi, reason=reason), expected_version)
+
+    def checkpoint(self, *, expected_version: int | None = None) -> int:
+        """Record a raw-log checkpoint at the log's end; returns its position."""
+        state = self.commit(
+            lambda s: _decide.Decision(events=(Checkpointed(at=s.end),)), expected_version
+        )
+        return state.checkpoints[-1]
+
+    def spill(self, lo: int, hi: int, *, expected_version: int | None = None) -> Spill:
+        """Write the raw range ``[lo, hi)`` to a spill file and record it."""
+
+        def decide(state: SessionState) -> _decide.Decision:
+            check_range(state, "spill", lo, hi)
+            return _decide.Decision(events=(self.make_spill(state, lo, hi),))
+
+        return self.commit(decide, expected_version).spills[-1]
+
+    def compact(
+        self,
+        *,
+        tier: int,
+        input: tuple[int, int],  # noqa: A002 - the SPEC's name
+        covers: tuple[int, int],
+        tail_start: int,
+        summary: str,
+        tokens: int,
+        dispositions: Mapping[str, str] | None = None,
+        resolved_ids: Sequence[str] = (),
+        unresolved_ids: Sequence[str] = (),
+        constraints: Sequence[str] = (),
+        replaces: Sequence[str] = (),
+        expected_version: int | None = None,
+    ) -> Node:
+        """Propose a summary node; commit it, or refuse it with UnrecoverableCompactionError."""
+        fields: dict[str, Any] = {
+            "tier": tier,
+            "input_lo": input[0],
+            "input_hi": input[1],
+            "covers_lo": covers[0],
+            "covers_hi": covers[1],
+            "tail_start": tail_start,
+            "summary": summary,
+            "tokens": tokens,
+            "dispositions": dispositions or {},
+            "resolved_ids": resolved_ids,
+            "unresolved_ids": unresolved_ids,
+            "constraints": constraints,
+            "replaces": replaces,
+        }
+        node_ids: list[str] = []
+
+        def decide(state: SessionState) -> _decide.Decision:
+            proposal = Compacted(node_id=_decide.node_id_for(state), **fields)
+            node_ids.append(proposal.node_id)
+            return self.decide_compaction(state, proposal)
+
+        return self.commit(decide, expected_version).nodes[node_ids[-1]]
+
+    def decide_compaction(self, state: SessionState, proposal: Compacted) -> _decide.Decision:
+        """The compaction decision on ``state``, with this session's spill files."""
+        return _decide.compaction(
+            state,
+            proposal,
+            checked_against=self.verified(state),
+            make_spill=self.make_spill,
+        )
+
+    def emit_marker(self, node_id: str, *, expected_version: int | None = None) -> Marker:
+        """Emit a recovery marker on a node, or refuse it with MarkerInvalid."""
+        ids: list[str] = []
+
+        def decide(state: SessionState) -> _decide.Decision:
+            ids.append(_decide.marker_id_for(state))
+            return _decide.marker(state, ids[-1], node_id)
+
+        return self.commit(decide, expected_version).markers[ids[-1]]
+
+    def resume(self, marker_id: str, *, expected_version: int | None = None) -> Context:
+        """The digest context if the marker holds, else the raw checkpoint: never a patch."""
+        contexts: list[Context] = []
+
+        def decide(state: SessionState) -> _decide.Decision:
+            contexts.append(self.context_for(state, marker_id))
+            return _decide.Decision(events=(contexts[-1].event(),))
+
+        state = self.commit(decide, expected_version)
+        return attrs.evolve(contexts[-1], version=state.version)
+
+    # -- effects the decisions need ------------------------------------------------------
+    def context_for(self, state: SessionState, marker_id: str) -> Context:
+        """The context a resume of ``marker_id`` on ``state`` returns (no write)."""
+        if marker_id not in state.markers:
+            raise InvalidEvent(f"unknown marker {marker_id!r}")
+        found, reason = _decide.resume_verdict(state, marker_id)
+        if not found:
+            source, at = "digest", None
+            data = render_digest(state.live_nodes, self._resident_turns(state))
+        else:
+            source, at = "raw_checkpoint", _decide.raw_checkpoint(state, marker_id)
+            data = render_turns(self._store.turns(self.id, 0, state.turn_index(at)))
+        return Context(
+            marker_id=marker_id,
+            source=source,
+            content=data.decode(),
+            sha256=hashlib.sha256(data).hexdigest(),
+            checkpoint_at=at,
+            reason=reason,
+            version=state.version,
+        )
+
+    def _resident_turns(self, state: SessionState) -> Iterator[dict[str, Any]]:
+        lo = 0
+        for gone_lo, gone_hi in (*state.evicted, (state.end, state.end)):
+            if lo < gone_lo:
+                yield from self._store.turns(
+                    self.id, state.turn_index(lo), state.turn_index(gone_lo)
+                )
+            lo = max(lo, gone_hi)
+
+    def make_spill(self, state: SessionState, lo: int, hi: int) -> Spilled:
+        """Write the raw range ``[lo, hi)`` of ``state``'s turns to a spill file (no commit)."""
+        db = self._store.path
+        data = render_turns(self._store.turns(self.id, state.turn_index(lo), state.turn_index(hi)))
+        handle = spill_handle(db, self.id, state.version + 1, lo, hi)
+        write_atomically(db.parent / handle, data)
+        digest = hashlib.sha256(data).hexdigest()
+        return Spilled(lo=lo, hi=hi, handle=handle, sha256=digest, bytes=len(data))
+
+    def spill_problem(self, spill: Spill | Spilled) -> str | None:
+        """Why a spill's file no longer holds its recorded bytes, or ``None``."""
+        return file_problem(self._store.path.parent / spill.handle, spill.sha256, spill.bytes)
+
+    def verified(self, state: SessionState) -> SessionState:
+        """``state`` less the spills whose files fail their sha256 (C3 trusts only these)."""
+        good = [s for s in state.spills if self.spill_problem(s) is None]
+        if len(good) == len(state.spills):
+            return state
+        return attrs.evolve(state, spills=Ledger.of(good))
+
+
+def _decode(session_id: str, type_name: str, payload: str) -> Event:
+    try:
+        return from_payload(type_name, payload)
+    except InvalidEvent as exc:
+        raise IntegrityError(f"session {session_id!r}: malformed stored event: {exc}") from None

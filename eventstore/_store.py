@@ -1,0 +1,301 @@
+"""The SQLite event store: append with an expected version, stream, check the chain.
+
+It knows nothing of tiers. Every write is one ``BEGIN IMMEDIATE`` transaction
+(see ``docs/append-path.md`` for the crash states); reads stream from a cursor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import attrs
+
+from eventstore import _schema
+from eventstore._codec import SCHEMA_VERSION, from_payload, hash_bytes, to_payload
+from eventstore._errors import ConcurrencyError
+from reducers import Event, InvalidEvent, JournalError, canonical_json
+
+GENESIS = "0" * 64
+SYNCHRONOUS = ("full", "normal")
+
+
+def utc_now() -> str:
+    """The store's clock: UTC, ISO 8601, microseconds."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def chain_hash(
+    prev: str,
+    session_id: str,
+    version: int,
+    type_name: str,
+    schema_version: int,
+    payload: str,
+    recorded_at: str,
+) -> str:
+    """``sha256(prev_hash + canonical event bytes)``."""
+    body = hash_bytes(
+        session_id=session_id,
+        version=version,
+        type_name=type_name,
+        schema_version=schema_version,
+        payload=payload,
+        recorded_at=recorded_at,
+    )
+    return hashlib.sha256(prev.encode() + body).hexdigest()
+
+
+@attrs.frozen
+class Recorded:
+    """One stored row of ``events``."""
+
+    seq: int
+    session_id: str
+    version: int
+    type: str
+    schema_version: int
+    payload: str
+    recorded_at: str
+    prev_hash: str
+    hash: str
+
+    @property
+    def event(self) -> Event:
+        """The decoded event (raises :class:`InvalidEvent` for a malformed row)."""
+        return from_payload(self.type, self.payload)
+
+
+@attrs.frozen(kw_only=True)
+class ChainProblem:
+    """The first row of a session that fails the integrity walk."""
+
+    session_id: str
+    version: int
+    problem: str
+
+
+_COLUMNS = "seq, session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"
+
+
+def _connect(path: Path, *, readonly: bool, timeout: float) -> sqlite3.Connection:
+    if readonly:
+        if not path.is_file():
+            raise JournalError(f"no journal at {path}")
+        uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+        return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout)
+    if path.is_dir():
+        raise JournalError(f"{path} is a folder, not a journal file")
+    return sqlite3.connect(path, isolation_level=None, timeout=timeout)
+
+
+class EventStore:
+    """Append-only, hash-chained events of many sessions in one SQLite file."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "full",
+        readonly: bool = False,
+        busy_timeout: float = 30.0,
+        clock: Callable[[], str] = utc_now,
+    ) -> None:
+        if synchronous not in SYNCHRONOUS:
+            raise InvalidEvent(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
+        self.path = Path(path)
+        self.readonly = readonly
+        self._clock = clock
+        self._in_txn = False
+        try:
+            self.conn = _connect(self.path, readonly=readonly, timeout=busy_timeout)
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot open {self.path}: {exc}") from None
+        try:
+            self._configure(synchronous, busy_timeout)
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            raise JournalError(f"{self.path} is not a tierlog journal: {exc}") from None
+        except JournalError:
+            self.conn.close()
+            raise
+
+    def _configure(self, synchronous: str, busy_timeout: float) -> None:
+        self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        if self.readonly:
+            _schema.check(self.conn)
+            return
+        _schema.install(self.conn)
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self.conn.close()
+
+    # -- writing -----------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One ``BEGIN IMMEDIATE`` transaction: commit on success, roll back on error."""
+        if self._in_txn:
+            raise JournalError("transactions do not nest")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise ConcurrencyError(f"journal is busy: {exc}") from None
+        self._in_txn = True
+        try:
+            yield
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        finally:
+            self._in_txn = False
+
+    def append(self, session_id: str, events: Sequence[Event], *, expected_version: int) -> int:
+        """Append ``events`` atomically after ``expected_version``; returns the new version.
+
+        Raises :class:`ConcurrencyError` if the session is at another version.
+        Joins the caller's transaction when one is open.
+        """
+        if self._in_txn:
+            return self._insert(session_id, events, expected_version)
+        with self.transaction():
+            return self._insert(session_id, events, expected_version)
+
+    def _insert(self, session_id: str, events: Sequence[Event], expected_version: int) -> int:
+        version, prev = self.head(session_id)
+        if version != expected_version:
+            raise ConcurrencyError(
+                f"session {session_id!r} is at version {version}, expected {expected_version}"
+            )
+        rows = []
+        now = self._clock()
+        for event in events:
+            version += 1
+            payload = to_payload(event)
+            type_name = type(event).__name__
+            digest = chain_hash(prev, session_id, version, type_name, SCHEMA_VERSION, payload, now)
+            rows.append(
+                (session_id, version, type_name, SCHEMA_VERSION, payload, now, prev, digest)
+            )
+            prev = digest
+        self.conn.executemany(
+            "INSERT INTO events (session_id, version, type, schema_version, payload,"
+            " recorded_at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        return version
+
+    # -- reading -----------------------------------------------------------------------
+    def head(self, session_id: str) -> tuple[int, str]:
+        """The session's last version and hash (``0`` and the genesis hash when empty)."""
+        row = self.conn.execute(
+            "SELECT version, hash FROM events WHERE session_id = ? ORDER BY version DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        return (row[0], row[1]) if row else (0, GENESIS)
+
+    def read(
+        self, session_id: str, *, start: int = 1, stop: int | None = None
+    ) -> Iterator[Recorded]:
+        """Rows ``start..stop`` (inclusive) of a session in version order, streamed."""
+        cursor = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND version >= ?"
+            " AND version <= ? ORDER BY version",
+            (session_id, start, stop if stop is not None else 2**62),
+        )
+        for row in cursor:
+            yield Recorded(*row)
+
+    def read_payloads(
+        self, session_id: str, *, start: int = 1, stop: int | None = None
+    ) -> Iterator[tuple[str, str]]:
+        """``(type, payload)`` of rows ``start..stop``: the replay hot path."""
+        return iter(
+            self.conn.execute(
+                "SELECT type, payload FROM events WHERE session_id = ? AND version >= ?"
+                " AND version <= ? ORDER BY version",
+                (session_id, start, stop if stop is not None else 2**62),
+            )
+        )
+
+    def sessions(self) -> list[str]:
+        """Every session id, sorted."""
+        rows = self.conn.execute("SELECT DISTINCT session_id FROM events ORDER BY session_id")
+        return [r[0] for r in rows]
+
+    def turns(self, session_id: str, lo: int, hi: int) -> Iterator[dict[str, Any]]:
+        """The payloads of turns ``lo <= index < hi``, in index order."""
+        cursor = self.conn.execute(
+            "SELECT payload FROM events WHERE session_id = ? AND type = 'TurnAppended'"
+            " AND payload ->> '$.index' >= ? AND payload ->> '$.index' < ?"
+            " ORDER BY payload ->> '$.index'",
+            (session_id, lo, hi),
+        )
+        for (payload,) in cursor:
+            yield json.loads(payload)
+
+    # -- snapshots (a cache: replay must agree with it) ---------------------------------
+    def save_snapshot(self, session_id: str, version: int, sha256: str, blob: bytes) -> None:
+        """Keep one snapshot per session, replacing the older one."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO snapshots (session_id, version, sha256, state)"
+            " VALUES (?, ?, ?, ?)",
+            (session_id, version, sha256, blob),
+        )
+
+    def load_snapshot(self, session_id: str) -> tuple[int, str, bytes] | None:
+        """``(version, sha256, blob)`` of the session's snapshot, if any."""
+        row = self.conn.execute(
+            "SELECT version, sha256, state FROM snapshots WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    # -- integrity ---------------------------------------------------------------------
+    def check_chain(self, session_id: str) -> ChainProblem | None:
+        """The first version whose sequence, payload or hash is wrong, or ``None``."""
+        prev, expected = GENESIS, 1
+        for row in self.read(session_id):
+            problem = _row_problem(row, prev, expected)
+            if problem:
+                return ChainProblem(session_id=session_id, version=row.version, problem=problem)
+            prev, expected = row.hash, expected + 1
+        return None
+
+
+def _row_problem(row: Recorded, prev: str, expected: int) -> str | None:
+    if row.version != expected:
+        return f"version sequence broken: expected {expected}, found {row.version}"
+    if row.prev_hash != prev:
+        return "prev_hash does not match the previous event's hash"
+    try:
+        data = json.loads(row.payload)
+    except json.JSONDecodeError:
+        return "payload is not JSON"
+    if canonical_json(data).decode() != row.payload:
+        return "payload is not in canonical form (edited by hand?)"
+    digest = chain_hash(
+        prev,
+        row.session_id,
+        row.version,
+        row.type,
+        row.schema_version,
+        row.payload,
+        row.recorded_at,
+    )
+    if digest != row.hash:
+        return "hash does not match the event's content"
+    try:
+        row.event  # noqa: B018 - decoding is the check
+    except InvalidEvent as exc:
+        return f"payload does not decode: {exc}"
+    return None

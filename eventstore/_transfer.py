@@ -1,0 +1,143 @@
+"""Export a session as JSON Lines; import one back through the commit pipeline."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO
+
+import attrs
+
+from eventstore import _decide
+from eventstore._codec import SCHEMA_VERSION, from_payload
+from eventstore._journal import Journal, check_session_id
+from eventstore._replay import commands, decide_again
+from eventstore._session import Session
+from invariants import MarkerInvalid, UnrecoverableCompactionError
+from reducers import Event, InvalidEvent, SessionConfig, SessionStarted, SessionState
+
+
+def export_lines(journal: Journal, session_id: str) -> Iterator[str]:
+    """One JSON object a line per event: the stored row, payload as an object."""
+    if not journal.store.head(session_id)[0]:
+        raise InvalidEvent(f"no session {session_id!r} in {journal.path}")
+    for row in journal.store.read(session_id):
+        yield json.dumps(
+            {
+                "session_id": row.session_id,
+                "version": row.version,
+                "type": row.type,
+                "schema_version": row.schema_version,
+                "recorded_at": row.recorded_at,
+                "hash": row.hash,
+                "payload": json.loads(row.payload),
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Imported:
+    """What ``import_file`` did for one session."""
+
+    source_id: str
+    session_id: str
+    events: int
+    redecided: int
+    unchanged: bool
+
+
+def read_sessions(lines: Iterable[str]) -> dict[str, list[Event]]:
+    """Parse exported lines into each session's events (InvalidEvent on any bad line)."""
+    sessions: dict[str, list[Event]] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidEvent(f"line {number}: not JSON ({exc.msg})") from None
+        if (
+            not isinstance(row, dict)
+            or not {"session_id", "version", "type", "payload"} <= row.keys()
+        ):
+            raise InvalidEvent(f"line {number}: need session_id, version, type and payload")
+        if row.get("schema_version", SCHEMA_VERSION) > SCHEMA_VERSION:
+            raise InvalidEvent(f"line {number}: schema version {row['schema_version']} is newer")
+        events = sessions.setdefault(check_session_id(row["session_id"]), [])
+        if row["version"] != len(events) + 1:
+            raise InvalidEvent(
+                f"line {number}: version {row['version']}, expected {len(events) + 1}"
+            )
+        try:
+            events.append(from_payload(row["type"], row["payload"]))
+        except InvalidEvent as exc:
+            raise InvalidEvent(f"line {number}: {exc}") from None
+    return sessions
+
+
+def import_file(
+    journal: Journal,
+    file: IO[str],
+    *,
+    rename: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[Imported]:
+    """Import every session in ``file``; each command is re-decided by the current checks."""
+    sessions = read_sessions(file)
+    if rename is not None and len(sessions) != 1:
+        raise InvalidEvent(f"--session renames one session; the file holds {len(sessions)}")
+    return [
+        _import_session(journal, source, rename or source, events, progress)
+        for source, events in sessions.items()
+    ]
+
+
+def _import_session(
+    journal: Journal,
+    source: str,
+    target: str,
+    events: list[Event],
+    progress: Callable[[int], None] | None,
+) -> Imported:
+    check_session_id(target)
+    if journal.store.head(target)[0]:
+        existing = list(journal.session(target).events())
+        if existing == events:
+            return Imported(
+                source_id=source, session_id=target, events=len(events), redecided=0, unchanged=True
+            )
+        raise InvalidEvent(f"session {target!r} already exists with a different history")
+    first = events[0]
+    if not isinstance(first, SessionStarted):
+        raise InvalidEvent(f"session {source!r} does not begin with SessionStarted")
+    session = journal.start_session(target, SessionConfig(**attrs.asdict(first)))
+    redecided = 0
+    for count, command in enumerate(commands(events[1:]), 1):
+        if not _replay_command(session, command):
+            redecided += 1
+        if progress:
+            progress(count)
+    return Imported(
+        source_id=source,
+        session_id=target,
+        events=session.state.version,
+        redecided=redecided,
+        unchanged=False,
+    )
+
+
+def _replay_command(session: Session, command: list[Event]) -> bool:
+    """Commit ``command`` as the live API would; True if it committed as recorded."""
+    committed: list[tuple[Event, ...]] = []
+
+    def decide(state: SessionState) -> _decide.Decision:
+        decision = decide_again(session, state, command, make_spill=session.make_spill)
+        committed.append(decision.events)
+        return decision
+
+    with contextlib.suppress(UnrecoverableCompactionError, MarkerInvalid):
+        session.commit(decide)  # a refusal is recorded like any other decision
+    return bool(committed) and committed[-1] == tuple(command)

@@ -1,0 +1,309 @@
+"""``tierlog``: a thin command line over the library.
+
+Exit codes: 0 fine, 1 findings (``verify``, ``audit``), 2 usage or bad input.
+The library never configures logging; this module does (``--log-format``, ``-v``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import structlog
+
+from eventstore import _output as out
+from eventstore._audit import audit, has_findings, verify
+from eventstore._demo import run_demo
+from eventstore._journal import Journal
+from eventstore._transfer import export_lines, import_file
+from reducers import InvalidEvent, JournalError
+
+Handler = Callable[[argparse.Namespace], int]
+
+_COMMANDS: list[tuple[str, str, str, Callable[[argparse.ArgumentParser], None]]] = []
+
+
+def command(name: str, summary: str, example: str) -> Callable[[Handler], Handler]:
+    """Register a subcommand with its one-line summary and a usage example."""
+
+    def register(handler: Handler) -> Handler:
+        def setup(p: argparse.ArgumentParser) -> None:
+            p.set_defaults(handler=handler)
+            for add in getattr(handler, "_arguments", ()):
+                add(p)
+
+        _COMMANDS.append((name, summary, example, setup))
+        return handler
+
+    return register
+
+
+def arg(*names: str, **kwargs: Any) -> Callable[[Handler], Handler]:
+    """Declare an argument of the decorated subcommand."""
+
+    def declare(handler: Handler) -> Handler:
+        handler._arguments = [  # type: ignore[attr-defined]
+            lambda p: p.add_argument(*names, **kwargs),
+            *getattr(handler, "_arguments", ()),
+        ]
+        return handler
+
+    return declare
+
+
+def _reader(args: argparse.Namespace) -> Journal:
+    return Journal(args.db, readonly=True)
+
+
+# -- commands ---------------------------------------------------------------------------
+@command(
+    "demo",
+    "replay the two SPEC incidents against a fresh journal",
+    "tierlog demo --db /tmp/tierlog-demo.db",
+)
+@arg("--db", default="tierlog-demo.db", help="journal to (re)create (default: %(default)s)")
+def _demo(args: argparse.Namespace) -> int:
+    if not args.verbose:  # the refusals are the point of the demo: no warning lines
+        logging.getLogger("tierlog").setLevel(logging.ERROR)
+    run_demo(args.db, print)
+    return 0
+
+
+@command(
+    "sessions",
+    "sessions with event counts, refusals, invalidations",
+    "tierlog sessions agent.db --json",
+)
+@arg("db", help="journal file")
+@arg("--json", action="store_true", help="print JSON")
+def _sessions(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        rows = out.query(journal, out.SESSIONS_SQL)
+    out.emit(rows, args.json)
+    return 0
+
+
+@command(
+    "log", "the events of a session, one a line", "tierlog log agent.db mig-42 --from 10 --to 20"
+)
+@arg("db", help="journal file")
+@arg("session", help="session id")
+@arg("--from", type=int, dest="start", default=1, metavar="V", help="first version")
+@arg("--to", type=int, dest="stop", metavar="V", help="last version")
+@arg("--json", action="store_true", help="print JSON Lines")
+def _log(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        journal.session(args.session)
+        for row in journal.store.read(args.session, start=args.start, stop=args.stop):
+            print(out.log_line(row, args.json))
+    return 0
+
+
+@command(
+    "state", "reduced tier state and its sha256", "tierlog state agent.db mig-42 --at 17 --json"
+)
+@arg("db", help="journal file")
+@arg("session", help="session id")
+@arg("--at", type=int, metavar="V", help="state after version V (default: latest)")
+@arg("--json", action="store_true", help="print the canonical state as JSON")
+def _state(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        s = journal.session(args.session)
+        state = s.state if args.at is None else s.state_at(args.at)
+        if args.json:
+            print(json.dumps({**state.to_json(), "sha256": state.sha256}, indent=2, sort_keys=True))
+        else:
+            print(out.describe_state(state))
+    return 0
+
+
+@command(
+    "diff", "what changed in the state between two versions", "tierlog diff agent.db mig-42 10 17"
+)
+@arg("db", help="journal file")
+@arg("session", help="session id")
+@arg("v1", type=int, help="earlier version")
+@arg("v2", type=int, help="later version")
+@arg("--json", action="store_true", help="print JSON")
+def _diff(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        s = journal.session(args.session)
+        changes = out.diff(s.state_at(args.v1).to_json(), s.state_at(args.v2).to_json())
+    if args.json:
+        print(json.dumps(changes, indent=2, sort_keys=True))
+    else:
+        print("\n".join(out.diff_lines(changes)) or "no change")
+    return 0
+
+
+@command(
+    "verify",
+    "hash chains, payloads, spill files, every decision re-derived by replay",
+    "tierlog verify agent.db mig-42",
+)
+@arg("db", help="journal file")
+@arg("session", nargs="?", help="one session (default: all)")
+@arg("--json", action="store_true", help="print JSON")
+def _verify(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        ids = [journal.session(args.session).id] if args.session else None
+        findings = verify(journal, ids, progress=out.progress("verifying"))
+    if args.json:
+        print(json.dumps([attrs.asdict(f) for f in findings], indent=2))
+    else:
+        print(
+            "\n".join(map(str, findings)) or "ok: every chain, payload, spill and decision verified"
+        )
+    return 1 if findings else 0
+
+
+@command(
+    "audit",
+    "refusals, invalidations, raw fallbacks and evicted obligations",
+    "tierlog audit agent.db --json",
+)
+@arg("db", help="journal file")
+@arg("session", nargs="?", help="one session (default: all)")
+@arg("--json", action="store_true", help="print JSON")
+def _audit(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        ids = [journal.session(args.session).id] if args.session else None
+        report = audit(journal, ids)
+    print(json.dumps(report, indent=2, sort_keys=True) if args.json else out.audit_text(report))
+    return 1 if has_findings(report) else 0
+
+
+@command(
+    "sql",
+    "run a query on a read-only connection",
+    'tierlog sql agent.db "SELECT * FROM compaction_refusals"',
+)
+@arg("db", help="journal file")
+@arg("query", help="SQL (the audit views: turns, compactions, markers, ...)")
+@arg("--json", action="store_true", help="print JSON")
+def _sql(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        rows = out.query(journal, args.query, read_only=True)
+    out.emit(rows, args.json)
+    return 0
+
+
+@command("export", "write a session as JSON Lines", "tierlog export agent.db mig-42 > mig-42.jsonl")
+@arg("db", help="journal file")
+@arg("session", help="session id")
+@arg("-o", "--output", help="file to write (default: standard output)")
+def _export(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        lines = list(export_lines(journal, args.session))
+    text = "".join(line + "\n" for line in lines)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+@command(
+    "import",
+    "read JSON Lines back through the same checks",
+    "tierlog import fresh.db mig-42.jsonl --session mig-42-copy",
+)
+@arg("db", help="journal file (created if missing)")
+@arg("file", help="JSON Lines from `tierlog export`")
+@arg("--session", dest="rename", metavar="ID", help="import the file's one session as ID")
+def _import(args: argparse.Namespace) -> int:
+    try:
+        handle = open(args.file, encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise InvalidEvent(f"cannot read {args.file}: {exc.strerror}") from None
+    with handle, Journal(args.db) as journal:
+        results = import_file(
+            journal, handle, rename=args.rename, progress=out.progress("importing")
+        )
+    for r in results:
+        what = "unchanged (already imported)" if r.unchanged else f"{r.events} events"
+        note = f", {r.redecided} command(s) decided differently now" if r.redecided else ""
+        print(f"{r.source_id} -> {r.session_id}: {what}{note}")
+    return 0
+
+
+# -- entry point ------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    """The ``tierlog`` argument parser, every subcommand with help and an example."""
+    parser = argparse.ArgumentParser(
+        prog="tierlog",
+        description="Event-sourced journal for agent context compaction.",
+        epilog="example:\n  tierlog demo && tierlog audit tierlog-demo.db",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("console", "json"),
+        default="console",
+        help="how log lines on standard error look",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, summary, example, setup in _COMMANDS:
+        p = subs.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            epilog=f"example:\n  {example}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        setup(p)
+    return parser
+
+
+def configure_logging(fmt: str, verbose: int) -> None:
+    """Route structlog through stdlib logging to standard error."""
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if fmt == "json"
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    root = logging.getLogger("tierlog")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            renderer,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``tierlog`` with ``argv``; returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    configure_logging(args.log_format, args.verbose)
+    try:
+        return int(args.handler(args))
+    except JournalError as exc:
+        print(f"tierlog {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""M1-M3: can a marker on this node be trusted on resume? Pure."""
+
+from __future__ import annotations
+
+from invariants._compaction import carries_call
+from reducers import InvalidEvent, MarkerInvalidated, Node, SessionState, Violation
+
+
+def check_marker(
+    state: SessionState, node_id: str, *, tier_depth: int | None = None
+) -> list[Violation]:
+    """Every M1-M3 violation of a marker on ``node_id`` (empty when it can be trusted).
+
+    ``tier_depth`` is the depth the marker claims; a new marker claims its node's tier.
+    """
+    node = state.nodes.get(node_id)
+    if node is None:
+        raise InvalidEvent(f"unknown node {node_id!r}")
+    depth = node.tier if tier_depth is None else tier_depth
+    return [*_closure(node), *_negative_facts(node), *_depth(state, node, depth)]
+
+
+def invalidations(state: SessionState) -> list[MarkerInvalidated]:
+    """One ``MarkerInvalidated`` per valid marker that ``state`` breaks."""
+    out = []
+    for marker in sorted(state.markers.values(), key=lambda m: m.marker_id):
+        if not marker.valid:
+            continue
+        found = check_marker(state, marker.node_id, tier_depth=marker.tier_depth)
+        if found:
+            reason = "; ".join(str(v) for v in found)
+            out.append(
+                MarkerInvalidated(marker_id=marker.marker_id, rule=found[0].rule, reason=reason)
+            )
+    return out
+
+
+def _closure(node: Node) -> list[Violation]:
+    calls = [c for c in node.required_calls if not carries_call(node, c)]
+    constraints = [k for k in node.required_constraints if k not in node.constraints]
+    if not calls and not constraints:
+        return []
+    parts = []
+    if calls:
+        parts.append(
+            f"open calls {', '.join(map(repr, calls))} are neither resolved nor UNRESOLVED"
+        )
+    if constraints:
+        parts.append(f"pending constraints {', '.join(map(repr, constraints))} are not carried")
+    return [
+        Violation(
+            rule="M1",
+            name="closure",
+            message=f"node {node.node_id}: " + "; ".join(parts),
+            lo=node.covers_lo,
+            hi=node.covers_hi,
+        )
+    ]
+
+
+def _negative_facts(node: Node) -> list[Violation]:
+    wrong = []
+    for key, disposition in sorted(node.required_dispositions.items()):
+        carried = node.dispositions.get(key)
+        if carried != disposition:
+            as_what = "is missing" if carried is None else f"is carried as {carried!r}"
+            wrong.append(f"{key!r} ({disposition}) {as_what}")
+    if not wrong:
+        return []
+    return [
+        Violation(
+            rule="M2",
+            name="negative_fact_dropped",
+            message=f"node {node.node_id} covers negative facts it drops: " + ", ".join(wrong),
+            lo=node.covers_lo,
+            hi=node.covers_hi,
+        )
+    ]
+
+
+def _depth(state: SessionState, node: Node, depth: int) -> list[Violation]:
+    found = []
+    framing = state.depth
+    if depth != framing:
+        found.append(
+            Violation(
+                rule="M3",
+                name="depth_mismatch",
+                message=f"marker depth is L{depth} but a live L{framing} digest frames the session",
+                lo=node.covers_lo,
+                hi=node.covers_hi,
+            )
+        )
+    if not node.live:
+        found.append(
+            Violation(
+                rule="M3",
+                name="depth_mismatch",
+                message=f"node {node.node_id} was replaced by {node.replaced_by}",
+                lo=node.covers_lo,
+                hi=node.covers_hi,
+            )
+        )
+    return found

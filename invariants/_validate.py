@@ -1,0 +1,141 @@
+"""Input rules that need the history: ranges inside the log, known ids. Pure.
+
+``validate(state, event)`` raises :class:`InvalidEvent` for an event that cannot
+follow ``state`` at all. It runs before the C and M rules, so a refusal is only
+ever recorded for a well-formed proposal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from reducers import (
+    CallOpened,
+    CallResolved,
+    Checkpointed,
+    Compacted,
+    CompactionRefused,
+    ConstraintLifted,
+    Event,
+    InvalidEvent,
+    MarkerEmitted,
+    MarkerInvalidated,
+    MarkerRefused,
+    Resumed,
+    SessionStarted,
+    SessionState,
+    Spilled,
+    Truncated,
+    TurnAppended,
+)
+
+
+def validate(state: SessionState, event: Event) -> None:
+    """Raise :class:`InvalidEvent` if ``event`` cannot follow ``state``."""
+    if isinstance(event, SessionStarted):
+        if state.config is not None:
+            raise InvalidEvent("the session has already started")
+        return
+    if state.config is None:
+        raise InvalidEvent(f"{type(event).__name__} before SessionStarted")
+    check = _RULES.get(type(event))
+    if check is not None:
+        check(state, event)
+
+
+def check_range(state: SessionState, what: str, lo: int, hi: int) -> None:
+    """Raise :class:`InvalidEvent` unless ``[lo, hi)`` lies on turn boundaries in the log."""
+    if type(lo) is not int or type(hi) is not int or not 0 <= lo <= hi:
+        raise InvalidEvent(f"{what} needs integers 0 <= lo <= hi (got [{lo!r}, {hi!r}))")
+    for pos in (lo, hi):
+        if pos > state.end:
+            raise InvalidEvent(f"{what} [{lo}, {hi}) is outside the log (it ends at {state.end})")
+        if not state.on_boundary(pos):
+            raise InvalidEvent(f"{what} [{lo}, {hi}): {pos} is not a turn boundary")
+
+
+def _turn(state: SessionState, e: TurnAppended) -> None:
+    if e.index != state.turns:
+        raise InvalidEvent(f"turn index {e.index}, expected {state.turns}")
+
+
+def _call_opened(state: SessionState, e: CallOpened) -> None:
+    if e.call_id in state.call_ids:
+        raise InvalidEvent(f"call {e.call_id!r} was already opened")
+
+
+def _call_resolved(state: SessionState, e: CallResolved) -> None:
+    if e.call_id not in state.open_calls:
+        raise InvalidEvent(f"unknown or already resolved call {e.call_id!r}")
+
+
+def _lifted(state: SessionState, e: ConstraintLifted) -> None:
+    if e.key not in state.constraints:
+        raise InvalidEvent(f"no pending constraint {e.key!r}")
+
+
+def _truncated(state: SessionState, e: Truncated) -> None:
+    check_range(state, "truncation", e.lo, e.hi)
+
+
+def _spilled(state: SessionState, e: Spilled) -> None:
+    check_range(state, "spill", e.lo, e.hi)
+
+
+def _checkpointed(state: SessionState, e: Checkpointed) -> None:
+    check_range(state, "checkpoint", e.at, e.at)
+
+
+def _compacted(state: SessionState, e: Compacted) -> None:
+    if e.node_id in state.nodes:
+        raise InvalidEvent(f"node {e.node_id!r} already exists")
+    _proposal(state, e)
+
+
+def _proposal(state: SessionState, e: Compacted) -> None:
+    check_range(state, "input", e.input_lo, e.input_hi)
+    check_range(state, "covers", e.covers_lo, e.covers_hi)
+    check_range(state, "tail_start", e.tail_start, e.tail_start)
+    unknown = [c for c in (*e.resolved_ids, *e.unresolved_ids) if c not in state.call_ids]
+    if unknown:
+        raise InvalidEvent(f"unknown call(s) {', '.join(map(repr, unknown))}")
+    for old in e.replaces:
+        node = state.nodes.get(old)
+        if node is None:
+            raise InvalidEvent(f"replaces unknown node {old!r}")
+        if not node.live:
+            raise InvalidEvent(f"replaces node {old!r}, already replaced by {node.replaced_by}")
+
+
+def _refused(state: SessionState, e: CompactionRefused) -> None:
+    _proposal(state, e.proposal)
+
+
+def _marker(state: SessionState, e: MarkerEmitted | MarkerRefused) -> None:
+    if e.node_id not in state.nodes:
+        raise InvalidEvent(f"unknown node {e.node_id!r}")
+    if e.marker_id in state.markers:
+        raise InvalidEvent(f"marker {e.marker_id!r} already exists")
+
+
+def _known_marker(state: SessionState, e: MarkerInvalidated | Resumed) -> None:
+    if e.marker_id not in state.markers:
+        raise InvalidEvent(f"unknown marker {e.marker_id!r}")
+
+
+_RULES: dict[type[Any], Callable[[SessionState, Any], None]] = {
+    TurnAppended: _turn,
+    CallOpened: _call_opened,
+    CallResolved: _call_resolved,
+    ConstraintLifted: _lifted,
+    Truncated: _truncated,
+    Spilled: _spilled,
+    Checkpointed: _checkpointed,
+    Compacted: _compacted,
+    CompactionRefused: _refused,
+    MarkerEmitted: _marker,
+    MarkerRefused: _marker,
+    MarkerInvalidated: _known_marker,
+    Resumed: _known_marker,
+}

@@ -1,0 +1,18 @@
+"""The error roots shared by every layer.
+
+They live at the bottom of the import graph so that the pure layers can raise
+them without importing the store; ``eventstore`` re-exports them.
+"""
+
+from __future__ import annotations
+
+
+class JournalError(Exception):
+    """Root of every error tierlog raises on purpose."""
+
+
+class InvalidEvent(JournalError, ValueError):
+    """Bad input: a malformed event, a range outside the log, an unknown id.
+
+    Nothing is written when it is raised.
+    """

@@ -1,0 +1,331 @@
+"""The event vocabulary: one frozen attrs class per SPEC event.
+
+Events are plain values. Their validators enforce what a single event can know
+on its own (types, enums, non-negative sizes, ``lo < hi``); rules that need the
+session's history (a range inside the log, a known call) live in
+``invariants``. Every validator raises :class:`InvalidEvent`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, TypeAlias
+
+import attrs
+
+from reducers._errors import InvalidEvent
+
+UNITS: Final = ("turns", "tokens")
+ON_UNSAFE: Final = ("spill", "halt")
+CALL_KINDS: Final = ("tool_call", "file_handle", "subprocess")
+DISPOSITIONS: Final = ("rejected", "failed", "superseded")
+TIERS: Final = (1, 2)
+REFUSAL_ACTIONS: Final = ("spilled", "halted")
+RESUME_SOURCES: Final = ("digest", "raw_checkpoint")
+
+_Validator: TypeAlias = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+
+
+def _fail(attribute: attrs.Attribute[Any], problem: str, value: object) -> InvalidEvent:
+    return InvalidEvent(f"{attribute.name}: {problem} (got {value!r})")
+
+
+def _text(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str):
+        raise _fail(attribute, "must be a string", value)
+
+
+def _name(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise _fail(attribute, "must be a non-empty string", value)
+
+
+def _count(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is not int or value < 0:
+        raise _fail(attribute, "must be a non-negative integer", value)
+
+
+def _optional_count(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        _count(inst, attribute, value)
+
+
+def _one_of(*allowed: object) -> _Validator:
+    def check(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if type(value) not in (str, int) or value not in allowed:
+            raise _fail(attribute, f"must be one of {', '.join(map(repr, allowed))}", value)
+
+    return check
+
+
+def _names(_: object, attribute: attrs.Attribute[Any], value: tuple[object, ...]) -> None:
+    if not all(isinstance(v, str) and v for v in value):
+        raise _fail(attribute, "must be a sequence of non-empty strings", value)
+
+
+def _ordered(lo: str, hi: str, strict: bool = True) -> Callable[[Any], None]:
+    def check(inst: Any) -> None:
+        a, b = getattr(inst, lo), getattr(inst, hi)
+        if a > b or (strict and a == b):
+            rel = "<" if strict else "<="
+            raise InvalidEvent(f"{type(inst).__name__}: need {lo} {rel} {hi} (got [{a}, {b}))")
+
+    return check
+
+
+def _to_tuple(value: object) -> tuple[Any, ...]:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidEvent(f"expected a sequence, got {type(value).__name__}")
+    return tuple(value)
+
+
+def _to_dispositions(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise InvalidEvent(f"dispositions: expected a mapping, got {type(value).__name__}")
+    out = {}
+    for key in sorted(value, key=str):
+        if not isinstance(key, str) or not key:
+            raise InvalidEvent(f"dispositions: keys must be non-empty strings (got {key!r})")
+        if value[key] not in DISPOSITIONS:
+            raise InvalidEvent(f"dispositions[{key!r}]: must be one of {DISPOSITIONS}")
+        out[key] = value[key]
+    return out
+
+
+@attrs.frozen(kw_only=True)
+class Violation:
+    """One broken rule: its code, snake_case name, a message naming keys or offsets."""
+
+    rule: str = attrs.field(validator=_name)
+    name: str = attrs.field(validator=_name)
+    message: str = attrs.field(validator=_text)
+    lo: int | None = attrs.field(default=None, validator=_optional_count)
+    hi: int | None = attrs.field(default=None, validator=_optional_count)
+
+    def __str__(self) -> str:
+        span = f" [{self.lo}, {self.hi})" if self.lo is not None else ""
+        return f"{self.rule} {self.name}{span}: {self.message}"
+
+
+@attrs.frozen(kw_only=True)
+class SessionConfig:
+    """A session's configuration: budgets, units, the recovery floor, the unsafe policy."""
+
+    window_tokens: int = attrs.field(validator=_count)
+    trigger_tokens: int = attrs.field(validator=_count)
+    truncator_unit: str = attrs.field(validator=_one_of(*UNITS))
+    floor_span: int = attrs.field(validator=_count)
+    floor_unit: str = attrs.field(validator=_one_of(*UNITS))
+    on_unsafe: str = attrs.field(validator=_one_of(*ON_UNSAFE))
+
+    def __attrs_post_init__(self) -> None:
+        if self.trigger_tokens > self.window_tokens:
+            raise InvalidEvent(
+                f"trigger_tokens ({self.trigger_tokens}) exceeds "
+                f"window_tokens ({self.window_tokens})"
+            )
+
+
+@attrs.frozen(kw_only=True)
+class SessionStarted(SessionConfig):
+    """The first event of every session: its configuration."""
+
+
+@attrs.frozen(kw_only=True)
+class TurnAppended:
+    """One raw L0 turn."""
+
+    index: int = attrs.field(validator=_count)
+    role: str = attrs.field(validator=_name)
+    content: str = attrs.field(validator=_text)
+    tokens: int = attrs.field(validator=_count)
+
+
+@attrs.frozen(kw_only=True)
+class CallOpened:
+    """A tool call, file handle or subprocess the agent opened."""
+
+    call_id: str = attrs.field(validator=_name)
+    kind: str = attrs.field(validator=_one_of(*CALL_KINDS))
+    name: str = attrs.field(validator=_text)
+
+
+@attrs.frozen(kw_only=True)
+class CallResolved:
+    """An open call came back."""
+
+    call_id: str = attrs.field(validator=_name)
+    outcome: str = attrs.field(validator=_text)
+
+
+@attrs.frozen(kw_only=True)
+class ConstraintStated:
+    """A user constraint that stays pending until lifted."""
+
+    key: str = attrs.field(validator=_name)
+    text: str = attrs.field(validator=_text)
+
+
+@attrs.frozen(kw_only=True)
+class ConstraintLifted:
+    """A pending constraint no longer applies."""
+
+    key: str = attrs.field(validator=_name)
+
+
+@attrs.frozen(kw_only=True)
+class ItemDisposed:
+    """A negative fact: an approach rejected, failed or superseded."""
+
+    key: str = attrs.field(validator=_name)
+    disposition: str = attrs.field(validator=_one_of(*DISPOSITIONS))
+    reason: str = attrs.field(validator=_text)
+
+
+@attrs.frozen(kw_only=True)
+class Truncated:
+    """Budget enforcement dropped ``[lo, hi)`` from the working context."""
+
+    lo: int = attrs.field(validator=_count)
+    hi: int = attrs.field(validator=_count)
+    reason: str = attrs.field(validator=_text)
+
+    def __attrs_post_init__(self) -> None:
+        _ordered("lo", "hi")(self)
+
+
+@attrs.frozen(kw_only=True)
+class Spilled:
+    """A byte-exact, re-readable copy of the raw range ``[lo, hi)``."""
+
+    lo: int = attrs.field(validator=_count)
+    hi: int = attrs.field(validator=_count)
+    handle: str = attrs.field(validator=_name)
+    sha256: str = attrs.field(validator=_name)
+    bytes: int = attrs.field(validator=_count)
+
+    def __attrs_post_init__(self) -> None:
+        _ordered("lo", "hi", strict=False)(self)
+        if len(self.sha256) != 64 or not all(c in "0123456789abcdef" for c in self.sha256):
+            raise InvalidEvent(f"sha256: must be 64 lowercase hex digits (got {self.sha256!r})")
+
+
+@attrs.frozen(kw_only=True)
+class Checkpointed:
+    """A raw-log checkpoint at position ``at``."""
+
+    at: int = attrs.field(validator=_count)
+
+
+@attrs.frozen(kw_only=True)
+class Compacted:
+    """A summary node folding ``[covers_lo, covers_hi)`` into tier 1 or 2."""
+
+    node_id: str = attrs.field(validator=_name)
+    tier: int = attrs.field(validator=_one_of(*TIERS))
+    input_lo: int = attrs.field(validator=_count)
+    input_hi: int = attrs.field(validator=_count)
+    covers_lo: int = attrs.field(validator=_count)
+    covers_hi: int = attrs.field(validator=_count)
+    tail_start: int = attrs.field(validator=_count)
+    summary: str = attrs.field(validator=_text)
+    tokens: int = attrs.field(validator=_count)
+    dispositions: dict[str, str] = attrs.field(factory=dict, converter=_to_dispositions)
+    resolved_ids: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple, validator=_names)
+    unresolved_ids: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple, validator=_names)
+    constraints: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple, validator=_names)
+    replaces: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple, validator=_names)
+
+    def __attrs_post_init__(self) -> None:
+        _ordered("input_lo", "input_hi", strict=False)(self)
+        _ordered("covers_lo", "covers_hi")(self)
+
+
+@attrs.frozen(kw_only=True)
+class CompactionRefused:
+    """A proposal the invariants refused, with every violation and what was done."""
+
+    proposal: Compacted
+    violations: tuple[Violation, ...] = attrs.field(converter=_to_tuple)
+    action: str = attrs.field(validator=_one_of(*REFUSAL_ACTIONS))
+
+
+@attrs.frozen(kw_only=True)
+class MarkerEmitted:
+    """A recovery marker on a summary node."""
+
+    marker_id: str = attrs.field(validator=_name)
+    node_id: str = attrs.field(validator=_name)
+    tier_depth: int = attrs.field(validator=_one_of(*TIERS))
+    resolved_ids: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple, validator=_names)
+
+
+@attrs.frozen(kw_only=True)
+class MarkerRefused:
+    """A marker emission that failed M1-M3."""
+
+    marker_id: str = attrs.field(validator=_name)
+    node_id: str = attrs.field(validator=_name)
+    violations: tuple[Violation, ...] = attrs.field(converter=_to_tuple)
+
+
+@attrs.frozen(kw_only=True)
+class MarkerInvalidated:
+    """A committed compaction broke an existing marker."""
+
+    marker_id: str = attrs.field(validator=_name)
+    rule: str = attrs.field(validator=_name)
+    reason: str = attrs.field(validator=_text)
+
+
+@attrs.frozen(kw_only=True)
+class Resumed:
+    """A resume from a marker, and which context it returned."""
+
+    marker_id: str = attrs.field(validator=_name)
+    source: str = attrs.field(validator=_one_of(*RESUME_SOURCES))
+    checkpoint_at: int | None = attrs.field(default=None, validator=_optional_count)
+    context_sha256: str = attrs.field(validator=_name)
+    reason: str = attrs.field(validator=_text)
+
+
+Event: TypeAlias = (
+    SessionStarted
+    | TurnAppended
+    | CallOpened
+    | CallResolved
+    | ConstraintStated
+    | ConstraintLifted
+    | ItemDisposed
+    | Truncated
+    | Spilled
+    | Checkpointed
+    | Compacted
+    | CompactionRefused
+    | MarkerEmitted
+    | MarkerRefused
+    | MarkerInvalidated
+    | Resumed
+)
+
+EVENT_TYPES: Final[dict[str, type[Event]]] = {
+    cls.__name__: cls
+    for cls in (
+        SessionStarted,
+        TurnAppended,
+        CallOpened,
+        CallResolved,
+        ConstraintStated,
+        ConstraintLifted,
+        ItemDisposed,
+        Truncated,
+        Spilled,
+        Checkpointed,
+        Compacted,
+        CompactionRefused,
+        MarkerEmitted,
+        MarkerRefused,
+        MarkerInvalidated,
+        Resumed,
+    )
+}

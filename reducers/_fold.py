@@ -1,0 +1,269 @@
+"""The pure fold from events to :class:`SessionState`.
+
+``fold`` runs a private accumulator over the events and freezes it once, so a
+replay is linear in the log length; ``apply`` is the same accumulator run for
+one event. Small mappings are copied on first write, the append-only parts
+share their buffer (see ``_ledger``), so no state a caller holds ever changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from reducers._errors import InvalidEvent
+from reducers._events import (
+    CallOpened,
+    CallResolved,
+    Checkpointed,
+    Compacted,
+    CompactionRefused,
+    ConstraintLifted,
+    ConstraintStated,
+    Event,
+    ItemDisposed,
+    MarkerEmitted,
+    MarkerInvalidated,
+    MarkerRefused,
+    Resumed,
+    SessionConfig,
+    SessionStarted,
+    Spilled,
+    Truncated,
+    TurnAppended,
+)
+from reducers._ledger import Ledger
+from reducers._state import (
+    Marker,
+    NegativeFact,
+    Node,
+    OpenCall,
+    PendingConstraint,
+    SessionState,
+    Span,
+    Spill,
+    Truncation,
+    merge_spans,
+)
+
+_MAPPINGS = ("nodes", "markers", "open_calls", "constraints", "dispositions")
+_FIELDS = tuple(a.name for a in attrs.fields(SessionState))
+
+
+class _Acc:
+    """A mutable working copy of a state; private to this module."""
+
+    version: int
+    config: SessionConfig | None
+    tok_starts: Ledger[int]
+    call_ids: Ledger[str]
+    truncations: Ledger[Truncation]
+    spills: Ledger[Spill]
+    checkpoints: Ledger[int]
+    truncated: tuple[Span, ...]
+    nodes: Mapping[str, Node]
+    markers: Mapping[str, Marker]
+    open_calls: Mapping[str, OpenCall]
+    constraints: Mapping[str, PendingConstraint]
+    dispositions: Mapping[str, NegativeFact]
+
+    def __init__(self, state: SessionState) -> None:
+        for name in _FIELDS:
+            setattr(self, name, getattr(state, name))
+        self._owned: set[str] = set()
+
+    def mut(self, name: str) -> dict[str, Any]:
+        """The mapping ``name``, copied on its first write."""
+        if name not in self._owned:
+            setattr(self, name, dict(getattr(self, name)))
+            self._owned.add(name)
+        out: dict[str, Any] = getattr(self, name)
+        return out
+
+    def freeze(self) -> SessionState:
+        values = {name: getattr(self, name) for name in _FIELDS}
+        for name in self._owned:
+            values[name] = MappingProxyType(values[name])
+        return SessionState(**values)
+
+    @property
+    def last_position(self) -> int:
+        turns = len(self.tok_starts) - 1
+        if not turns:
+            return 0
+        by_turn = self.config is None or self.config.truncator_unit == "turns"
+        return turns - 1 if by_turn else self.tok_starts[turns - 1]
+
+    def apply(self, event: Event) -> None:
+        handler = _HANDLERS.get(type(event))
+        if handler is None:
+            raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")
+        handler(self, event)
+        self.version += 1
+
+
+def _session_started(acc: _Acc, e: SessionStarted) -> None:
+    acc.config = SessionConfig(**attrs.asdict(e))
+
+
+def _turn_appended(acc: _Acc, e: TurnAppended) -> None:
+    tok = acc.tok_starts
+    acc.tok_starts = tok.append(tok[-1] + e.tokens)
+
+
+def _call_opened(acc: _Acc, e: CallOpened) -> None:
+    acc.mut("open_calls")[e.call_id] = OpenCall(
+        call_id=e.call_id, kind=e.kind, name=e.name, position=acc.last_position
+    )
+    if e.call_id not in acc.call_ids:
+        acc.call_ids = acc.call_ids.append(e.call_id)
+
+
+def _call_resolved(acc: _Acc, e: CallResolved) -> None:
+    acc.mut("open_calls").pop(e.call_id, None)
+
+
+def _constraint_stated(acc: _Acc, e: ConstraintStated) -> None:
+    acc.mut("constraints")[e.key] = PendingConstraint(
+        key=e.key, text=e.text, position=acc.last_position
+    )
+
+
+def _constraint_lifted(acc: _Acc, e: ConstraintLifted) -> None:
+    acc.mut("constraints").pop(e.key, None)
+
+
+def _item_disposed(acc: _Acc, e: ItemDisposed) -> None:
+    acc.mut("dispositions")[e.key] = NegativeFact(
+        key=e.key, disposition=e.disposition, reason=e.reason, position=acc.last_position
+    )
+
+
+def _truncated(acc: _Acc, e: Truncated) -> None:
+    cut = Truncation(lo=e.lo, hi=e.hi, reason=e.reason, version=acc.version + 1)
+    acc.truncations = acc.truncations.append(cut)
+    acc.truncated = merge_spans([*acc.truncated, (e.lo, e.hi)])
+
+
+def _spilled(acc: _Acc, e: Spilled) -> None:
+    spill = Spill(
+        lo=e.lo,
+        hi=e.hi,
+        handle=e.handle,
+        sha256=e.sha256,
+        bytes=e.bytes,
+        version=acc.version + 1,
+    )
+    acc.spills = acc.spills.append(spill)
+
+
+def _checkpointed(acc: _Acc, e: Checkpointed) -> None:
+    acc.checkpoints = acc.checkpoints.append(e.at)
+
+
+def required_at_commit(
+    open_calls: Iterable[OpenCall],
+    constraints: Iterable[PendingConstraint],
+    dispositions: Iterable[NegativeFact],
+    covers_lo: int,
+    covers_hi: int,
+) -> dict[str, Any]:
+    """What a node committed now over ``[covers_lo, covers_hi)`` must carry (M1, M2)."""
+    return {
+        "required_calls": tuple(sorted(c.call_id for c in open_calls if c.position < covers_hi)),
+        "required_constraints": tuple(sorted(c.key for c in constraints if c.position < covers_hi)),
+        "required_dispositions": {
+            d.key: d.disposition
+            for d in sorted(dispositions, key=lambda d: d.key)
+            if covers_lo <= d.position < covers_hi
+        },
+    }
+
+
+def _compacted(acc: _Acc, e: Compacted) -> None:
+    nodes = acc.mut("nodes")
+    required = required_at_commit(
+        acc.open_calls.values(),
+        acc.constraints.values(),
+        acc.dispositions.values(),
+        e.covers_lo,
+        e.covers_hi,
+    )
+    for old in e.replaces:
+        if old in nodes:
+            nodes[old] = attrs.evolve(nodes[old], live=False, replaced_by=e.node_id)
+    fields = attrs.asdict(e, recurse=False)
+    nodes[e.node_id] = Node(**fields, **required, version=acc.version + 1)
+
+
+def _marker_emitted(acc: _Acc, e: MarkerEmitted) -> None:
+    acc.mut("markers")[e.marker_id] = Marker(
+        marker_id=e.marker_id,
+        node_id=e.node_id,
+        tier_depth=e.tier_depth,
+        resolved_ids=e.resolved_ids,
+        version=acc.version + 1,
+    )
+
+
+def _marker_invalidated(acc: _Acc, e: MarkerInvalidated) -> None:
+    markers = acc.mut("markers")
+    if e.marker_id in markers:
+        markers[e.marker_id] = attrs.evolve(
+            markers[e.marker_id], valid=False, invalidated_rule=e.rule, invalidated_reason=e.reason
+        )
+
+
+def _marker_refused(acc: _Acc, e: MarkerRefused) -> None:
+    """A refused marker is known, and never trusted: resuming it falls back to raw."""
+    node = acc.nodes.get(e.node_id)
+    acc.mut("markers")[e.marker_id] = Marker(
+        marker_id=e.marker_id,
+        node_id=e.node_id,
+        tier_depth=node.tier if node else 0,
+        resolved_ids=(),
+        version=acc.version + 1,
+        valid=False,
+        invalidated_rule=e.violations[0].rule if e.violations else None,
+        invalidated_reason="refused at emission: " + "; ".join(str(v) for v in e.violations),
+    )
+
+
+def _no_state_change(acc: _Acc, e: CompactionRefused | Resumed) -> None:
+    """Refusals and resumes are audit records: they change no tier state."""
+
+
+_HANDLERS: dict[type[Any], Callable[[_Acc, Any], None]] = {
+    SessionStarted: _session_started,
+    TurnAppended: _turn_appended,
+    CallOpened: _call_opened,
+    CallResolved: _call_resolved,
+    ConstraintStated: _constraint_stated,
+    ConstraintLifted: _constraint_lifted,
+    ItemDisposed: _item_disposed,
+    Truncated: _truncated,
+    Spilled: _spilled,
+    Checkpointed: _checkpointed,
+    Compacted: _compacted,
+    CompactionRefused: _no_state_change,
+    MarkerEmitted: _marker_emitted,
+    MarkerRefused: _marker_refused,
+    MarkerInvalidated: _marker_invalidated,
+    Resumed: _no_state_change,
+}
+
+
+def fold(events: Iterable[Event], state: SessionState | None = None) -> SessionState:
+    """Fold ``events`` onto ``state`` (the empty state by default); linear in the events."""
+    acc = _Acc(state if state is not None else SessionState())
+    for event in events:
+        acc.apply(event)
+    return acc.freeze()
+
+
+def apply(state: SessionState, event: Event) -> SessionState:
+    """The state after one more event; ``state`` is unchanged."""
+    return fold((event,), state)

@@ -1,0 +1,110 @@
+"""An append-only sequence that is persistent without copying.
+
+A :class:`Ledger` is a view of the first ``n`` items of a buffer shared by every
+ledger derived from it. ``append`` extends the buffer in place when this view
+is its tip (an older view still sees only its own ``n`` items, so nothing a
+caller holds changes) and copies the prefix only when a view branches. This is
+what lets ``reducers.apply`` be pure and still O(1) per event on a session with
+a million turns.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from array import array
+from collections.abc import Iterator, MutableSequence
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class _Buffer:
+    """The shared items (a list, or an int64 array), an optional index, a lock."""
+
+    __slots__ = ("index", "items", "lock")
+
+    def __init__(self, items: MutableSequence[Any], indexed: bool) -> None:
+        self.items = items
+        self.index: dict[Any, int] | None = None
+        if indexed:
+            self.index = {}
+            for i, item in enumerate(items):
+                self.index.setdefault(item, i)
+        self.lock = threading.Lock()
+
+
+class Ledger(Generic[T]):
+    """The first ``len(self)`` items of a shared append-only buffer."""
+
+    __slots__ = ("_buf", "_n")
+
+    def __init__(self, buf: _Buffer, n: int) -> None:
+        self._buf = buf
+        self._n = n
+
+    @classmethod
+    def of(cls, items: list[T], *, indexed: bool = False) -> Ledger[T]:
+        """A ledger over ``items`` (taken over, not copied); ``indexed`` makes ``in`` O(1)."""
+        return cls(_Buffer(items, indexed), len(items))
+
+    @staticmethod
+    def of_ints(items: array[int]) -> Ledger[int]:
+        """A compact ledger of 64-bit integers (taken over, not copied)."""
+        return Ledger(_Buffer(items, indexed=False), len(items))
+
+    def append(self, item: T) -> Ledger[T]:
+        """A ledger one item longer; this one is unchanged."""
+        buf = self._buf
+        with buf.lock:
+            if len(buf.items) == self._n:
+                buf.items.append(item)
+                if buf.index is not None:
+                    buf.index.setdefault(item, self._n)
+                return Ledger(buf, self._n + 1)
+        items = buf.items[: self._n]
+        items.append(item)
+        return Ledger(_Buffer(items, buf.index is not None), self._n + 1)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> T:
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        item: T = self._buf.items[i]
+        return item
+
+    def __iter__(self) -> Iterator[T]:
+        items = self._buf.items
+        for i in range(self._n):
+            yield items[i]
+
+    def __contains__(self, item: object) -> bool:
+        index = self._buf.index
+        if index is None:
+            return any(x == item for x in self)
+        at = index.get(item)
+        return at is not None and at < self._n
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Ledger):
+            return NotImplemented
+        return self._n == other._n and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash((self._n, tuple(self)))
+
+    def __repr__(self) -> str:
+        return f"Ledger(n={self._n})"
+
+    def int_bytes(self) -> bytes:
+        """The visible items as little-endian int64 bytes (integer ledgers only)."""
+        items = self._buf.items
+        out = items[: self._n] if isinstance(items, array) else array("q", items[: self._n])
+        if sys.byteorder == "big":  # pragma: no cover - canonical bytes are little-endian
+            out = array("q", out)
+            out.byteswap()
+        return out.tobytes()

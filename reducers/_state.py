@@ -1,0 +1,296 @@
+"""Reduced session state: frozen values, positions in the session's unit, sha256."""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+from array import array
+from collections.abc import Iterable, Mapping
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from reducers._events import SessionConfig
+from reducers._ledger import Ledger
+
+Span = tuple[int, int]
+
+
+@attrs.frozen(kw_only=True)
+class OpenCall:
+    """A call that has not come back, and where it was opened."""
+
+    call_id: str
+    kind: str
+    name: str
+    position: int
+
+
+@attrs.frozen(kw_only=True)
+class PendingConstraint:
+    """A user constraint not yet lifted."""
+
+    key: str
+    text: str
+    position: int
+
+
+@attrs.frozen(kw_only=True)
+class NegativeFact:
+    """The latest disposition recorded for a key."""
+
+    key: str
+    disposition: str
+    reason: str
+    position: int
+
+
+@attrs.frozen(kw_only=True)
+class Truncation:
+    """A range dropped by budget enforcement."""
+
+    lo: int
+    hi: int
+    reason: str
+    version: int
+
+
+@attrs.frozen(kw_only=True)
+class Spill:
+    """A spill file holding the raw range ``[lo, hi)``; ``handle`` is relative to the db folder."""
+
+    lo: int
+    hi: int
+    handle: str
+    sha256: str
+    bytes: int
+    version: int
+
+
+@attrs.frozen(kw_only=True)
+class Node:
+    """A summary node, with what it carries and what it had to carry when committed."""
+
+    node_id: str
+    tier: int
+    input_lo: int
+    input_hi: int
+    covers_lo: int
+    covers_hi: int
+    tail_start: int
+    summary: str
+    tokens: int
+    dispositions: Mapping[str, str]
+    resolved_ids: tuple[str, ...]
+    unresolved_ids: tuple[str, ...]
+    constraints: tuple[str, ...]
+    replaces: tuple[str, ...]
+    version: int
+    live: bool = True
+    replaced_by: str | None = None
+    required_calls: tuple[str, ...] = ()
+    required_constraints: tuple[str, ...] = ()
+    required_dispositions: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
+class Marker:
+    """A recovery marker; ``valid`` turns false when a compaction breaks it."""
+
+    marker_id: str
+    node_id: str
+    tier_depth: int
+    resolved_ids: tuple[str, ...]
+    version: int
+    valid: bool = True
+    invalidated_rule: str | None = None
+    invalidated_reason: str | None = None
+
+
+def merge_spans(spans: Iterable[Span]) -> tuple[Span, ...]:
+    """Sorted, disjoint, non-adjacent union of half-open spans."""
+    out: list[list[int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in out)
+
+
+def span_covered(spans: tuple[Span, ...], lo: int, hi: int) -> bool:
+    """Whether merged ``spans`` cover all of ``[lo, hi)``."""
+    if lo >= hi:
+        return True
+    i = bisect.bisect_right(spans, (lo, float("inf"))) - 1
+    return i >= 0 and spans[i][0] <= lo and spans[i][1] >= hi
+
+
+def in_spans(spans: tuple[Span, ...], pos: int) -> bool:
+    """Whether ``pos`` lies inside one of the merged ``spans``."""
+    return span_covered(spans, pos, pos + 1)
+
+
+_DEFAULT_CONFIG = SessionConfig(
+    window_tokens=0,
+    trigger_tokens=0,
+    truncator_unit="turns",
+    floor_span=0,
+    floor_unit="turns",
+    on_unsafe="halt",
+)
+
+
+@attrs.frozen(kw_only=True)
+class SessionState:
+    """The state of one session at one version, rebuilt by folding its events."""
+
+    version: int = 0
+    config: SessionConfig | None = None
+    tok_starts: Ledger[int] = attrs.field(factory=lambda: Ledger.of_ints(_zero()))
+    call_ids: Ledger[str] = attrs.field(factory=lambda: Ledger.of([], indexed=True))
+    truncations: Ledger[Truncation] = attrs.field(factory=lambda: Ledger.of([]))
+    spills: Ledger[Spill] = attrs.field(factory=lambda: Ledger.of([]))
+    checkpoints: Ledger[int] = attrs.field(factory=lambda: Ledger.of([]))
+    truncated: tuple[Span, ...] = ()
+    nodes: Mapping[str, Node] = attrs.field(factory=lambda: MappingProxyType({}))
+    markers: Mapping[str, Marker] = attrs.field(factory=lambda: MappingProxyType({}))
+    open_calls: Mapping[str, OpenCall] = attrs.field(factory=lambda: MappingProxyType({}))
+    constraints: Mapping[str, PendingConstraint] = attrs.field(factory=lambda: MappingProxyType({}))
+    dispositions: Mapping[str, NegativeFact] = attrs.field(factory=lambda: MappingProxyType({}))
+
+    # -- positions -------------------------------------------------------------------
+    @property
+    def unit(self) -> str:
+        """The unit every range of this session is expressed in."""
+        return (self.config or _DEFAULT_CONFIG).truncator_unit
+
+    @property
+    def turns(self) -> int:
+        """How many L0 turns were appended."""
+        return len(self.tok_starts) - 1
+
+    @property
+    def tokens_total(self) -> int:
+        """Tokens of every L0 turn appended."""
+        return self.tok_starts[-1]
+
+    @property
+    def end(self) -> int:
+        """The log's end position in the session's unit."""
+        return self.turns if self.unit == "turns" else self.tokens_total
+
+    def position_of_turn(self, index: int) -> int:
+        """Turn ``index``'s start in the session's unit."""
+        return index if self.unit == "turns" else self.tok_starts[index]
+
+    @property
+    def last_position(self) -> int:
+        """Where an obligation raised now is positioned (0 before any turn)."""
+        return self.position_of_turn(self.turns - 1) if self.turns else 0
+
+    def on_boundary(self, pos: int) -> bool:
+        """Whether ``pos`` is a turn boundary inside the log."""
+        if not 0 <= pos <= self.end:
+            return False
+        if self.unit == "turns":
+            return True
+        i = bisect.bisect_left(self.tok_starts, pos)
+        return i < len(self.tok_starts) and self.tok_starts[i] == pos
+
+    def turn_index(self, pos: int) -> int:
+        """The turn that starts at boundary ``pos``."""
+        return pos if self.unit == "turns" else bisect.bisect_left(self.tok_starts, pos)
+
+    def tokens_in(self, lo: int, hi: int) -> int:
+        """Tokens of the turns in ``[lo, hi)`` (boundaries in the session's unit)."""
+        if self.unit == "tokens":
+            return hi - lo
+        return self.tok_starts[hi] - self.tok_starts[lo]
+
+    # -- tiers -----------------------------------------------------------------------
+    @property
+    def live_nodes(self) -> tuple[Node, ...]:
+        """Live summary nodes in covered order."""
+        live = (n for n in self.nodes.values() if n.live)
+        return tuple(sorted(live, key=lambda n: (n.covers_lo, n.tier, n.version)))
+
+    @property
+    def depth(self) -> int:
+        """The tier of the live digest framing the session (0 with no live node)."""
+        return max((n.tier for n in self.nodes.values() if n.live), default=0)
+
+    @property
+    def tail_start(self) -> int:
+        """Where the verbatim tail starts: the furthest live ``covers_hi``."""
+        return max((n.covers_hi for n in self.nodes.values() if n.live), default=0)
+
+    @property
+    def evicted(self) -> tuple[Span, ...]:
+        """Ranges no longer resident verbatim: truncated or folded into a live node."""
+        return merge_spans(
+            [*self.truncated, *((n.covers_lo, n.covers_hi) for n in self.live_nodes)]
+        )
+
+    @property
+    def occupancy(self) -> int:
+        """Tokens resident: live summaries plus verbatim turns."""
+        gone = sum(self.tokens_in(lo, hi) for lo, hi in self.evicted)
+        return self.tokens_total - gone + sum(n.tokens for n in self.live_nodes)
+
+    @property
+    def spilled(self) -> tuple[Span, ...]:
+        """Merged ranges that some spill file holds."""
+        return merge_spans((s.lo, s.hi) for s in self.spills)
+
+    # -- canonical form --------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """The state as plain JSON data (what ``sha256`` hashes)."""
+        return {
+            "version": self.version,
+            "config": None if self.config is None else attrs.asdict(self.config),
+            "unit": self.unit,
+            "turns": self.turns,
+            "tokens_total": self.tokens_total,
+            "turn_tokens_sha256": hashlib.sha256(self.tok_starts.int_bytes()).hexdigest(),
+            "calls_seen": len(self.call_ids),
+            "calls_seen_sha256": hashlib.sha256("\n".join(self.call_ids).encode()).hexdigest(),
+            "occupancy": self.occupancy,
+            "depth": self.depth,
+            "tail_start": self.tail_start,
+            "nodes": {k: _plain(v) for k, v in sorted(self.nodes.items())},
+            "markers": {k: _plain(v) for k, v in sorted(self.markers.items())},
+            "open_calls": {k: _plain(v) for k, v in sorted(self.open_calls.items())},
+            "constraints": {k: _plain(v) for k, v in sorted(self.constraints.items())},
+            "dispositions": {k: _plain(v) for k, v in sorted(self.dispositions.items())},
+            "truncations": [_plain(t) for t in self.truncations],
+            "spills": [_plain(s) for s in self.spills],
+            "checkpoints": list(self.checkpoints),
+        }
+
+    @cached_property
+    def sha256(self) -> str:
+        """sha256 of the canonical JSON: equal states hash equal on any run."""
+        return hashlib.sha256(canonical_json(self.to_json())).hexdigest()
+
+
+def _zero() -> array[int]:
+    return array("q", [0])
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    return attrs.asdict(value, value_serializer=_serialize)
+
+
+def _serialize(_: Any, __: Any, value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(sorted(value.items()))
+    return value
+
+
+def canonical_json(data: Any) -> bytes:
+    """Sorted keys, no whitespace, UTF-8: the bytes tierlog hashes."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
