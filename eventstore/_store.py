@@ -267,7 +267,8 @@ class EventStore:
         for row in self.read(session_id):
             problem = _row_problem(row, prev, expected)
             if problem:
-                return ChainProblem(session_id=session_id, version=row.version, problem=problem)
+                version = min(row.version, expected)  # a missing row is named, not its successor
+                return ChainProblem(session_id=session_id, version=version, problem=problem)
             prev, expected = row.hash, expected + 1
         return None
 

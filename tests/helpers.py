@@ -1,0 +1,98 @@
+"""Small builders shared by the tests."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+import eventstore
+from eventstore import Session, SessionConfig
+
+TURNS = SessionConfig(
+    window_tokens=10_000,
+    trigger_tokens=8_000,
+    truncator_unit="turns",
+    floor_span=2,
+    floor_unit="turns",
+    on_unsafe="halt",
+)
+
+
+def config(**changes: Any) -> SessionConfig:
+    """A turns-unit config with ``changes`` applied."""
+    return attrs.evolve(TURNS, **changes)
+
+
+def rows(db: Path, sql: str = "SELECT * FROM events ORDER BY seq") -> list[tuple[Any, ...]]:
+    """Rows read through a separate, plain sqlite3 connection."""
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def fill(s: Session, n: int, tokens: int = 10) -> None:
+    """Append ``n`` plain turns."""
+    for i in range(n):
+        s.append_turn("user" if i % 2 else "assistant", f"turn {s.state.turns}", tokens)
+
+
+def new_session(journal: eventstore.Journal, sid: str = "s", **changes: Any) -> Session:
+    """A fresh session with the test config."""
+    return journal.start_session(sid, config(**changes))
+
+
+def _boundary(state: eventstore.SessionState, x: int) -> int:
+    t = x % (state.turns + 1)
+    return state.position_of_turn(t) if t < state.turns else state.end
+
+
+def _compact(s: Session, p: dict[str, Any]) -> None:
+    st = s.state
+    lo, hi = sorted((_boundary(st, p["a"]), _boundary(st, p["b"])))
+    if lo == hi:
+        hi = st.end
+    tail = hi if p["exact_seam"] else _boundary(st, p["tail"])
+    carry = p["carry"]
+    live = [n.node_id for n in st.live_nodes]
+    s.compact(
+        tier=p["tier"],
+        input=(0, max(hi, tail)),
+        covers=(lo, hi),
+        tail_start=tail,
+        summary=f"summary of [{lo}, {hi})",
+        tokens=5,
+        constraints=list(st.constraints) if carry else [],
+        unresolved_ids=list(st.open_calls) if carry else [],
+        dispositions={k: d.disposition for k, d in st.dispositions.items()} if carry else {},
+        replaces=live[:1] if p["replace"] else [],
+    )
+
+
+def run_step(s: Session, kind: str, p: dict[str, Any]) -> str:
+    """Apply one scripted API call; returns 'ok' or the name of the error it raised."""
+    st = s.state
+    nodes, markers = sorted(st.nodes), sorted(st.markers)
+    actions = {
+        "turn": lambda: s.append_turn(p.get("role", "u"), f"turn {st.turns}", p.get("tokens", 1)),
+        "call": lambda: s.open_call(p["call"], "tool_call", "grep"),
+        "resolve": lambda: s.resolve_call(p["call"], "ok"),
+        "constraint": lambda: s.state_constraint(p["key"], f"rule {p['key']}"),
+        "lift": lambda: s.lift_constraint(p["key"]),
+        "dispose": lambda: s.dispose(p["key"], p["disp"], "because"),
+        "truncate": lambda: s.truncate(*sorted((_boundary(st, p["a"]), _boundary(st, p["b"])))),
+        "spill": lambda: s.spill(*sorted((_boundary(st, p["a"]), _boundary(st, p["b"])))),
+        "checkpoint": s.checkpoint,
+        "compact": lambda: _compact(s, p),
+        "marker": lambda: s.emit_marker(nodes[p["a"] % len(nodes)] if nodes else "n0"),
+        "resume": lambda: s.resume(markers[p["a"] % len(markers)] if markers else "m0"),
+    }
+    try:
+        actions[kind]()
+    except eventstore.JournalError as exc:
+        return type(exc).__name__
+    return "ok"

@@ -1,0 +1,163 @@
+"""Hypothesis strategies, in one place: single events, and valid session scripts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+import reducers as r
+
+names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
+texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+counts = st.integers(min_value=0, max_value=2**40)
+sha = st.text("0123456789abcdef", min_size=64, max_size=64)
+id_lists = st.lists(names, max_size=3)
+
+
+@st.composite
+def spans(draw: st.DrawFn, strict: bool = True) -> tuple[int, int]:
+    lo = draw(counts)
+    return lo, lo + draw(st.integers(min_value=1 if strict else 0, max_value=10_000))
+
+
+def violations() -> st.SearchStrategy[r.Violation]:
+    return st.builds(
+        r.Violation,
+        rule=st.sampled_from(["C1", "C2", "C3", "C4", "C5", "M1", "M2", "M3"]),
+        name=names,
+        message=texts,
+        lo=st.none() | counts,
+        hi=st.none() | counts,
+    )
+
+
+@st.composite
+def compacted(draw: st.DrawFn) -> r.Compacted:
+    input_lo, input_hi = draw(spans(strict=False))
+    covers_lo, covers_hi = draw(spans())
+    return r.Compacted(
+        node_id=draw(names),
+        tier=draw(st.sampled_from([1, 2])),
+        input_lo=input_lo,
+        input_hi=input_hi,
+        covers_lo=covers_lo,
+        covers_hi=covers_hi,
+        tail_start=draw(counts),
+        summary=draw(texts),
+        tokens=draw(counts),
+        dispositions=draw(st.dictionaries(names, st.sampled_from(r.DISPOSITIONS), max_size=3)),
+        resolved_ids=draw(id_lists),
+        unresolved_ids=draw(id_lists),
+        constraints=draw(id_lists),
+        replaces=draw(id_lists),
+    )
+
+
+@st.composite
+def _ranged(draw: st.DrawFn, cls: type[Any], **fields: Any) -> Any:
+    lo, hi = draw(spans())
+    return cls(lo=lo, hi=hi, **{k: draw(v) for k, v in fields.items()})
+
+
+@st.composite
+def _config_event(draw: st.DrawFn) -> r.SessionStarted:
+    window = draw(counts)
+    return r.SessionStarted(
+        window_tokens=window,
+        trigger_tokens=draw(st.integers(0, window)),
+        truncator_unit=draw(st.sampled_from(r.UNITS)),
+        floor_span=draw(counts),
+        floor_unit=draw(st.sampled_from(r.UNITS)),
+        on_unsafe=draw(st.sampled_from(["spill", "halt"])),
+    )
+
+
+def events() -> st.SearchStrategy[r.Event]:
+    """Any single well-formed event of any type."""
+    return st.one_of(
+        _config_event(),
+        st.builds(r.TurnAppended, index=counts, role=names, content=texts, tokens=counts),
+        st.builds(r.CallOpened, call_id=names, kind=st.sampled_from(r.CALL_KINDS), name=texts),
+        st.builds(r.CallResolved, call_id=names, outcome=texts),
+        st.builds(r.ConstraintStated, key=names, text=texts),
+        st.builds(r.ConstraintLifted, key=names),
+        st.builds(
+            r.ItemDisposed, key=names, disposition=st.sampled_from(r.DISPOSITIONS), reason=texts
+        ),
+        _ranged(r.Truncated, reason=texts),
+        _ranged(r.Spilled, handle=names, sha256=sha, bytes=counts),
+        st.builds(r.Checkpointed, at=counts),
+        compacted(),
+        st.builds(
+            r.CompactionRefused,
+            proposal=compacted(),
+            violations=st.lists(violations(), max_size=3),
+            action=st.sampled_from(["spilled", "halted"]),
+        ),
+        st.builds(
+            r.MarkerEmitted,
+            marker_id=names,
+            node_id=names,
+            tier_depth=st.sampled_from([1, 2]),
+            resolved_ids=id_lists,
+        ),
+        st.builds(
+            r.MarkerRefused,
+            marker_id=names,
+            node_id=names,
+            violations=st.lists(violations(), max_size=3),
+        ),
+        st.builds(r.MarkerInvalidated, marker_id=names, rule=names, reason=texts),
+        st.builds(
+            r.Resumed,
+            marker_id=names,
+            source=st.sampled_from(["digest", "raw_checkpoint"]),
+            checkpoint_at=st.none() | counts,
+            context_sha256=sha,
+            reason=texts,
+        ),
+    )
+
+
+# -- session scripts: sequences of API calls a runtime could make ------------------------
+Step = tuple[str, dict[str, Any]]
+
+
+@st.composite
+def scripts(draw: st.DrawFn, max_steps: int = 40) -> list[Step]:
+    """A list of API calls; some are unsafe or invalid on purpose (the session decides)."""
+    steps: list[Step] = []
+    for i in range(draw(st.integers(1, max_steps))):
+        kind = draw(
+            st.sampled_from(
+                ["turn"] * 6
+                + ["call", "resolve", "constraint", "lift", "dispose", "truncate", "spill"]
+                + ["checkpoint", "compact", "compact", "marker", "resume"]
+            )
+        )
+        steps.append((kind, _params(draw, kind, i)))
+    return steps
+
+
+def _params(draw: st.DrawFn, kind: str, i: int) -> dict[str, Any]:
+    pick = st.integers(0, 1_000)
+    if kind == "turn":
+        return {"tokens": draw(st.integers(0, 300)), "role": draw(st.sampled_from(["u", "a"]))}
+    if kind in ("call", "resolve"):
+        return {"call": f"c{draw(st.integers(0, 5))}"}
+    if kind in ("constraint", "lift"):
+        return {"key": f"k{draw(st.integers(0, 3))}"}
+    if kind == "dispose":
+        return {"key": f"d{draw(st.integers(0, 3))}", "disp": draw(st.sampled_from(r.DISPOSITIONS))}
+    if kind == "compact":
+        return {
+            "a": draw(pick),
+            "b": draw(pick),
+            "tail": draw(pick),
+            "tier": draw(st.sampled_from([1, 2])),
+            "carry": draw(st.booleans()),
+            "replace": draw(st.booleans()),
+            "exact_seam": draw(st.booleans()),
+        }
+    return {"a": draw(pick), "b": draw(pick), "n": i}

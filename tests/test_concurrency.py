@@ -1,0 +1,45 @@
+"""Two OS processes writing one session: optimistic concurrency end to end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eventstore._store import EventStore
+from tests.helpers import rows
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _spawn(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.writers", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.slow
+class TestTwoProcesses:
+    def test_versions_are_dense_and_unique(self, tmp_path: Path) -> None:
+        """Both writers finish; versions are exactly 1..n; no 'database is locked' escapes."""
+        db = tmp_path / "shared.db"
+        EventStore(db).close()
+        per_writer = 300
+        writers = [_spawn("contend", str(db), "s", name, str(per_writer)) for name in "ab"]
+        Path(f"{db}.go").touch()
+        results = [w.communicate(timeout=120) for w in writers]
+        for w, (_, err) in zip(writers, results, strict=True):
+            assert w.returncode == 0, err
+            assert "locked" not in err
+        versions = [v for (v,) in rows(db, "SELECT version FROM events ORDER BY version")]
+        assert versions == list(range(1, 2 * per_writer + 1))
+        assert sum(int(out) for out, _ in results) > 0, "the writers never collided"
+        calls = rows(db, "SELECT count(DISTINCT payload ->> '$.call_id') FROM events")
+        assert calls == [(2 * per_writer,)]
+        assert EventStore(db).check_chain("s") is None

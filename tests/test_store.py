@@ -1,0 +1,256 @@
+"""The SQLite event store: schema, immutability, appends, chain, bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import eventstore
+import reducers as r
+from eventstore._codec import to_payload
+from eventstore._store import GENESIS, EventStore
+from tests import strategies
+from tests.helpers import fill, new_session, rows
+
+TURN = r.TurnAppended(index=0, role="user", content="hello", tokens=3)
+
+
+@pytest.fixture(name="store")
+def _store(tmp_path: Path) -> EventStore:
+    return EventStore(tmp_path / "store.db")
+
+
+class TestSchema:
+    def test_wal_file_appears(self, db_path: Path, journal: eventstore.Journal) -> None:
+        """The journal runs in WAL mode: a -wal file sits beside it after a write."""
+        new_session(journal)
+        assert Path(f"{db_path}-wal").exists()
+        assert rows(db_path, "PRAGMA journal_mode") == [("wal",)]
+
+    def test_audit_views_exist(self, db_path: Path, journal: eventstore.Journal) -> None:
+        """Every SPEC audit view is created with the schema."""
+        names = {n for (n,) in rows(db_path, "SELECT name FROM sqlite_schema WHERE type='view'")}
+        assert names == {
+            "turns", "truncations", "spills", "compactions", "compaction_refusals", "markers",
+            "marker_refusals", "marker_invalidations", "resumes", "obligations",
+        }  # fmt: skip
+
+    def test_foreign_file_is_refused_untouched(self, tmp_path: Path) -> None:
+        """A file that is not SQLite gets a JournalError and keeps its bytes."""
+        path = tmp_path / "notes.txt"
+        path.write_bytes(b"just some notes, not a database" * 10)
+        with pytest.raises(eventstore.JournalError, match="not a tierlog journal"):
+            eventstore.open(path)
+        assert path.read_bytes() == b"just some notes, not a database" * 10
+
+    def test_other_sqlite_database_is_refused(self, tmp_path: Path) -> None:
+        """A SQLite database of something else is not adopted."""
+        path = tmp_path / "other.db"
+        sqlite3.connect(path).execute("CREATE TABLE t (x)").connection.commit()
+        with pytest.raises(eventstore.JournalError, match="not a tierlog journal"):
+            eventstore.open(path)
+        assert rows(path, "SELECT name FROM sqlite_schema") == [("t",)]
+
+    def test_newer_schema_is_refused(self, db_path: Path) -> None:
+        """A journal written by a newer tierlog asks for an upgrade instead of guessing."""
+        eventstore.open(db_path).close()
+        conn = sqlite3.connect(db_path)
+        conn.execute("PRAGMA user_version = 99")
+        conn.close()
+        with pytest.raises(eventstore.JournalError, match="schema version 99"):
+            eventstore.open(db_path)
+
+    def test_folder_is_refused(self, tmp_path: Path) -> None:
+        """A folder path is a clear error, not a sqlite traceback."""
+        with pytest.raises(eventstore.JournalError, match="folder"):
+            eventstore.open(tmp_path)
+
+    def test_bad_synchronous_is_invalid(self, db_path: Path) -> None:
+        """Only 'full' and 'normal' are accepted."""
+        with pytest.raises(eventstore.InvalidEvent):
+            eventstore.open(db_path, synchronous="off")
+
+
+class TestImmutability:
+    @pytest.mark.parametrize(
+        "sql",
+        ["UPDATE events SET payload = '{}' WHERE version = 1", "DELETE FROM events"],
+    )
+    def test_update_and_delete_fail_from_another_connection(
+        self, db_path: Path, journal: eventstore.Journal, sql: str
+    ) -> None:
+        """The triggers refuse UPDATE and DELETE for any connection, not just ours."""
+        fill(new_session(journal), 2)
+        before = rows(db_path)
+        conn = sqlite3.connect(db_path)
+        with pytest.raises(sqlite3.DatabaseError, match="immutable"):
+            conn.execute(sql)
+        conn.close()
+        assert rows(db_path) == before
+
+    def test_invalid_json_payload_is_rejected_by_sqlite(
+        self, db_path: Path, journal: eventstore.Journal
+    ) -> None:
+        """CHECK(json_valid(payload)) holds even for hand-written rows."""
+        conn = sqlite3.connect(db_path)
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute(
+                "INSERT INTO events (session_id, version, type, schema_version, payload,"
+                " recorded_at, prev_hash, hash) VALUES ('x', 1, 'T', 1, 'not json', '', '', '')"
+            )
+
+    def test_duplicate_version_is_rejected_by_sqlite(
+        self, db_path: Path, journal: eventstore.Journal
+    ) -> None:
+        """UNIQUE(session_id, version): two rows can never claim one version."""
+        new_session(journal, "dup")
+        conn = sqlite3.connect(db_path)
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute(
+                "INSERT INTO events (session_id, version, type, schema_version, payload,"
+                " recorded_at, prev_hash, hash) VALUES ('dup', 1, 'T', 1, '{}', '', '', '')"
+            )
+
+
+class TestAppend:
+    def test_expected_version_mismatch_writes_nothing(self, store: EventStore) -> None:
+        """A stale expected version is a ConcurrencyError and the batch is not written."""
+        store.append("s", [TURN], expected_version=0)
+        with pytest.raises(eventstore.ConcurrencyError, match="at version 1, expected 0"):
+            store.append("s", [TURN, TURN], expected_version=0)
+        assert store.head("s")[0] == 1
+
+    def test_batch_is_atomic(self, store: EventStore) -> None:
+        """A batch with one bad event writes none of its events."""
+        with pytest.raises(eventstore.InvalidEvent):
+            store.append("s", [TURN, "not an event", TURN], expected_version=0)  # type: ignore[list-item]
+        assert store.head("s") == (0, GENESIS)
+
+    def test_rollback_on_error_inside_transaction(self, store: EventStore) -> None:
+        """An exception after the insert, inside the transaction, rolls the insert back."""
+        with pytest.raises(RuntimeError), store.transaction():
+            store.append("s", [TURN, TURN], expected_version=0)
+            raise RuntimeError("decision failed after the insert")
+        assert store.head("s")[0] == 0
+
+    def test_batch_versions_are_consecutive(self, store: EventStore) -> None:
+        """A batch takes the next versions in order."""
+        assert store.append("s", [TURN] * 3, expected_version=0) == 3
+        assert [row.version for row in store.read("s")] == [1, 2, 3]
+
+    def test_hash_chain_matches_an_independent_computation(self, store: EventStore) -> None:
+        """hash = sha256(prev_hash + canonical JSON of the row), recomputed here by hand."""
+        store.append("s", [TURN, r.Checkpointed(at=1)], expected_version=0)
+        prev = "0" * 64
+        for row in store.read("s"):
+            body = {
+                "payload": json.loads(row.payload), "recorded_at": row.recorded_at,
+                "schema_version": 1, "session_id": "s", "type": row.type, "version": row.version,
+            }  # fmt: skip
+            canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            assert row.prev_hash == prev
+            assert row.hash == hashlib.sha256((prev + canonical).encode()).hexdigest()
+            prev = row.hash
+
+    def test_read_streams_lazily(self, store: EventStore) -> None:
+        """read() is a generator over a cursor: taking one row does not fetch the rest."""
+        store.append("s", [TURN] * 50, expected_version=0)
+        stream = store.read("s", start=10)
+        first = next(stream)
+        assert (first.version, next(stream).version) == (10, 11)
+        assert [row.version for row in store.read("s", start=48, stop=49)] == [48, 49]
+
+
+_seen = itertools.count()
+
+
+class TestRoundTrip:
+    @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(event=strategies.events())
+    def test_every_event_type_round_trips_byte_identically(
+        self, store: EventStore, event: r.Event
+    ) -> None:
+        """Stored and read back, an event decodes equal and its payload bytes are unchanged."""
+        sid = f"rt{next(_seen)}"
+        store.append(sid, [event], expected_version=0)
+        (row,) = store.read(sid)
+        assert row.payload == to_payload(event)
+        assert row.event == event
+        assert row.type == type(event).__name__
+        assert store.check_chain(sid) is None
+
+
+class TestIntegrity:
+    @pytest.mark.parametrize(
+        ("sql", "problem"),
+        [
+            ("UPDATE events SET payload = json_set(payload, '$.tokens', 999)", "hash"),
+            ("UPDATE events SET recorded_at = '2020-01-01'", "hash"),
+            ("UPDATE events SET payload = '{ \"at\": 1 }'", "canonical"),
+            ("DELETE FROM events", "version sequence"),
+        ],
+    )
+    def test_edited_row_is_reported_at_its_version(
+        self, store: EventStore, tmp_path: Path, sql: str, problem: str
+    ) -> None:
+        """A row changed behind the store's back (triggers dropped) is named by version."""
+        store.append("s", [TURN.__class__(index=i, role="u", content="x", tokens=1)
+                           for i in range(5)], expected_version=0)  # fmt: skip
+        conn = sqlite3.connect(tmp_path / "store.db")
+        conn.executescript("DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;")
+        conn.execute(f"{sql} WHERE version = 3")
+        conn.commit()
+        found = store.check_chain("s")
+        assert found is not None
+        assert found.version == 3
+        assert problem in found.problem
+
+
+class TestBadInput:
+    def test_negative_tokens_write_nothing(
+        self, db_path: Path, journal: eventstore.Journal
+    ) -> None:
+        """Negative tokens are InvalidEvent and the log is unchanged."""
+        s = new_session(journal)
+        before = rows(db_path)
+        with pytest.raises(eventstore.InvalidEvent, match="tokens"):
+            s.append_turn("user", "x", -1)
+        assert rows(db_path) == before
+
+    @pytest.mark.parametrize(
+        ("payload", "message"),
+        [
+            ({"index": 0, "role": "u", "content": "", "tokens": 1, "extra": 1}, "unknown field"),
+            ({"index": 0, "role": "u", "content": "", "tokens": "1"}, "expected int"),
+            ({"index": 0, "role": "u", "content": "", "tokens": True}, "expected int"),
+            ({"index": 0, "role": "u"}, "required field missing"),
+        ],
+    )
+    def test_malformed_payload_is_invalid_event(self, payload: object, message: str) -> None:
+        """Unknown fields, wrong types and missing fields name the field in the error."""
+        from eventstore._codec import from_payload
+
+        with pytest.raises(eventstore.InvalidEvent, match=message):
+            from_payload("TurnAppended", json.dumps(payload))
+
+    def test_unknown_event_type_is_invalid_event(self) -> None:
+        """An unknown tag is our error, not a bare KeyError."""
+        from eventstore._codec import from_payload
+
+        with pytest.raises(eventstore.InvalidEvent, match="unknown event type"):
+            from_payload("TurnDeleted", "{}")
+
+    def test_wrong_python_types_are_invalid(self, journal: eventstore.Journal) -> None:
+        """The Python API checks types at run time too."""
+        s = new_session(journal)
+        with pytest.raises(eventstore.InvalidEvent):
+            s.append_turn("user", "x", "12")  # type: ignore[arg-type]
+        with pytest.raises(eventstore.InvalidEvent):
+            s.open_call("c", "telepathy", "x")
+        assert s.state.version == 1
