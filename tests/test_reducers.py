@@ -1,0 +1,97 @@
+"""The pure fold: positions, occupancy, persistence without copying, snapshots."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import given
+
+import eventstore
+import reducers as r
+from tests import strategies
+from tests.helpers import config, run_step
+
+START = r.SessionStarted(
+    window_tokens=1_000, trigger_tokens=800, truncator_unit="tokens",
+    floor_span=20, floor_unit="tokens", on_unsafe="halt",
+)  # fmt: skip
+
+
+def _turns(*tokens: int) -> list[r.Event]:
+    return [r.TurnAppended(index=i, role="u", content="", tokens=t) for i, t in enumerate(tokens)]
+
+
+class TestPositions:
+    def test_token_positions_are_turn_starts(self) -> None:
+        """In a token session a turn's position is its first token."""
+        s = r.fold([START, *_turns(5, 7, 11)])
+        assert [s.position_of_turn(i) for i in range(3)] == [0, 5, 12]
+        assert (s.end, s.last_position, s.turn_index(12)) == (23, 12, 2)
+        assert s.on_boundary(12) and not s.on_boundary(13) and not s.on_boundary(24)
+
+    def test_obligation_position_is_the_last_turn_before_it(self) -> None:
+        """0 before any turn, else the last turn's start."""
+        s = r.fold([START, r.ConstraintStated(key="a", text=""), *_turns(5, 7),
+                    r.ConstraintStated(key="b", text="")])  # fmt: skip
+        assert (s.constraints["a"].position, s.constraints["b"].position) == (0, 5)
+
+    def test_occupancy_counts_live_summaries_and_resident_turns(self) -> None:
+        """Truncated and summarised turns leave; live summaries count their own tokens."""
+        node = r.Compacted(node_id="n", tier=1, input_lo=5, input_hi=12, covers_lo=5,
+                           covers_hi=12, tail_start=12, summary="", tokens=2)  # fmt: skip
+        s = r.fold([START, *_turns(5, 7, 11), r.Truncated(lo=0, hi=5, reason=""), node])
+        assert s.occupancy == 11 + 2
+
+
+class TestPersistence:
+    def test_apply_leaves_the_input_state_alone(self) -> None:
+        """apply() returns a new state; the old one keeps its turns and hash."""
+        before = r.fold([START, *_turns(5)])
+        digest = before.sha256
+        after = r.apply(before, r.TurnAppended(index=1, role="u", content="", tokens=9))
+        assert (before.turns, before.tokens_total, before.sha256) == (1, 5, digest)
+        assert (after.turns, after.tokens_total) == (2, 14)
+
+    def test_branches_do_not_see_each_other(self) -> None:
+        """Two different events applied to one state give two independent states."""
+        base = r.fold([START, *_turns(5)])
+        a = r.apply(base, r.TurnAppended(index=1, role="u", content="", tokens=1))
+        b = r.apply(base, r.TurnAppended(index=1, role="u", content="", tokens=2))
+        a2 = r.apply(a, r.TurnAppended(index=2, role="u", content="", tokens=3))
+        assert (a.tokens_total, b.tokens_total, a2.tokens_total, base.turns) == (6, 7, 9, 1)
+
+    def test_mappings_are_read_only(self) -> None:
+        """State mappings cannot be mutated by a caller."""
+        s = r.fold([START, r.ConstraintStated(key="a", text="")])
+        with pytest.raises(TypeError):
+            s.constraints["b"] = s.constraints["a"]  # type: ignore[index]
+
+    def test_not_an_event_is_invalid(self) -> None:
+        """Folding something that is not an event is InvalidEvent."""
+        with pytest.raises(r.InvalidEvent):
+            r.apply(r.SessionState(), "TurnAppended")  # type: ignore[arg-type]
+
+    def test_equal_histories_hash_equal(self) -> None:
+        """The sha256 depends only on the events."""
+        events = [START, *_turns(5, 7), r.Truncated(lo=0, hi=5, reason="x")]
+        assert r.fold(events).sha256 == r.fold(events).sha256
+        changed = [*events[:-1], attrs.evolve(events[-1], reason="y")]
+        assert r.fold(changed).sha256 != r.fold(events).sha256
+
+
+class TestSnapshot:
+    @given(steps=strategies.scripts(max_steps=30))
+    def test_round_trip(self, steps: list[strategies.Step]) -> None:
+        """to_snapshot -> from_snapshot gives an equal state with the same sha256."""
+        with tempfile.TemporaryDirectory() as tmp:
+            journal = eventstore.open(Path(tmp) / "p.db", synchronous="normal")
+            s = journal.start_session("p", config(on_unsafe="spill"))
+            for kind, params in steps:
+                run_step(s, kind, params)
+            state = s.state
+        again = r.from_snapshot(r.to_snapshot(state))
+        assert again == state
+        assert again.sha256 == state.sha256

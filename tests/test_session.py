@@ -1,0 +1,196 @@
+"""The Session API: every command is one checked commit; bad input writes nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import eventstore
+import reducers
+from eventstore import Session
+from tests.helpers import fill, new_session, rows
+
+
+@pytest.fixture(name="s")
+def _session(journal: eventstore.Journal) -> Session:
+    s = new_session(journal)
+    fill(s, 10)
+    return s
+
+
+def _compact(s: Session, **changes: Any) -> eventstore.Node:
+    args: dict[str, Any] = {
+        "tier": 1, "input": (0, 8), "covers": (0, 8), "tail_start": 8, "summary": "s",
+        "tokens": 5,
+    }  # fmt: skip
+    return s.compact(**{**args, **changes})
+
+
+class TestCommands:
+    def test_append_turn_returns_the_turn(self, s: Session) -> None:
+        """append_turn gives index and token start; the state counts it."""
+        turn = s.append_turn("user", "hi", 7)
+        assert (turn.index, turn.tok_start, turn.tokens) == (10, 100, 7)
+        assert (s.state.turns, s.state.tokens_total) == (11, 107)
+
+    def test_obligations_are_tracked(self, s: Session) -> None:
+        """Open calls, pending constraints and negative facts show in the state."""
+        s.open_call("c1", "subprocess", "make")
+        s.state_constraint("k", "never /etc")
+        s.dispose("plan-a", "failed", "boom")
+        s.resolve_call("c1", "ok")
+        s.lift_constraint("k")
+        st = s.state
+        assert (dict(st.open_calls), dict(st.constraints)) == ({}, {})
+        assert st.dispositions["plan-a"].disposition == "failed"
+        assert st.dispositions["plan-a"].position == 9
+
+    def test_compaction_commits_a_live_node(self, s: Session) -> None:
+        """A safe compaction adds a live node with a deterministic id; occupancy drops."""
+        node = _compact(s)
+        assert (node.node_id, node.live, node.tier) == ("n12", True, 1)
+        assert s.state.occupancy == 100 - 80 + 5
+        assert s.state.tail_start == 8
+
+    def test_checkpoint_records_the_end(self, s: Session) -> None:
+        """checkpoint() returns the log's end position."""
+        assert s.checkpoint() == 10
+
+    def test_reopen_sees_the_same_state(self, db_path: Path, s: Session) -> None:
+        """A second Journal on the file rebuilds the same state hash."""
+        _compact(s)
+        with eventstore.open(db_path) as again:
+            assert again.session("s").state.sha256 == s.state.sha256
+
+    def test_session_sees_other_writers(self, db_path: Path, s: Session) -> None:
+        """A commit from another connection is folded in before the next decision."""
+        with eventstore.open(db_path) as other:
+            other.session("s").append_turn("user", "from elsewhere", 1)
+        turn = s.append_turn("user", "mine", 1)
+        assert turn.index == 11
+
+    def test_expected_version_mismatch(self, s: Session) -> None:
+        """An explicit expected version that is stale raises ConcurrencyError."""
+        with pytest.raises(eventstore.ConcurrencyError):
+            s.append_turn("user", "x", 1, expected_version=3)
+        s.append_turn("user", "x", 1, expected_version=s.version)
+
+    def test_state_at_replays_a_prefix(self, s: Session) -> None:
+        """state_at(v) equals folding the first v events."""
+        events = list(s.events())
+        assert s.state_at(5).sha256 == reducers.fold(events[:5]).sha256
+        with pytest.raises(eventstore.InvalidEvent):
+            s.state_at(99)
+
+
+class TestRefusals:
+    def test_refused_compaction_with_halt_writes_no_spill(self, s: Session) -> None:
+        """on_unsafe='halt': only CompactionRefused is written, action 'halted'."""
+        with pytest.raises(eventstore.UnrecoverableCompactionError) as err:
+            _compact(s, covers=(0, 7))
+        assert err.value.action == "halted"
+        last = list(s.events(start=s.version))
+        assert [type(e).__name__ for e in last] == ["CompactionRefused"]
+        assert s.state.spills == reducers.SessionState().spills and s.state.nodes == {}
+
+    def test_refused_marker_is_recorded(self, s: Session) -> None:
+        """MarkerInvalid carries the violations, and MarkerRefused is in the log."""
+        s.state_constraint("k", "t")
+        node = _compact(s, input=(0, 10), covers=(0, 10), tail_start=10)
+        with pytest.raises(eventstore.MarkerInvalid) as err:
+            s.emit_marker(node.node_id)
+        assert [v.rule for v in err.value.violations] == ["M1"]
+        assert type(list(s.events(start=s.version))[0]).__name__ == "MarkerRefused"
+
+    def test_tampered_spill_no_longer_excuses_c3(self, db_path: Path, s: Session) -> None:
+        """C3 trusts a spill only while its file matches its sha256."""
+        s.truncate(6, 7, "budget")
+        spill = s.spill(6, 7)
+        _compact(s)
+        (db_path.parent / spill.handle).write_text("edited")
+        with pytest.raises(eventstore.UnrecoverableCompactionError) as err:
+            _compact(s, covers=(0, 8), replaces=["n14"])
+        assert [v.rule for v in err.value.violations] == ["C3"]
+
+
+class TestResume:
+    def test_digest_holds_live_summaries_and_tail(self, s: Session) -> None:
+        """A valid marker resumes to the live summaries plus the verbatim tail."""
+        marker = s.emit_marker(_compact(s).node_id)
+        ctx = s.resume(marker.marker_id)
+        lines = [json.loads(line) for line in ctx.content.splitlines()]
+        assert ctx.source == "digest"
+        assert [line["kind"] for line in lines] == ["summary", "turn", "turn"]
+        assert [line.get("index") for line in lines[1:]] == [8, 9]
+
+    def test_every_resume_is_recorded(self, s: Session) -> None:
+        """Resumed carries the source and the context's sha256."""
+        marker = s.emit_marker(_compact(s).node_id)
+        ctx = s.resume(marker.marker_id)
+        (event,) = s.events(start=s.version)
+        assert isinstance(event, eventstore.Resumed)
+        assert (event.source, event.context_sha256) == ("digest", ctx.sha256)
+
+    def test_raw_fallback_without_checkpoint_is_empty(self, s: Session) -> None:
+        """With no checkpoint at or below covers_hi, the raw context is empty (position 0)."""
+        s.dispose("plan-a", "rejected", "no")
+        node = _compact(s, input=(0, 10), covers=(0, 10), tail_start=10)
+        with pytest.raises(eventstore.MarkerInvalid) as err:
+            s.emit_marker(node.node_id)
+        ctx = s.resume(err.value.marker_id)
+        assert (ctx.source, ctx.checkpoint_at, ctx.content) == ("raw_checkpoint", 0, "")
+
+
+BAD: list[tuple[str, Callable[[Session], object]]] = [
+    ("unknown call", lambda s: s.resolve_call("ghost", "ok")),
+    ("unknown constraint", lambda s: s.lift_constraint("ghost")),
+    ("range outside the log", lambda s: s.truncate(5, 11)),
+    ("empty range", lambda s: s.truncate(5, 5)),
+    ("spill outside the log", lambda s: s.spill(0, 12)),
+    ("marker on unknown node", lambda s: s.emit_marker("n999")),
+    ("resume of unknown marker", lambda s: s.resume("m999")),
+    ("compaction replacing unknown node", lambda s: _compact(s, replaces=["n999"])),
+    ("compaction naming unknown call", lambda s: _compact(s, resolved_ids=["ghost"])),
+    ("compaction outside the log", lambda s: _compact(s, covers=(0, 11), tail_start=11)),
+    ("tier 3", lambda s: _compact(s, tier=3)),
+    ("negative tokens", lambda s: _compact(s, tokens=-1)),
+    ("bad disposition", lambda s: s.dispose("x", "forgotten", "")),
+    ("call opened twice", lambda s: [s.open_call("c", "tool_call", "a") for _ in range(2)]),
+]
+
+
+class TestBadInput:
+    @pytest.mark.parametrize(("what", "call"), BAD, ids=[b[0] for b in BAD])
+    def test_invalid_event_writes_nothing(
+        self, db_path: Path, s: Session, what: str, call: Callable[[Session], object]
+    ) -> None:
+        """Bad input is InvalidEvent and the events table is unchanged."""
+        before = rows(db_path)
+        with pytest.raises(eventstore.InvalidEvent):
+            call(s)
+        after = rows(db_path)
+        assert after[: len(before)] == before
+        assert len(after) - len(before) <= 1  # only 'call opened twice' commits its first call
+
+    def test_token_ranges_must_be_on_boundaries(self, journal: eventstore.Journal) -> None:
+        """In a token session a range inside a turn is rejected."""
+        s = new_session(journal, "tok", truncator_unit="tokens", floor_unit="tokens")
+        fill(s, 3, tokens=10)
+        with pytest.raises(eventstore.InvalidEvent, match="not a turn boundary"):
+            s.truncate(0, 15)
+        s.truncate(0, 20)
+        assert s.state.truncated == ((0, 20),)
+
+    def test_duplicate_and_bad_session_ids(self, journal: eventstore.Journal) -> None:
+        """A taken id, an id with a slash, and an unknown id are InvalidEvent."""
+        new_session(journal, "dup")
+        with pytest.raises(eventstore.InvalidEvent, match="already exists"):
+            new_session(journal, "dup")
+        with pytest.raises(eventstore.InvalidEvent, match="session id"):
+            new_session(journal, "../escape")
+        with pytest.raises(eventstore.InvalidEvent, match="no session"):
+            journal.session("ghost")
