@@ -56,7 +56,7 @@ def _verify_session(journal: Journal, session_id: str) -> Iterator[Finding]:
         return
     session = journal.session(session_id)
     for d in divergences(session):
-        yield Finding(check="replay", session_id=session_id, version=d.version, problem=d.problem)
+        yield Finding(check=d.check, session_id=session_id, version=d.version, problem=d.problem)
     snap = journal.store.load_snapshot(session_id)
     if snap is not None and session.state_at(snap[0]).sha256 != snap[1]:
         yield Finding(

@@ -8,8 +8,6 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import sqlite_utils
-
 from eventstore._journal import Journal
 from eventstore._store import Recorded
 from reducers import InvalidEvent, SessionState
@@ -30,11 +28,33 @@ def query(journal: Journal, sql: str, *, read_only: bool = False) -> list[dict[s
     conn = journal.store.conn
     if read_only:
         conn.execute("PRAGMA query_only = ON")
+        conn.set_authorizer(_read_only)
     try:
-        return list(sqlite_utils.Database(conn).query(sql))
-    except (sqlite3.Error, ValueError) as exc:
-        hint = " (tierlog sql is read-only)" if "readonly" in str(exc) else ""
+        cursor = conn.execute(sql)
+        names = [c[0] for c in cursor.description or ()]
+        return [dict(zip(names, row, strict=True)) for row in cursor]
+    except sqlite3.Error as exc:
+        denied = "not authorized" in str(exc) or "readonly" in str(exc)
+        hint = " (tierlog sql is read-only: SELECT and WITH queries only)" if denied else ""
         raise InvalidEvent(f"query failed: {exc}{hint}") from None
+    finally:
+        if read_only:
+            conn.set_authorizer(None)
+
+
+_READS = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+    sqlite3.SQLITE_SAVEPOINT,  # sqlite-utils wraps each query in one
+    sqlite3.SQLITE_TRANSACTION,
+}
+
+
+def _read_only(action: int, *_: object) -> int:
+    """Authorizer: reads only (ATTACH, PRAGMA and every write are denied)."""
+    return sqlite3.SQLITE_OK if action in _READS else sqlite3.SQLITE_DENY
 
 
 def _cell(value: Any) -> Any:

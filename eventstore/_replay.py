@@ -115,6 +115,7 @@ class Divergence:
     session_id: str
     version: int
     problem: str
+    check: str = "replay"
 
 
 def divergences(session: Session) -> Iterator[Divergence]:
@@ -134,7 +135,9 @@ def divergences(session: Session) -> Iterator[Divergence]:
             return
         for event in command:
             if isinstance(event, Spilled) and (problem := session.spill_problem(event)):
-                yield Divergence(session_id=session.id, version=version, problem=problem)
+                yield Divergence(
+                    session_id=session.id, version=version, problem=problem, check="spill"
+                )
         state = fold(command, state)
 
 

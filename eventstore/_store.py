@@ -114,6 +114,7 @@ class EventStore:
         self.readonly = readonly
         self._clock = clock
         self._in_txn = False
+        self._depth = 0
         try:
             self.conn = _connect(self.path, readonly=readonly, timeout=busy_timeout)
         except sqlite3.Error as exc:
@@ -143,9 +144,14 @@ class EventStore:
     # -- writing -----------------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One ``BEGIN IMMEDIATE`` transaction: commit on success, roll back on error."""
+        """One ``BEGIN IMMEDIATE`` transaction: commit on success, roll back on error.
+
+        Inside another transaction it is a savepoint (like sqlite-utils' ``atomic``):
+        an error rolls back this block only, and nothing commits before the outer one.
+        """
         if self._in_txn:
-            raise JournalError("transactions do not nest")
+            yield from self._savepoint()
+            return
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
@@ -159,6 +165,19 @@ class EventStore:
             raise
         finally:
             self._in_txn = False
+
+    def _savepoint(self) -> Iterator[None]:
+        self._depth += 1
+        name = f"tierlog_{self._depth}"
+        self.conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute(f"ROLLBACK TO {name}")
+            raise
+        finally:
+            self.conn.execute(f"RELEASE {name}")
+            self._depth -= 1
 
     def append(self, session_id: str, events: Sequence[Event], *, expected_version: int) -> int:
         """Append ``events`` atomically after ``expected_version``; returns the new version.

@@ -46,6 +46,7 @@ class Imported:
     session_id: str
     events: int
     redecided: int
+    skipped: tuple[str, ...]
     unchanged: bool
 
 
@@ -85,14 +86,21 @@ def import_file(
     rename: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[Imported]:
-    """Import every session in ``file``; each command is re-decided by the current checks."""
+    """Import every session in ``file`` in one transaction, re-deciding every command.
+
+    A command the current checks decide differently is committed as they decide
+    it (an unsafe compaction becomes a refusal). A later command that this makes
+    impossible (a marker on the node that was refused) is skipped and reported.
+    Any other invalid command, or a malformed line, aborts the import whole.
+    """
     sessions = read_sessions(file)
     if rename is not None and len(sessions) != 1:
         raise InvalidEvent(f"--session renames one session; the file holds {len(sessions)}")
-    return [
-        _import_session(journal, source, rename or source, events, progress)
-        for source, events in sessions.items()
-    ]
+    with journal.store.transaction():
+        return [
+            _import_session(journal, source, rename or source, events, progress)
+            for source, events in sessions.items()
+        ]
 
 
 def _import_session(
@@ -104,20 +112,29 @@ def _import_session(
 ) -> Imported:
     check_session_id(target)
     if journal.store.head(target)[0]:
-        existing = list(journal.session(target).events())
-        if existing == events:
+        if list(journal.session(target).events()) == events:
             return Imported(
-                source_id=source, session_id=target, events=len(events), redecided=0, unchanged=True
+                source_id=source,
+                session_id=target,
+                events=len(events),
+                redecided=0,
+                skipped=(),
+                unchanged=True,
             )
         raise InvalidEvent(f"session {target!r} already exists with a different history")
     first = events[0]
     if not isinstance(first, SessionStarted):
         raise InvalidEvent(f"session {source!r} does not begin with SessionStarted")
     session = journal.start_session(target, SessionConfig(**attrs.asdict(first)))
-    redecided = 0
+    redecided, skipped, version = 0, [], 2
     for count, command in enumerate(commands(events[1:]), 1):
-        if not _replay_command(session, command):
-            redecided += 1
+        try:
+            redecided += not _replay_command(session, command)
+        except InvalidEvent as exc:
+            if not redecided:
+                raise InvalidEvent(f"{source} v{version}: {exc}") from None
+            skipped.append(f"v{version} {type(command[0]).__name__}: {exc}")
+        version += len(command)
         if progress:
             progress(count)
     return Imported(
@@ -125,6 +142,7 @@ def _import_session(
         session_id=target,
         events=session.state.version,
         redecided=redecided,
+        skipped=tuple(skipped),
         unchanged=False,
     )
 
@@ -140,4 +158,4 @@ def _replay_command(session: Session, command: list[Event]) -> bool:
 
     with contextlib.suppress(UnrecoverableCompactionError, MarkerInvalid):
         session.commit(decide)  # a refusal is recorded like any other decision
-    return bool(committed) and committed[-1] == tuple(command)
+    return committed[-1] == tuple(command)

@@ -230,6 +230,8 @@ def _import(args: argparse.Namespace) -> int:
         what = "unchanged (already imported)" if r.unchanged else f"{r.events} events"
         note = f", {r.redecided} command(s) decided differently now" if r.redecided else ""
         print(f"{r.source_id} -> {r.session_id}: {what}{note}")
+        for skip in r.skipped:
+            print(f"  skipped (impossible after re-decision): {skip}")
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,19 +74,24 @@ def _compact(s: Session, p: dict[str, Any]) -> None:
     )
 
 
+def _span(state: eventstore.SessionState, p: dict[str, Any]) -> tuple[int, int]:
+    lo, hi = sorted((_boundary(state, p["a"]), _boundary(state, p["b"])))
+    return lo, hi
+
+
 def run_step(s: Session, kind: str, p: dict[str, Any]) -> str:
     """Apply one scripted API call; returns 'ok' or the name of the error it raised."""
     st = s.state
     nodes, markers = sorted(st.nodes), sorted(st.markers)
-    actions = {
+    actions: dict[str, Callable[[], object]] = {
         "turn": lambda: s.append_turn(p.get("role", "u"), f"turn {st.turns}", p.get("tokens", 1)),
         "call": lambda: s.open_call(p["call"], "tool_call", "grep"),
         "resolve": lambda: s.resolve_call(p["call"], "ok"),
         "constraint": lambda: s.state_constraint(p["key"], f"rule {p['key']}"),
         "lift": lambda: s.lift_constraint(p["key"]),
         "dispose": lambda: s.dispose(p["key"], p["disp"], "because"),
-        "truncate": lambda: s.truncate(*sorted((_boundary(st, p["a"]), _boundary(st, p["b"])))),
-        "spill": lambda: s.spill(*sorted((_boundary(st, p["a"]), _boundary(st, p["b"])))),
+        "truncate": lambda: s.truncate(*_span(st, p)),
+        "spill": lambda: s.spill(*_span(st, p)),
         "checkpoint": s.checkpoint,
         "compact": lambda: _compact(s, p),
         "marker": lambda: s.emit_marker(nodes[p["a"] % len(nodes)] if nodes else "n0"),

@@ -6,10 +6,13 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+__all__ = ["Step", "compacted", "events", "scripts", "spans", "st", "violations"]
+
 import reducers as r
 
-names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
-texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+chars = st.characters(codec="utf-8", exclude_categories=["Cs"])
+names = st.text(chars, min_size=1, max_size=12)
+texts = st.text(chars, max_size=40)
 counts = st.integers(min_value=0, max_value=2**40)
 sha = st.text("0123456789abcdef", min_size=64, max_size=64)
 id_lists = st.lists(names, max_size=3)
@@ -55,7 +58,7 @@ def compacted(draw: st.DrawFn) -> r.Compacted:
 
 
 @st.composite
-def _ranged(draw: st.DrawFn, cls: type[Any], **fields: Any) -> Any:
+def _ranged(draw: st.DrawFn, /, cls: type[Any], **fields: Any) -> Any:
     lo, hi = draw(spans())
     return cls(lo=lo, hi=hi, **{k: draw(v) for k, v in fields.items()})
 

@@ -65,7 +65,8 @@ class TestDroppedRejection:
         )
         (_, _, _), (v_l2, t_l2, at_l2), (v_inv, t_inv, at_inv) = written
         assert (t_l2, t_inv) == ("Compacted", "MarkerInvalidated")
-        assert v_inv == v_l2 + 1 and at_inv == at_l2
+        assert v_inv == v_l2 + 1
+        assert at_inv == at_l2
         marker = incident1.depth_session.state.markers[incident1.l1_marker]
         assert (marker.valid, marker.invalidated_rule) == (False, "M3")
 
@@ -82,7 +83,8 @@ class TestDroppedRejection:
         """Resuming the same marker twice gives the same bytes and sha256."""
         s = incident1.depth_session
         first, second = s.resume(incident1.l1_marker), s.resume(incident1.l1_marker)
-        assert first.content == second.content and first.sha256 == second.sha256
+        assert first.content == second.content
+        assert first.sha256 == second.sha256
 
 
 class TestEvictedConstraint:
@@ -106,7 +108,8 @@ class TestEvictedConstraint:
         s = incident2.session
         spill = s.state.spills[-1]
         data = (db_path.parent / spill.handle).read_bytes()
-        assert hashlib.sha256(data).hexdigest() == spill.sha256 and len(data) == spill.bytes
+        assert hashlib.sha256(data).hexdigest() == spill.sha256
+        assert len(data) == spill.bytes
         assert (spill.lo, spill.hi) == (0, s.state.end)
         assert len(data.splitlines()) == s.state.turns
         assert b"Never modify files under /etc" in data
@@ -118,8 +121,10 @@ class TestEvictedConstraint:
         assert _types(s)[-2:] == ["Spilled", "CompactionRefused"]
         assert after.nodes == before.nodes == {}
         assert (after.occupancy, after.tail_start, after.truncated) == (
-            before.occupancy, before.tail_start, before.truncated,
-        )  # fmt: skip
+            before.occupancy,
+            before.tail_start,
+            before.truncated,
+        )
         assert after.occupancy == 163_000
 
     def test_the_scenario_matches_the_record(self, incident2: EvictedConstraint) -> None:

@@ -31,9 +31,16 @@ def state(*events: r.Event, config: r.SessionStarted = BASE) -> r.SessionState:
 def proposal(**changes: Any) -> r.Compacted:
     """Safe on a 10-turn session: input and covers [0, 8), tail at 8 (floor [6, 8))."""
     base = r.Compacted(
-        node_id="p", tier=1, input_lo=0, input_hi=8, covers_lo=0, covers_hi=8,
-        tail_start=8, summary="s", tokens=5,
-    )  # fmt: skip
+        node_id="p",
+        tier=1,
+        input_lo=0,
+        input_hi=8,
+        covers_lo=0,
+        covers_hi=8,
+        tail_start=8,
+        summary="s",
+        tokens=5,
+    )
     return attrs.evolve(base, **changes)
 
 
@@ -118,8 +125,9 @@ class TestCompaction:
     def test_c5_carried_by_a_live_node(self) -> None:
         """A live node that carries the obligation excuses the proposal."""
         con = r.ConstraintStated(key="no-etc", text="never /etc")
-        node = proposal(node_id="n0", covers_lo=0, covers_hi=2, tail_start=2, input_hi=2,
-                        constraints=["no-etc"])  # fmt: skip
+        node = proposal(
+            node_id="n0", covers_lo=0, covers_hi=2, tail_start=2, input_hi=2, constraints=["no-etc"]
+        )
         s = state(*turns(2), con, *turns(10, 2), node, r.Truncated(lo=0, hi=3, reason="b"))
         assert invariants.check_compaction(s, proposal(covers_lo=2)) == []
         replacing = proposal(covers_lo=0, replaces=["n0"])
@@ -148,17 +156,23 @@ class TestMarker:
     def test_complete_node_passes(self) -> None:
         """A node that carries every open call, constraint and negative fact it covers passes."""
         events = [
-            *turns(2), r.CallOpened(call_id="c1", kind="tool_call", name="x"),
+            *turns(2),
+            r.CallOpened(call_id="c1", kind="tool_call", name="x"),
             r.ConstraintStated(key="k", text="t"),
-            r.ItemDisposed(key="a", disposition="failed", reason="r"), *turns(10, 2),
+            r.ItemDisposed(key="a", disposition="failed", reason="r"),
+            *turns(10, 2),
             _node(unresolved_ids=["c1"], constraints=["k"], dispositions={"a": "failed"}),
-        ]  # fmt: skip
+        ]
         assert invariants.check_marker(state(*events), "n") == []
 
     def test_m1_open_call_not_closed(self) -> None:
         """A call open at commit and opened before covers_hi must be listed: M1."""
-        s = state(*turns(2), r.CallOpened(call_id="c1", kind="tool_call", name="x"),
-                  *turns(10, 2), _node())  # fmt: skip
+        s = state(
+            *turns(2),
+            r.CallOpened(call_id="c1", kind="tool_call", name="x"),
+            *turns(10, 2),
+            _node(),
+        )
         found = invariants.check_marker(s, "n")
         assert [(v.rule, v.name) for v in found] == [("M1", "closure")]
         assert "'c1'" in found[0].message
@@ -170,15 +184,24 @@ class TestMarker:
 
     def test_m1_ignores_calls_resolved_before_commit(self) -> None:
         """A call resolved before the compaction is not an obligation of the node."""
-        s = state(*turns(2), r.CallOpened(call_id="c1", kind="tool_call", name="x"),
-                  r.CallResolved(call_id="c1", outcome="ok"), *turns(10, 2), _node())  # fmt: skip
+        s = state(
+            *turns(2),
+            r.CallOpened(call_id="c1", kind="tool_call", name="x"),
+            r.CallResolved(call_id="c1", outcome="ok"),
+            *turns(10, 2),
+            _node(),
+        )
         assert invariants.check_marker(s, "n") == []
 
     @pytest.mark.parametrize("carried", [{}, {"a": "superseded"}])
     def test_m2_negative_fact_dropped(self, carried: dict[str, str]) -> None:
         """A disposition in the covered span must be kept with its disposition: M2."""
-        s = state(*turns(2), r.ItemDisposed(key="a", disposition="rejected", reason="r"),
-                  *turns(10, 2), _node(dispositions=carried))  # fmt: skip
+        s = state(
+            *turns(2),
+            r.ItemDisposed(key="a", disposition="rejected", reason="r"),
+            *turns(10, 2),
+            _node(dispositions=carried),
+        )
         found = invariants.check_marker(s, "n")
         assert [(v.rule, v.name, v.lo, v.hi) for v in found] == [
             ("M2", "negative_fact_dropped", 0, 5)
@@ -186,8 +209,12 @@ class TestMarker:
 
     def test_m2_only_the_covered_span(self) -> None:
         """A negative fact after covers_hi is not the node's to carry."""
-        s = state(*turns(7), r.ItemDisposed(key="a", disposition="rejected", reason="r"),
-                  *turns(10, 7), _node())  # fmt: skip
+        s = state(
+            *turns(7),
+            r.ItemDisposed(key="a", disposition="rejected", reason="r"),
+            *turns(10, 7),
+            _node(),
+        )
         assert invariants.check_marker(s, "n") == []
 
     def test_m3_depth_mismatch(self) -> None:

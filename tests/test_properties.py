@@ -16,8 +16,16 @@ from tests.helpers import config, run_step
 
 
 def _tier_state(state: r.SessionState) -> tuple[object, ...]:
-    return (dict(state.nodes), state.occupancy, state.tail_start, state.depth, state.truncated,
-            state.turns, dict(state.open_calls), dict(state.constraints))  # fmt: skip
+    return (
+        dict(state.nodes),
+        state.occupancy,
+        state.tail_start,
+        state.depth,
+        state.truncated,
+        state.turns,
+        dict(state.open_calls),
+        dict(state.constraints),
+    )
 
 
 def _play(db: Path, steps: list[strategies.Step], unit: str, every: int) -> eventstore.Session:

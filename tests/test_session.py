@@ -24,9 +24,13 @@ def _session(journal: eventstore.Journal) -> Session:
 
 def _compact(s: Session, **changes: Any) -> eventstore.Node:
     args: dict[str, Any] = {
-        "tier": 1, "input": (0, 8), "covers": (0, 8), "tail_start": 8, "summary": "s",
+        "tier": 1,
+        "input": (0, 8),
+        "covers": (0, 8),
+        "tail_start": 8,
+        "summary": "s",
         "tokens": 5,
-    }  # fmt: skip
+    }
     return s.compact(**{**args, **changes})
 
 
@@ -95,7 +99,8 @@ class TestRefusals:
         assert err.value.action == "halted"
         last = list(s.events(start=s.version))
         assert [type(e).__name__ for e in last] == ["CompactionRefused"]
-        assert s.state.spills == reducers.SessionState().spills and s.state.nodes == {}
+        assert s.state.spills == reducers.SessionState().spills
+        assert s.state.nodes == {}
 
     def test_refused_marker_is_recorded(self, s: Session) -> None:
         """MarkerInvalid carries the violations, and MarkerRefused is in the log."""
@@ -104,7 +109,7 @@ class TestRefusals:
         with pytest.raises(eventstore.MarkerInvalid) as err:
             s.emit_marker(node.node_id)
         assert [v.rule for v in err.value.violations] == ["M1"]
-        assert type(list(s.events(start=s.version))[0]).__name__ == "MarkerRefused"
+        assert type(next(iter(s.events(start=s.version)))).__name__ == "MarkerRefused"
 
     def test_tampered_spill_no_longer_excuses_c3(self, db_path: Path, s: Session) -> None:
         """C3 trusts a spill only while its file matches its sha256."""
@@ -145,6 +150,11 @@ class TestResume:
         assert (ctx.source, ctx.checkpoint_at, ctx.content) == ("raw_checkpoint", 0, "")
 
 
+def _open_twice(s: Session) -> None:
+    s.open_call("c", "tool_call", "a")
+    s.open_call("c", "tool_call", "a")
+
+
 BAD: list[tuple[str, Callable[[Session], object]]] = [
     ("unknown call", lambda s: s.resolve_call("ghost", "ok")),
     ("unknown constraint", lambda s: s.lift_constraint("ghost")),
@@ -159,7 +169,7 @@ BAD: list[tuple[str, Callable[[Session], object]]] = [
     ("tier 3", lambda s: _compact(s, tier=3)),
     ("negative tokens", lambda s: _compact(s, tokens=-1)),
     ("bad disposition", lambda s: s.dispose("x", "forgotten", "")),
-    ("call opened twice", lambda s: [s.open_call("c", "tool_call", "a") for _ in range(2)]),
+    ("call opened twice", lambda s: _open_twice(s)),
 ]
 
 

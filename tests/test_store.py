@@ -37,9 +37,17 @@ class TestSchema:
         """Every SPEC audit view is created with the schema."""
         names = {n for (n,) in rows(db_path, "SELECT name FROM sqlite_schema WHERE type='view'")}
         assert names == {
-            "turns", "truncations", "spills", "compactions", "compaction_refusals", "markers",
-            "marker_refusals", "marker_invalidations", "resumes", "obligations",
-        }  # fmt: skip
+            "turns",
+            "truncations",
+            "spills",
+            "compactions",
+            "compaction_refusals",
+            "markers",
+            "marker_refusals",
+            "marker_invalidations",
+            "resumes",
+            "obligations",
+        }
 
     def test_foreign_file_is_refused_untouched(self, tmp_path: Path) -> None:
         """A file that is not SQLite gets a JournalError and keeps its bytes."""
@@ -134,9 +142,14 @@ class TestAppend:
 
     def test_rollback_on_error_inside_transaction(self, store: EventStore) -> None:
         """An exception after the insert, inside the transaction, rolls the insert back."""
-        with pytest.raises(RuntimeError), store.transaction():
-            store.append("s", [TURN, TURN], expected_version=0)
-            raise RuntimeError("decision failed after the insert")
+
+        def decide_then_fail() -> None:
+            with store.transaction():
+                store.append("s", [TURN, TURN], expected_version=0)
+                raise RuntimeError("decision failed after the insert")
+
+        with pytest.raises(RuntimeError):
+            decide_then_fail()
         assert store.head("s")[0] == 0
 
     def test_batch_versions_are_consecutive(self, store: EventStore) -> None:
@@ -150,9 +163,13 @@ class TestAppend:
         prev = "0" * 64
         for row in store.read("s"):
             body = {
-                "payload": json.loads(row.payload), "recorded_at": row.recorded_at,
-                "schema_version": 1, "session_id": "s", "type": row.type, "version": row.version,
-            }  # fmt: skip
+                "payload": json.loads(row.payload),
+                "recorded_at": row.recorded_at,
+                "schema_version": 1,
+                "session_id": "s",
+                "type": row.type,
+                "version": row.version,
+            }
             canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             assert row.prev_hash == prev
             assert row.hash == hashlib.sha256((prev + canonical).encode()).hexdigest()
@@ -200,8 +217,11 @@ class TestIntegrity:
         self, store: EventStore, tmp_path: Path, sql: str, problem: str
     ) -> None:
         """A row changed behind the store's back (triggers dropped) is named by version."""
-        store.append("s", [TURN.__class__(index=i, role="u", content="x", tokens=1)
-                           for i in range(5)], expected_version=0)  # fmt: skip
+        store.append(
+            "s",
+            [TURN.__class__(index=i, role="u", content="x", tokens=1) for i in range(5)],
+            expected_version=0,
+        )
         conn = sqlite3.connect(tmp_path / "store.db")
         conn.executescript("DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;")
         conn.execute(f"{sql} WHERE version = 3")

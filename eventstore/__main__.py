@@ -1,0 +1,5 @@
+"""``python -m eventstore`` is ``tierlog``."""
+
+from eventstore.cli import run
+
+run()

@@ -1,0 +1,365 @@
+"""The tierlog CLI, called in-process (and once as a subprocess)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import eventstore
+import reducers
+from eventstore._store import EventStore
+from eventstore.cli import build_parser, main
+from tests.helpers import fill, new_session, rows
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(name="demo_db")
+def _demo_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    db = tmp_path / "demo.db"
+    assert run(capsys, "demo", "--db", str(db))[0] == 0
+    return db
+
+
+@pytest.fixture(name="long_db")
+def _long_db(db_path: Path) -> Path:
+    with eventstore.open(db_path, synchronous="normal") as journal:
+        s = new_session(journal, "long")
+        for i in range(400):
+            s.append_turn("tool", f"output {i}", 10 + i % 7)
+            if i % 50 == 49:
+                s.truncate(0, i - 20, "budget")
+                s.checkpoint()
+    return db_path
+
+
+class TestHelp:
+    def test_every_command_has_help_with_an_example(self) -> None:
+        """Each subcommand documents itself and shows an example line."""
+        parser = build_parser()
+        subs = next(a for a in parser._actions if a.dest == "command")
+        for name, sub in subs.choices.items():  # type: ignore[union-attr]
+            text = sub.format_help()
+            assert f"tierlog {name}" in text, name
+            assert "example:" in text, name
+
+    @pytest.mark.parametrize(
+        "argv",
+        [[], ["frobnicate"], ["state"], ["state", "x.db", "s", "--at", "seven"], ["log", "--bad"]],
+    )
+    def test_usage_errors_exit_2(self, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+        """Bad arguments exit 2 with a usage message, never a traceback."""
+        code, _, err = run(capsys, *argv)
+        assert code == 2
+        assert "usage:" in err
+        assert "Traceback" not in err
+
+
+class TestReading:
+    def test_missing_and_foreign_files_exit_2(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """A missing file or a non-journal file is a clear error with exit 2."""
+        code, _, err = run(capsys, "sessions", str(tmp_path / "nope.db"))
+        assert (code, "no journal at" in err) == (2, True)
+        junk = tmp_path / "junk.db"
+        junk.write_text("hello")
+        code, _, err = run(capsys, "sessions", str(junk))
+        assert (code, "not a tierlog journal" in err) == (2, True)
+
+    def test_sessions_lists_counts(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
+        """sessions --json shows each demo session with its refusals and invalidations."""
+        code, out, _ = run(capsys, "sessions", str(demo_db), "--json")
+        by_id = {row["session_id"]: row for row in json.loads(out)}
+        assert code == 0
+        assert by_id["incident-1-depth-change"]["invalidations"] == 1
+        assert by_id["incident-2-evicted-constraint"]["refusals"] == 1
+
+    def test_log_range(self, capsys: pytest.CaptureFixture[str], long_db: Path) -> None:
+        """log --from/--to prints exactly that window, one event a line."""
+        code, out, _ = run(capsys, "log", str(long_db), "long", "--from", "5", "--to", "9")
+        assert code == 0
+        assert [int(line.split()[0]) for line in out.splitlines()] == [5, 6, 7, 8, 9]
+
+    def test_state_at_equals_replay_of_prefix(
+        self, capsys: pytest.CaptureFixture[str], long_db: Path
+    ) -> None:
+        """state --at V is the fold of the first V events, hash included."""
+        code, out, _ = run(capsys, "state", str(long_db), "long", "--at", "250", "--json")
+        with eventstore.open(long_db) as journal:
+            events = list(journal.session("long").events(stop=250))
+        assert code == 0
+        assert json.loads(out)["sha256"] == reducers.fold(events).sha256
+
+    def test_state_hash_is_identical_across_processes(
+        self, capsys: pytest.CaptureFixture[str], long_db: Path
+    ) -> None:
+        """A separate Python process computes the same state sha256."""
+        _, out, _ = run(capsys, "state", str(long_db), "long", "--at", "300", "--json")
+        child = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "eventstore",
+                "state",
+                str(long_db),
+                "long",
+                "--at",
+                "300",
+                "--json",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert json.loads(child.stdout)["sha256"] == json.loads(out)["sha256"]
+
+    def test_diff_names_changes(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
+        """diff shows the L2 node added and the L1 node replaced."""
+        code, out, _ = run(capsys, "diff", str(demo_db), "incident-1-depth-change", "17", "21")
+        assert code == 0
+        assert "+ nodes.n20" in out
+        assert "~ nodes.n17.live: true -> false" in out
+
+
+class TestVerify:
+    def test_clean_journal_verifies(
+        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+    ) -> None:
+        """The demo journal verifies: exit 0."""
+        code, out, _ = run(capsys, "verify", str(demo_db))
+        assert (code, out.startswith("ok")) == (0, True)
+
+    def test_tampered_payload_names_session_and_version(
+        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+    ) -> None:
+        """A payload edited by hand makes verify exit 1 naming the session and version."""
+        conn = sqlite3.connect(demo_db)
+        conn.executescript("DROP TRIGGER events_no_update;")
+        conn.execute(
+            "UPDATE events SET payload = json_set(payload, '$.summary', 'all good')"
+            " WHERE session_id = 'incident-1-dropped-rejection' AND version = 17"
+        )
+        conn.commit()
+        code, out, _ = run(capsys, "verify", str(demo_db), "--json")
+        (finding,) = json.loads(out)
+        assert code == 1
+        assert (finding["session_id"], finding["version"], finding["check"]) == (
+            "incident-1-dropped-rejection",
+            17,
+            "chain",
+        )
+
+    def test_decision_the_checks_refuse_is_a_divergence(
+        self, capsys: pytest.CaptureFixture[str], db_path: Path
+    ) -> None:
+        """A well-chained Compacted that C4 refuses is reported at its version."""
+        with eventstore.open(db_path) as journal:
+            fill(new_session(journal), 6)
+        hole = reducers.Compacted(
+            node_id="n8",
+            tier=1,
+            input_lo=0,
+            input_hi=6,
+            covers_lo=0,
+            covers_hi=4,
+            tail_start=6,
+            summary="s",
+            tokens=1,
+        )
+        EventStore(db_path).append("s", [hole], expected_version=7)
+        code, out, _ = run(capsys, "verify", str(db_path))
+        assert code == 1
+        assert "replay" in out
+        assert "s v8" in out
+        assert "CompactionRefused" in out
+
+    def test_tampered_spill_file(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
+        """A spill file that no longer matches its sha256 fails verify."""
+        spill = next(demo_db.parent.glob("demo.db.spills/*/*.jsonl"))
+        spill.write_bytes(spill.read_bytes().replace(b"/etc", b"/tmp"))
+        code, out, _ = run(capsys, "verify", str(demo_db))
+        assert code == 1
+        assert out.startswith("spill")
+        assert "does not match its recorded sha256" in out
+
+
+class TestAudit:
+    def test_demo_has_findings(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
+        """audit reports refusals, invalidations, raw fallbacks and the evicted constraint."""
+        code, out, _ = run(capsys, "audit", str(demo_db), "--json")
+        report = json.loads(out)
+        assert code == 1
+        assert report["totals"] == {
+            "compaction_refusals": 2,
+            "marker_refusals": 1,
+            "marker_invalidations": 1,
+            "raw_fallbacks": 2,
+            "evicted_obligations": 2,
+        }
+        evicted = report["sessions"]["incident-2-evicted-constraint"]["evicted_obligations"]
+        assert evicted == [
+            {"kind": "constraint", "key": "no-etc-writes", "position": 900, "carried_by": []}
+        ]
+
+    def test_clean_session_has_none(
+        self, capsys: pytest.CaptureFixture[str], long_db: Path
+    ) -> None:
+        """A session with truncations but nothing refused or evicted audits clean."""
+        code, out, _ = run(capsys, "audit", str(long_db))
+        assert code == 0
+        assert "total:" in out
+
+
+class TestSql:
+    @pytest.mark.parametrize(
+        "sql",
+        [
+            "INSERT INTO snapshots VALUES ('x', 1, 'y', x'00')",
+            "UPDATE events SET type = 'x'",
+            "DROP VIEW turns",
+            "ATTACH 'evil.db' AS evil",
+            "PRAGMA query_only = 0",
+        ],
+    )
+    def test_cannot_modify(
+        self, capsys: pytest.CaptureFixture[str], demo_db: Path, sql: str
+    ) -> None:
+        """Writes fail with a clear message, exit 2, and change nothing on disk."""
+        before = rows(demo_db, "SELECT * FROM events"), sorted(demo_db.parent.iterdir())
+        code, _, err = run(capsys, "sql", str(demo_db), sql)
+        assert code == 2
+        assert "read-only" in err
+        assert (rows(demo_db, "SELECT * FROM events"), sorted(demo_db.parent.iterdir())) == before
+
+    def test_select_on_views(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
+        """The audit views answer plain SELECTs."""
+        query = "SELECT rules FROM compaction_refusals ORDER BY rules"
+        code, out, _ = run(capsys, "sql", str(demo_db), query, "--json")
+        assert code == 0
+        assert json.loads(out) == [{"rules": "C1,C5"}, {"rules": "C5"}]
+
+
+class TestTransfer:
+    def test_export_import_reproduces_every_state(
+        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+    ) -> None:
+        """Every demo session exported and imported into a fresh database has the same sha256."""
+        fresh = tmp_path / "fresh" / "demo.db"
+        fresh.parent.mkdir()
+        with eventstore.open(demo_db) as journal:
+            ids = journal.sessions()
+            expected = {sid: journal.session(sid).state.sha256 for sid in ids}
+        for sid in ids:
+            dump = tmp_path / f"{sid}.jsonl"
+            assert run(capsys, "export", str(demo_db), sid, "-o", str(dump))[0] == 0
+            assert run(capsys, "import", str(fresh), str(dump))[0] == 0
+        with eventstore.open(fresh) as journal:
+            assert {sid: journal.session(sid).state.sha256 for sid in ids} == expected
+        assert run(capsys, "verify", str(fresh))[0] == 0
+
+    def test_import_is_idempotent(
+        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+    ) -> None:
+        """Importing the same file twice changes nothing the second time."""
+        dump, fresh = tmp_path / "x.jsonl", tmp_path / "fresh.db"
+        run(capsys, "export", str(demo_db), "incident-1-depth-change", "-o", str(dump))
+        run(capsys, "import", str(fresh), str(dump))
+        before = rows(fresh)
+        code, out, _ = run(capsys, "import", str(fresh), str(dump))
+        assert (code, "unchanged" in out, rows(fresh)) == (0, True, before)
+
+    def test_unsafe_history_imports_as_refusal(
+        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+    ) -> None:
+        """A Compacted edited to leave a seam hole is re-decided as CompactionRefused."""
+        _, out, _ = run(capsys, "export", str(demo_db), "incident-1-depth-change")
+        lines = [json.loads(line) for line in out.splitlines()]
+        first = next(row for row in lines if row["type"] == "Compacted")
+        first["payload"]["covers_hi"] = 5
+        dump = tmp_path / "edited.jsonl"
+        dump.write_text("".join(json.dumps(row) + "\n" for row in lines))
+        code, out, _ = run(capsys, "import", str(tmp_path / "x.db"), str(dump), "--session", "copy")
+        assert code == 0
+        assert "decided differently" in out
+        assert "skipped (impossible after re-decision): v18 MarkerEmitted" in out
+        with eventstore.open(tmp_path / "x.db") as journal:
+            types = [type(e).__name__ for e in journal.session("copy").events()]
+        assert "CompactionRefused" in types
+        assert "MarkerInvalidated" not in types
+
+    def test_inconsistent_history_aborts_whole(
+        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+    ) -> None:
+        """A marker on a node the file never created aborts the import; nothing is written."""
+        _, out, _ = run(capsys, "export", str(demo_db), "incident-1-depth-change")
+        lines = [json.loads(line) for line in out.splitlines()]
+        marker = next(row for row in lines if row["type"] == "MarkerEmitted")
+        marker["payload"]["node_id"] = "n99"
+        dump = tmp_path / "edited.jsonl"
+        dump.write_text("".join(json.dumps(row) + "\n" for row in lines))
+        code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
+        assert code == 2
+        assert "v18" in err
+        assert "unknown node 'n99'" in err
+        assert rows(tmp_path / "x.db", "SELECT count(*) FROM events") == [(0,)]
+
+    def test_malformed_import_writes_nothing(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """A file with a bad line is refused whole, exit 2."""
+        dump = tmp_path / "bad.jsonl"
+        dump.write_text('{"session_id": "s", "version": 1, "type": "Nope", "payload": {}}\n')
+        code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
+        assert code == 2
+        assert "line 1" in err
+        assert rows(tmp_path / "x.db", "SELECT count(*) FROM events") == [(0,)]
+
+
+class TestDemo:
+    def test_demo_narrates_refusals(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """The demo shows each refusal with its rule, and the SQL to look at it."""
+        code, out, _ = run(capsys, "demo", "--db", str(tmp_path / "d.db"))
+        assert code == 0
+        for needle in (
+            "M2 negative_fact_dropped",
+            "MarkerInvalidated",
+            "C1 unit_mismatch",
+            "C5 obligation_evicted",
+            "tierlog sql",
+        ):
+            assert needle in out
+
+    def test_demo_refuses_to_replace_a_real_journal(
+        self, capsys: pytest.CaptureFixture[str], db_path: Path
+    ) -> None:
+        """--db pointing at a journal with other sessions is left alone (exit 2)."""
+        with eventstore.open(db_path) as journal:
+            new_session(journal, "precious")
+        code, _, err = run(capsys, "demo", "--db", str(db_path))
+        assert code == 2
+        assert "precious" in err
+        assert rows(db_path, "SELECT DISTINCT session_id FROM events") == [("precious",)]
+
+    def test_json_logs_on_stderr(self, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+        """--log-format json -v makes the refusals JSON log lines on standard error."""
+        code, _, err = run(
+            capsys, "--log-format", "json", "-v", "demo", "--db", str(tmp_path / "d.db")
+        )
+        lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+        assert code == 0
+        assert any(line["event"] == "refused" and line["level"] == "warning" for line in lines)
