@@ -244,20 +244,40 @@ class TestBadInput:
         assert rows(db_path) == before
 
     @pytest.mark.parametrize(
-        ("payload", "message"),
+        ("type_name", "payload", "message"),
         [
-            ({"index": 0, "role": "u", "content": "", "tokens": 1, "extra": 1}, "unknown field"),
-            ({"index": 0, "role": "u", "content": "", "tokens": "1"}, "expected int"),
-            ({"index": 0, "role": "u", "content": "", "tokens": True}, "expected int"),
-            ({"index": 0, "role": "u"}, "required field missing"),
+            (
+                "TurnAppended",
+                {"index": 0, "role": "u", "content": "", "tokens": 1, "x": 1},
+                "unknown field",
+            ),
+            (
+                "TurnAppended",
+                {"index": 0, "role": "u", "content": "", "tokens": "1"},
+                "tokens: must be",
+            ),
+            (
+                "TurnAppended",
+                {"index": 0, "role": "u", "content": "", "tokens": True},
+                "tokens: must be",
+            ),
+            ("TurnAppended", {"index": 0, "role": "u"}, "required field missing"),
+            (
+                "MarkerRefused",
+                {"marker_id": "m", "node_id": "n", "violations": [{"rule": 1}]},
+                "expected str",
+            ),
+            ("Compacted", {"node_id": "n", "tier": "1"}, "expected int"),
         ],
     )
-    def test_malformed_payload_is_invalid_event(self, payload: object, message: str) -> None:
+    def test_malformed_payload_is_invalid_event(
+        self, type_name: str, payload: object, message: str
+    ) -> None:
         """Unknown fields, wrong types and missing fields name the field in the error."""
         from eventstore._codec import from_payload
 
         with pytest.raises(eventstore.InvalidEvent, match=message):
-            from_payload("TurnAppended", json.dumps(payload))
+            from_payload(type_name, json.dumps(payload))
 
     def test_unknown_event_type_is_invalid_event(self) -> None:
         """An unknown tag is our error, not a bare KeyError."""
