@@ -67,10 +67,12 @@ def to_payload(event: Event) -> str:
 def from_payload(type_name: str, payload: str | dict[str, Any]) -> Event:
     """The event of type ``type_name`` that ``payload`` describes."""
     try:
-        data = json.loads(payload) if isinstance(payload, str) else payload
+        data = json.loads(payload) if type(payload) is str else payload
         flat = _FLAT.get(type_name)
-        if flat is not None and type(data) is dict and flat[0] <= data.keys() <= flat[1]:
-            return flat[2](**data)  # type: ignore[no-any-return]
+        if flat is not None and type(data) is dict:
+            required, known, cls = flat
+            if data.keys() == known or required <= data.keys() <= known:
+                return cls(**data)  # type: ignore[no-any-return]
         return _structure(type_name, data)
     except json.JSONDecodeError as exc:
         raise InvalidEvent(f"{type_name}: payload is not JSON ({exc})") from None
@@ -118,15 +120,15 @@ def hash_bytes(
 ) -> bytes:
     """The canonical bytes of one stored event (the hash chain's input).
 
-    ``payload`` is already canonical, so it is spliced in as text: the result is
-    exactly ``canonical_json`` of the whole row minus ``seq`` and the hashes.
+    Exactly ``canonical_json`` of the row minus ``seq`` and the hashes: the keys
+    below are in sorted order, ``payload`` is already canonical and is spliced in,
+    and the strings are JSON-encoded the way ``canonical_json`` encodes them.
     """
-    head = {
-        "recorded_at": recorded_at,
-        "schema_version": schema_version,
-        "session_id": session_id,
-        "type": type_name,
-        "version": version,
-    }
-    rest = canonical_json(head).decode()
-    return ('{"payload":' + payload + "," + rest[1:]).encode()
+    return (
+        f'{{"payload":{payload},"recorded_at":{_text(recorded_at)},'
+        f'"schema_version":{int(schema_version)},"session_id":{_text(session_id)},'
+        f'"type":{_text(type_name)},"version":{int(version)}}}'
+    ).encode()
+
+
+_text = json.encoder.encode_basestring  # the string encoding canonical_json uses

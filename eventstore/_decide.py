@@ -42,6 +42,7 @@ class Decision:
 
     events: tuple[Event, ...]
     error: JournalError | None = None
+    state: SessionState | None = None  # the state after ``events``, when already folded
 
 
 def node_id_for(state: SessionState) -> str:

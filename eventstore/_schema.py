@@ -29,8 +29,6 @@ TABLES = (
         hash           TEXT    NOT NULL,
         UNIQUE (session_id, version)
     ) STRICT""",
-    """CREATE INDEX events_turns ON events (session_id, (payload ->> '$.index'))
-        WHERE type = 'TurnAppended'""",
     """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
         BEGIN SELECT RAISE(ABORT, 'tierlog events are immutable: UPDATE refused'); END""",
     """CREATE TRIGGER events_no_delete BEFORE DELETE ON events

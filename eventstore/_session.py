@@ -9,8 +9,9 @@ only after COMMIT adopt the new state and raise a refusal if there was one.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import structlog
@@ -39,6 +40,7 @@ from reducers import (
     ItemDisposed,
     Ledger,
     Marker,
+    MarkerInvalidated,
     Node,
     Resumed,
     SessionState,
@@ -52,7 +54,18 @@ from reducers import (
 if TYPE_CHECKING:
     from eventstore._journal import Journal
 
-R = TypeVar("R")
+PLAIN_EVENTS = frozenset(
+    {
+        TurnAppended,
+        CallOpened,
+        CallResolved,
+        ConstraintStated,
+        ConstraintLifted,
+        ItemDisposed,
+        Truncated,
+        Checkpointed,
+    }
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -128,20 +141,25 @@ class Session:
 
     def events(self, *, start: int = 1, stop: int | None = None) -> Iterator[Event]:
         """The session's decoded events in version order, streamed."""
-        for type_name, payload in self._store.read_payloads(self.id, start=start, stop=stop):
-            yield _decode(self.id, type_name, payload)
+        rows = self._store.read_payloads(self.id, start=start, stop=stop)
+        try:
+            for type_name, payload in rows:
+                yield from_payload(type_name, payload)
+        except InvalidEvent as exc:
+            raise IntegrityError(f"session {self.id!r}: malformed stored event: {exc}") from None
 
     def turns(self, lo: int = 0, hi: int | None = None) -> list[Turn]:
         """Raw turns with ``lo <= index < hi``, truncated ones included."""
         state = self.state
         stop = state.turns if hi is None else min(hi, state.turns)
         return [
-            Turn(**t, tok_start=state.tok_starts[t["index"]])
-            for t in self._store.turns(self.id, lo, stop)
+            Turn(**t, tok_start=state.tok_starts[t["index"]]) for t in self._turns(state, lo, stop)
         ]
 
     def _catch_up(self) -> SessionState:
-        head, _ = self._store.head(self.id)
+        return self._catch_up_to(self._store.head(self.id)[0])
+
+    def _catch_up_to(self, head: int) -> SessionState:
         state = self._state
         if head < state.version:
             raise IntegrityError(f"session {self.id!r} went back from {state.version} to {head}")
@@ -161,15 +179,16 @@ class Session:
         ``Decision``; its error, if any, is raised after the commit.
         """
         with self._store.transaction():
-            state = self._catch_up()
+            head, head_hash = self._store.head(self.id)
+            state = self._catch_up_to(head)
             if expected_version is not None and expected_version != state.version:
                 raise ConcurrencyError(
                     f"session {self.id!r} is at version {state.version}, "
                     f"expected {expected_version}"
                 )
             decision = decide(state)
-            new = fold(decision.events, state)
-            self._store.append(self.id, decision.events, expected_version=state.version)
+            new = decision.state or fold(decision.events, state)
+            self._store.append(self.id, decision.events, expected_version=head, head_hash=head_hash)
             self._maybe_snapshot(new)
         self._state = new
         self._log_decision(new, decision)
@@ -191,6 +210,11 @@ class Session:
             self._snapshot_version = state.version
 
     def _log_decision(self, state: SessionState, decision: _decide.Decision) -> None:
+        """Refusals and invalidations at WARNING; every commit at DEBUG (only if enabled)."""
+        invalidated = [e for e in decision.events if isinstance(e, MarkerInvalidated)]
+        debug = self.journal.logger.isEnabledFor(logging.DEBUG)
+        if decision.error is None and not invalidated and not debug:
+            return  # the hot path: rendering a dropped log line is not free
         log = self._log.bind(version=state.version)
         if decision.error is not None:
             log.warning(
@@ -198,10 +222,10 @@ class Session:
                 error=type(decision.error).__name__,
                 violations=[str(v) for v in getattr(decision.error, "violations", ())],
             )
-        for event in decision.events:
-            if type(event).__name__ == "MarkerInvalidated":
-                log.warning("marker_invalidated", **attrs.asdict(event))
-        log.debug("committed", types=[type(e).__name__ for e in decision.events])
+        for event in invalidated:
+            log.warning("marker_invalidated", **attrs.asdict(event))
+        if debug:
+            log.debug("committed", types=[type(e).__name__ for e in decision.events])
 
     # -- commands ------------------------------------------------------------------------
     def append_turn(
@@ -217,6 +241,26 @@ class Session:
         index = state.turns - 1
         start = state.tok_starts[index]
         return Turn(index=index, role=role, content=content, tokens=tokens, tok_start=start)
+
+    def extend(
+        self, events: Iterable[Event], *, expected_version: int | None = None
+    ) -> SessionState:
+        """Append many plain events (turns, calls, constraints, dispositions, truncations,
+        checkpoints) in one transaction, each validated on the state before it.
+
+        Decisions (compactions, markers, resumes, spills) have their own commands.
+        """
+        batch = tuple(events)
+        for event in batch:
+            if type(event) not in PLAIN_EVENTS:
+                raise InvalidEvent(
+                    f"{type(event).__name__} is not a plain event: use its own command"
+                )
+
+        def decide(state: SessionState) -> _decide.Decision:
+            return _decide.Decision(events=batch, state=fold(batch, state, check=validate))
+
+        return self.commit(decide, expected_version)
 
     def open_call(
         self, call_id: str, kind: str, name: str, *, expected_version: int | None = None
@@ -349,7 +393,7 @@ class Session:
             data = render_digest(state.live_nodes, self._resident_turns(state))
         else:
             source, at = "raw_checkpoint", _decide.raw_checkpoint(state, marker_id)
-            data = render_turns(self._store.turns(self.id, 0, state.turn_index(at)))
+            data = render_turns(self._turns(state, 0, state.turn_index(at)))
         return Context(
             marker_id=marker_id,
             source=source,
@@ -360,19 +404,24 @@ class Session:
             version=state.version,
         )
 
+    def _turns(self, state: SessionState, lo: int, hi: int) -> Iterator[dict[str, Any]]:
+        """Raw turns ``lo <= index < hi`` of ``state``, read by their versions."""
+        if lo >= hi:
+            return iter(())
+        versions = state.turn_versions
+        return self._store.turns(self.id, versions[lo], versions[hi - 1])
+
     def _resident_turns(self, state: SessionState) -> Iterator[dict[str, Any]]:
         lo = 0
         for gone_lo, gone_hi in (*state.evicted, (state.end, state.end)):
             if lo < gone_lo:
-                yield from self._store.turns(
-                    self.id, state.turn_index(lo), state.turn_index(gone_lo)
-                )
+                yield from self._turns(state, state.turn_index(lo), state.turn_index(gone_lo))
             lo = max(lo, gone_hi)
 
     def make_spill(self, state: SessionState, lo: int, hi: int) -> Spilled:
         """Write the raw range ``[lo, hi)`` of ``state``'s turns to a spill file (no commit)."""
         db = self._store.path
-        data = render_turns(self._store.turns(self.id, state.turn_index(lo), state.turn_index(hi)))
+        data = render_turns(self._turns(state, state.turn_index(lo), state.turn_index(hi)))
         handle = spill_handle(db, self.id, state.version + 1, lo, hi)
         write_atomically(db.parent / handle, data)
         digest = hashlib.sha256(data).hexdigest()
@@ -388,10 +437,3 @@ class Session:
         if len(good) == len(state.spills):
             return state
         return attrs.evolve(state, spills=Ledger.of(good))
-
-
-def _decode(session_id: str, type_name: str, payload: str) -> Event:
-    try:
-        return from_payload(type_name, payload)
-    except InvalidEvent as exc:
-        raise IntegrityError(f"session {session_id!r}: malformed stored event: {exc}") from None

@@ -82,6 +82,10 @@ class ChainProblem:
     problem: str
 
 
+_INSERT = (
+    "INSERT INTO events (session_id, version, type, schema_version, payload, recorded_at,"
+    " prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
 _COLUMNS = "seq, session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"
 
 
@@ -108,6 +112,7 @@ class EventStore:
         busy_timeout: float = 30.0,
         clock: Callable[[], str] = utc_now,
     ) -> None:
+        synchronous = str(synchronous).lower()
         if synchronous not in SYNCHRONOUS:
             raise InvalidEvent(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
         self.path = Path(path)
@@ -179,19 +184,34 @@ class EventStore:
             self.conn.execute(f"RELEASE {name}")
             self._depth -= 1
 
-    def append(self, session_id: str, events: Sequence[Event], *, expected_version: int) -> int:
+    def append(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        *,
+        expected_version: int,
+        head_hash: str | None = None,
+    ) -> int:
         """Append ``events`` atomically after ``expected_version``; returns the new version.
 
         Raises :class:`ConcurrencyError` if the session is at another version.
-        Joins the caller's transaction when one is open.
+        Joins the caller's transaction when one is open; a caller that has read
+        the head in that transaction may pass its hash as ``head_hash``.
         """
         if self._in_txn:
-            return self._insert(session_id, events, expected_version)
+            return self._insert(session_id, events, expected_version, head_hash)
+        if head_hash is not None:
+            raise JournalError("head_hash is only trusted inside the caller's transaction")
         with self.transaction():
-            return self._insert(session_id, events, expected_version)
+            return self._insert(session_id, events, expected_version, None)
 
-    def _insert(self, session_id: str, events: Sequence[Event], expected_version: int) -> int:
-        version, prev = self.head(session_id)
+    def _insert(
+        self, session_id: str, events: Sequence[Event], expected_version: int, prev: str | None
+    ) -> int:
+        if prev is None:
+            version, prev = self.head(session_id)
+        else:
+            version = expected_version
         if version != expected_version:
             raise ConcurrencyError(
                 f"session {session_id!r} is at version {version}, expected {expected_version}"
@@ -207,11 +227,10 @@ class EventStore:
                 (session_id, version, type_name, SCHEMA_VERSION, payload, now, prev, digest)
             )
             prev = digest
-        self.conn.executemany(
-            "INSERT INTO events (session_id, version, type, schema_version, payload,"
-            " recorded_at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+        if len(rows) == 1:
+            self.conn.execute(_INSERT, rows[0])
+        else:
+            self.conn.executemany(_INSERT, rows)
         return version
 
     # -- reading -----------------------------------------------------------------------
@@ -252,13 +271,12 @@ class EventStore:
         rows = self.conn.execute("SELECT DISTINCT session_id FROM events ORDER BY session_id")
         return [r[0] for r in rows]
 
-    def turns(self, session_id: str, lo: int, hi: int) -> Iterator[dict[str, Any]]:
-        """The payloads of turns ``lo <= index < hi``, in index order."""
+    def turns(self, session_id: str, first: int, last: int) -> Iterator[dict[str, Any]]:
+        """The payloads of the turns stored at versions ``first..last``, in order."""
         cursor = self.conn.execute(
-            "SELECT payload FROM events WHERE session_id = ? AND type = 'TurnAppended'"
-            " AND payload ->> '$.index' >= ? AND payload ->> '$.index' < ?"
-            " ORDER BY payload ->> '$.index'",
-            (session_id, lo, hi),
+            "SELECT payload FROM events WHERE session_id = ? AND version BETWEEN ? AND ?"
+            " AND type = 'TurnAppended' ORDER BY version",
+            (session_id, first, last),
         )
         for (payload,) in cursor:
             yield json.loads(payload)

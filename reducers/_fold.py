@@ -35,7 +35,7 @@ from reducers._events import (
     Truncated,
     TurnAppended,
 )
-from reducers._ledger import Ledger
+from reducers._ledger import Ledger, LedgerWriter
 from reducers._state import (
     Marker,
     NegativeFact,
@@ -59,6 +59,7 @@ class _Acc:
     version: int
     config: SessionConfig | None
     tok_starts: Ledger[int]
+    turn_versions: Ledger[int]
     call_ids: Ledger[str]
     truncations: Ledger[Truncation]
     spills: Ledger[Spill]
@@ -74,6 +75,25 @@ class _Acc:
         for name in _FIELDS:
             setattr(self, name, getattr(state, name))
         self._owned: set[str] = set()
+        self._writers: dict[str, LedgerWriter[Any]] = {}
+
+    def grow(self, name: str, item: object) -> None:
+        """Append ``item`` to the ledger ``name`` (claimed on first use)."""
+        self.writer(name).append(item)
+
+    def writer(self, name: str) -> LedgerWriter[Any]:
+        """The claimed writer of the ledger ``name``."""
+        writer = self._writers.get(name)
+        if writer is None:
+            writer = self._writers[name] = getattr(self, name).writer()
+            setattr(self, name, writer)
+        return writer
+
+    def abort(self) -> None:
+        """Undo the appends of an unfinished fold so shared buffers stay as they were."""
+        for writer in self._writers.values():
+            writer.abort()
+        self._writers.clear()
 
     def mut(self, name: str) -> dict[str, Any]:
         """The mapping ``name``, copied on its first write."""
@@ -84,9 +104,15 @@ class _Acc:
         return out
 
     def freeze(self) -> SessionState:
+        """The current state; later writes copy again, so it never changes."""
+        for name, writer in self._writers.items():
+            setattr(self, name, writer.close())
+        self._writers.clear()
         values = {name: getattr(self, name) for name in _FIELDS}
         for name in self._owned:
             values[name] = MappingProxyType(values[name])
+            setattr(self, name, values[name])
+        self._owned.clear()
         return SessionState(**values)
 
     @property
@@ -97,21 +123,15 @@ class _Acc:
         by_turn = self.config is None or self.config.truncator_unit == "turns"
         return turns - 1 if by_turn else self.tok_starts[turns - 1]
 
-    def apply(self, event: Event) -> None:
-        handler = _HANDLERS.get(type(event))
-        if handler is None:
-            raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")
-        handler(self, event)
-        self.version += 1
-
 
 def _session_started(acc: _Acc, e: SessionStarted) -> None:
     acc.config = SessionConfig(**attrs.asdict(e))
 
 
 def _turn_appended(acc: _Acc, e: TurnAppended) -> None:
-    tok = acc.tok_starts
-    acc.tok_starts = tok.append(tok[-1] + e.tokens)
+    tok = acc.writer("tok_starts")
+    tok.append(tok.last + e.tokens)
+    acc.writer("turn_versions").append(acc.version + 1)
 
 
 def _call_opened(acc: _Acc, e: CallOpened) -> None:
@@ -119,7 +139,7 @@ def _call_opened(acc: _Acc, e: CallOpened) -> None:
         call_id=e.call_id, kind=e.kind, name=e.name, position=acc.last_position
     )
     if e.call_id not in acc.call_ids:
-        acc.call_ids = acc.call_ids.append(e.call_id)
+        acc.grow("call_ids", e.call_id)
 
 
 def _call_resolved(acc: _Acc, e: CallResolved) -> None:
@@ -144,7 +164,7 @@ def _item_disposed(acc: _Acc, e: ItemDisposed) -> None:
 
 def _truncated(acc: _Acc, e: Truncated) -> None:
     cut = Truncation(lo=e.lo, hi=e.hi, reason=e.reason, version=acc.version + 1)
-    acc.truncations = acc.truncations.append(cut)
+    acc.grow("truncations", cut)
     acc.truncated = merge_spans([*acc.truncated, (e.lo, e.hi)])
 
 
@@ -157,11 +177,11 @@ def _spilled(acc: _Acc, e: Spilled) -> None:
         bytes=e.bytes,
         version=acc.version + 1,
     )
-    acc.spills = acc.spills.append(spill)
+    acc.grow("spills", spill)
 
 
 def _checkpointed(acc: _Acc, e: Checkpointed) -> None:
-    acc.checkpoints = acc.checkpoints.append(e.at)
+    acc.grow("checkpoints", e.at)
 
 
 def required_at_commit(
@@ -256,11 +276,31 @@ _HANDLERS: dict[type[Any], Callable[[_Acc, Any], None]] = {
 }
 
 
-def fold(events: Iterable[Event], state: SessionState | None = None) -> SessionState:
-    """Fold ``events`` onto ``state`` (the empty state by default); linear in the events."""
+def fold(
+    events: Iterable[Event],
+    state: SessionState | None = None,
+    *,
+    check: Callable[[SessionState, Event], None] | None = None,
+) -> SessionState:
+    """Fold ``events`` onto ``state`` (the empty state by default); linear in the events.
+
+    ``check(state, event)``, if given, sees the state before each event and may
+    raise to stop the fold (``eventstore`` validates batches this way).
+    """
     acc = _Acc(state if state is not None else SessionState())
-    for event in events:
-        acc.apply(event)
+    handlers = _HANDLERS
+    try:
+        for event in events:
+            if check is not None:
+                check(acc.freeze(), event)
+            handler = handlers.get(type(event))
+            if handler is None:
+                raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")
+            handler(acc, event)
+            acc.version += 1
+    except BaseException:
+        acc.abort()
+        raise
     return acc.freeze()
 
 

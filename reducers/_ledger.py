@@ -22,7 +22,7 @@ T = TypeVar("T")
 class _Buffer:
     """The shared items (a list, or an int64 array), an optional index, a lock."""
 
-    __slots__ = ("index", "items", "lock")
+    __slots__ = ("claimed", "index", "items", "lock")
 
     def __init__(self, items: MutableSequence[Any], indexed: bool) -> None:
         self.items = items
@@ -32,6 +32,7 @@ class _Buffer:
             for i, item in enumerate(items):
                 self.index.setdefault(item, i)
         self.lock = threading.Lock()
+        self.claimed = False
 
 
 class Ledger(Generic[T]):
@@ -55,16 +56,20 @@ class Ledger(Generic[T]):
 
     def append(self, item: T) -> Ledger[T]:
         """A ledger one item longer; this one is unchanged."""
+        writer = self.writer()
+        writer.append(item)
+        return writer.close()
+
+    def writer(self) -> LedgerWriter[T]:
+        """Exclusive, fast appends after this view: the buffer's tip if free, else a copy."""
         buf = self._buf
         with buf.lock:
-            if len(buf.items) == self._n:
-                buf.items.append(item)
-                if buf.index is not None:
-                    buf.index.setdefault(item, self._n)
-                return Ledger(buf, self._n + 1)
-        items = buf.items[: self._n]
-        items.append(item)
-        return Ledger(_Buffer(items, buf.index is not None), self._n + 1)
+            if len(buf.items) == self._n and not buf.claimed:
+                buf.claimed = True
+                return LedgerWriter(buf, self._n)
+        fresh = _Buffer(buf.items[: self._n], buf.index is not None)
+        fresh.claimed = True
+        return LedgerWriter(fresh, self._n)
 
     def __len__(self) -> int:
         return self._n
@@ -108,3 +113,62 @@ class Ledger(Generic[T]):
             out = array("q", out)
             out.byteswap()
         return out.tobytes()
+
+
+class LedgerWriter(Generic[T]):
+    """Appends to a claimed buffer without locking; ``close`` gives the new Ledger."""
+
+    __slots__ = ("_buf", "_n", "_start")
+
+    def __init__(self, buf: _Buffer, n: int) -> None:
+        self._buf = buf
+        self._n = self._start = n
+
+    def append(self, item: T) -> None:
+        """Add one item at the end."""
+        self._buf.items.append(item)
+        if self._buf.index is not None:
+            self._buf.index.setdefault(item, self._n)
+        self._n += 1
+
+    def close(self) -> Ledger[T]:
+        """Release the buffer; the result sees every item appended."""
+        with self._buf.lock:
+            self._buf.claimed = False
+        return Ledger(self._buf, self._n)
+
+    @property
+    def last(self) -> T:
+        """The last visible item."""
+        item: T = self._buf.items[self._n - 1]
+        return item
+
+    def abort(self) -> None:
+        """Drop what was appended and release the buffer, as if never claimed."""
+        buf = self._buf
+        if buf.index is not None:
+            for item in buf.items[self._start :]:
+                if buf.index.get(item, -1) >= self._start:
+                    del buf.index[item]
+        del buf.items[self._start :]
+        self._n = self._start
+        with buf.lock:
+            buf.claimed = False
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> T:
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        item: T = self._buf.items[i]
+        return item
+
+    def __contains__(self, item: object) -> bool:
+        index = self._buf.index
+        if index is None:
+            return item in Ledger[T](self._buf, self._n)
+        at = index.get(item)
+        return at is not None and at < self._n

@@ -1,13 +1,14 @@
 """State <-> bytes, for the store's snapshot cache. Pure: bytes in, state out.
 
 Layout: 8-byte little-endian header length, the canonical JSON header, then the
-turn-start table as little-endian int64s (the only part that grows with every
-turn, kept binary so that reopening a million-turn session stays fast).
+turn-start and turn-version tables as little-endian int64s (the parts that grow
+with every turn, kept binary so that reopening a million-turn session is fast).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from array import array
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -38,6 +39,7 @@ def to_snapshot(state: SessionState) -> bytes:
     """The bytes that :func:`from_snapshot` turns back into ``state``."""
     head = {
         "version": state.version,
+        "turns": state.turns,
         "config": None if state.config is None else attrs.asdict(state.config),
         "call_ids": list(state.call_ids),
         "truncations": [attrs.asdict(t) for t in state.truncations],
@@ -51,22 +53,25 @@ def to_snapshot(state: SessionState) -> bytes:
         "dispositions": _dump(state.dispositions),
     }
     raw = canonical_json(head)
-    return len(raw).to_bytes(8, "little") + raw + state.tok_starts.int_bytes()
+    tok = state.tok_starts.int_bytes()
+    return len(raw).to_bytes(8, "little") + raw + tok + state.turn_versions.int_bytes()
 
 
 def from_snapshot(blob: bytes) -> SessionState:
     """The state stored by :func:`to_snapshot` (``ValueError`` if the bytes are not one)."""
     size = int.from_bytes(blob[:8], "little")
     head = _json(blob[8 : 8 + size])
-    tok = array("q")
-    tok.frombytes(blob[8 + size :])
-    if array("q", [1]).tobytes()[0] != 1:  # pragma: no cover - big-endian hosts
-        tok.byteswap()
+    turns = head["turns"]
+    tok = _ints(blob[8 + size : 8 + size + 8 * (turns + 1)])
+    versions = _ints(blob[8 + size + 8 * (turns + 1) :])
+    if len(tok) != turns + 1 or len(versions) != turns:
+        raise ValueError("snapshot turn tables are truncated")
     config = head["config"]
     return SessionState(
         version=head["version"],
         config=None if config is None else SessionConfig(**config),
         tok_starts=Ledger.of_ints(tok),
+        turn_versions=Ledger.of_ints(versions),
         call_ids=Ledger.of(list(head["call_ids"]), indexed=True),
         truncations=Ledger.of([_conv.structure(t, Truncation) for t in head["truncations"]]),
         spills=Ledger.of([_conv.structure(s, Spill) for s in head["spills"]]),
@@ -78,6 +83,14 @@ def from_snapshot(blob: bytes) -> SessionState:
         constraints=_load(head["constraints"], PendingConstraint),
         dispositions=_load(head["dispositions"], NegativeFact),
     )
+
+
+def _ints(raw: bytes) -> array[int]:
+    out = array("q")
+    out.frombytes(raw)
+    if sys.byteorder == "big":  # pragma: no cover - stored little-endian
+        out.byteswap()
+    return out
 
 
 def _json(raw: bytes) -> dict[str, Any]:

@@ -150,7 +150,8 @@ class SessionState:
 
     version: int = 0
     config: SessionConfig | None = None
-    tok_starts: Ledger[int] = attrs.field(factory=lambda: Ledger.of_ints(_zero()))
+    tok_starts: Ledger[int] = attrs.field(factory=lambda: Ledger.of_ints(array("q", [0])))
+    turn_versions: Ledger[int] = attrs.field(factory=lambda: Ledger.of_ints(array("q")))
     call_ids: Ledger[str] = attrs.field(factory=lambda: Ledger.of([], indexed=True))
     truncations: Ledger[Truncation] = attrs.field(factory=lambda: Ledger.of([]))
     spills: Ledger[Spill] = attrs.field(factory=lambda: Ledger.of([]))
@@ -256,6 +257,7 @@ class SessionState:
             "turns": self.turns,
             "tokens_total": self.tokens_total,
             "turn_tokens_sha256": hashlib.sha256(self.tok_starts.int_bytes()).hexdigest(),
+            "turn_versions_sha256": hashlib.sha256(self.turn_versions.int_bytes()).hexdigest(),
             "calls_seen": len(self.call_ids),
             "calls_seen_sha256": hashlib.sha256("\n".join(self.call_ids).encode()).hexdigest(),
             "occupancy": self.occupancy,
@@ -277,10 +279,6 @@ class SessionState:
         return hashlib.sha256(canonical_json(self.to_json())).hexdigest()
 
 
-def _zero() -> array[int]:
-    return array("q", [0])
-
-
 def _plain(value: Any) -> dict[str, Any]:
     return attrs.asdict(value, value_serializer=_serialize)
 
@@ -291,6 +289,9 @@ def _serialize(_: Any, __: Any, value: Any) -> Any:
     return value
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(data: Any) -> bytes:
     """Sorted keys, no whitespace, UTF-8: the bytes tierlog hashes."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return _CANONICAL.encode(data).encode()

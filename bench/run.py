@@ -1,0 +1,468 @@
+"""tierlog benchmarks: each path against its physical floor, measured in the same run.
+
+Usage: python bench/run.py [--quick] [--out bench/results.json]
+
+Floors use the standard library only and the store's row shape (a plain table
+with the same columns). The "schema floor" column repeats the floor on tierlog's
+own DDL (UNIQUE(session_id, version), CHECK(json_valid), the turn index), to
+show what the schema itself costs. Rates are medians of several repetitions;
+the machine is noisy, so read ratios, not single times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import eventstore  # noqa: E402
+import reducers as r  # noqa: E402
+from eventstore._audit import verify  # noqa: E402
+from eventstore._codec import to_payload  # noqa: E402
+from eventstore._schema import TABLES  # noqa: E402
+
+CONFIG = eventstore.SessionConfig(
+    window_tokens=200_000,
+    trigger_tokens=160_000,
+    truncator_unit="tokens",
+    floor_span=24_000,
+    floor_unit="tokens",
+    on_unsafe="spill",
+)
+COLUMNS = "session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"
+INSERT = f"INSERT INTO events ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+PLAIN_DDL = (
+    "CREATE TABLE events (seq INTEGER PRIMARY KEY, session_id TEXT, version INTEGER,"
+    " type TEXT, schema_version INTEGER, payload TEXT, recorded_at TEXT, prev_hash TEXT,"
+    " hash TEXT)"
+)
+
+
+# -- workload ------------------------------------------------------------------------------
+def content(i: int) -> str:
+    """A ~200-byte turn."""
+    head = f"tool output {i}: grep -rn 'ALTER TABLE' migrations/ returned {i % 17} matches; "
+    return (head + "lorem ipsum dolor sit amet " * 8)[:200]
+
+
+def plain_events(n: int, start_turn: int = 0) -> list[r.Event]:
+    """``n`` valid plain events (calls always resolved before the next opens)."""
+    out: list[r.Event] = []
+    turn, call = start_turn, 0
+    while len(out) < n:
+        if len(out) % 10 == 3 and len(out) + 2 <= n:
+            out.append(r.CallOpened(call_id=f"c{start_turn}-{call}", kind="tool_call", name="g"))
+            out.append(r.CallResolved(call_id=f"c{start_turn}-{call}", outcome="ok"))
+            call += 1
+        else:
+            out.append(r.TurnAppended(index=turn, role="tool", content=content(turn), tokens=60))
+            turn += 1
+    return out
+
+
+def rows_for(events: list[r.Event]) -> list[tuple[Any, ...]]:
+    now = datetime.now(UTC).isoformat()
+    return [
+        ("s", v, type(e).__name__, 1, to_payload(e), now, "0" * 64, "f" * 64)
+        for v, e in enumerate(events, 1)
+    ]
+
+
+# -- timing ------------------------------------------------------------------------------
+def median_rate(run: Callable[[], int], reps: int) -> float:
+    """Median of ``ops / seconds`` over ``reps`` runs of ``run`` (which returns ops)."""
+    rates = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        ops = run()
+        rates.append(ops / (time.perf_counter() - t))
+    return statistics.median(rates)
+
+
+def median_seconds(run: Callable[[], object], reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def floor_db(path: Path, sync: str, ddl: tuple[str, ...] = (PLAIN_DDL,)) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {sync}")
+    for statement in ddl:
+        conn.execute(statement)
+    return conn
+
+
+def new_session(tmp: Path, name: str, sync: str) -> eventstore.Session:
+    journal = eventstore.open(tmp / f"{name}.db", synchronous=sync)
+    return journal.start_session("s", CONFIG)
+
+
+# -- paths -------------------------------------------------------------------------------
+def per_commit(tmp: Path, sync: str, n: int, reps: int) -> dict[str, Any]:
+    """One turn per commit, checks on, vs one BEGIN IMMEDIATE ... COMMIT per row."""
+    s = new_session(tmp, f"commit-{sync}", sync)
+    rows = rows_for(plain_events(n * reps))
+    floor = floor_db(tmp / f"floor-commit-{sync}.db", sync)
+    schema = floor_db(tmp / f"schema-commit-{sync}.db", sync, TABLES)
+
+    def ours() -> int:
+        for _ in range(n):
+            i = s.state.turns
+            s.append_turn("tool", content(i), 60)
+        return n
+
+    def raw(conn: sqlite3.Connection) -> Callable[[], int]:
+        it = iter(rows)
+
+        def go() -> int:
+            for _ in range(n):
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(INSERT, next(it))
+                conn.execute("COMMIT")
+            return n
+
+        return go
+
+    return result(
+        median_rate(ours, reps),
+        median_rate(raw(floor), reps),
+        median_rate(raw(schema), reps),
+        unit="commits/s",
+    )
+
+
+def bulk(tmp: Path, n: int, reps: int) -> dict[str, Any]:
+    """Session.extend of n plain events (validated, hashed) vs one executemany."""
+    batches = [plain_events(n, start_turn=0) for _ in range(reps)]
+    rows = rows_for(batches[0])
+    count = iter(range(reps))
+
+    def ours() -> int:
+        s = new_session(tmp, f"bulk-{next(count)}", "normal")
+        s.extend(batches[0])
+        return n
+
+    def raw(ddl: tuple[str, ...], tag: str) -> Callable[[], int]:
+        reps_left = iter(range(reps))
+
+        def go() -> int:
+            conn = floor_db(tmp / f"floor-bulk-{tag}-{next(reps_left)}.db", "normal", ddl)
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(INSERT, rows)
+            conn.execute("COMMIT")
+            return n
+
+        return go
+
+    return result(
+        median_rate(ours, reps),
+        median_rate(raw((PLAIN_DDL,), "p"), reps),
+        median_rate(raw(TABLES, "s"), reps),
+        unit="events/s",
+    )
+
+
+def build(tmp: Path, name: str, n: int, chunk: int = 100_000) -> Path:
+    """A journal with one session of about n events, written in checked batches."""
+    path = tmp / f"{name}.db"
+    with eventstore.open(path, synchronous="normal") as journal:
+        s = journal.start_session("s", CONFIG)
+        while s.state.version < n:
+            size = min(chunk, n - s.state.version)
+            s.extend(plain_events(size, start_turn=s.state.turns))
+    return path
+
+
+def replay(path: Path, reps: int) -> dict[str, Any]:
+    """Cold fold of every event from the file vs a streaming read with json.loads a row."""
+    journal = eventstore.open(path, snapshot_every=0)
+    s = journal.session("s")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+    def ours() -> int:
+        return r.fold(s.events()).version
+
+    def floor() -> int:
+        n = 0
+        for (payload,) in conn.execute("SELECT payload FROM events ORDER BY seq"):
+            json.loads(payload)
+            n += 1
+        return n
+
+    return result(median_rate(ours, reps), median_rate(floor, reps), None, unit="events/s")
+
+
+def history_cost(tmp: Path, big: Path, reps: int) -> dict[str, Any]:
+    """Per-commit time with 1k vs 100k events of history (median over commits)."""
+    small = build(tmp, "history-1k", 1_000)
+
+    def commit_us(path: Path) -> float:
+        s = eventstore.open(path, synchronous="normal").session("s")
+        times = []
+        for _ in range(300 * reps):
+            t = time.perf_counter()
+            s.append_turn("tool", content(s.state.turns), 60)
+            times.append(time.perf_counter() - t)
+        return statistics.median(times) * 1e6
+
+    at_1k, at_big = commit_us(small), commit_us(big)
+    return {
+        "at_1k_us": round(at_1k, 1),
+        "at_100k_us": round(at_big, 1),
+        "ratio": round(at_big / at_1k, 3),
+        "target": "<= 1.2",
+        "met": at_big / at_1k <= 1.2,
+    }
+
+
+def reopen(path: Path, reps: int) -> dict[str, Any]:
+    """Open the file, reopen the 1M-event session (snapshot + tail), append one turn."""
+
+    def once() -> None:
+        with eventstore.open(path, synchronous="normal") as journal:
+            s = journal.session("s")
+            s.append_turn("tool", "one more", 60)
+
+    ms = median_seconds(once, reps) * 1e3
+    return {"median_ms": round(ms, 1), "target": "<= 50 ms", "met": ms <= 50}
+
+
+_MEMORY_PROBE = """
+import resource, sys
+sys.path.insert(0, {root!r})
+import eventstore, reducers
+s = eventstore.open({path!r}, snapshot_every=0).session("s")
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+state = reducers.fold(s.events())
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(state.version, (after - before) / 1024)
+"""
+
+
+def memory(path: Path) -> dict[str, Any]:
+    """Peak RSS growth of a cold replay, measured in a fresh process."""
+    code = _MEMORY_PROBE.format(root=str(ROOT), path=str(path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    events, mb = out.stdout.split()
+    return {
+        "events": int(events),
+        "peak_growth_mb": round(float(mb), 1),
+        "target": "<= 100 MB",
+        "met": float(mb) <= 100,
+    }
+
+
+def verify_rate(path: Path, reps: int) -> dict[str, Any]:
+    """verify (chain walk + full re-derivation) vs the read+decode floor."""
+    journal = eventstore.open(path, readonly=True)
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    version = journal.session("s").state.version
+
+    def ours() -> int:
+        assert verify(journal, ["s"]) == []
+        return version
+
+    def floor() -> int:
+        return sum(1 for (p,) in conn.execute("SELECT payload FROM events") if json.loads(p))
+
+    return result(median_rate(ours, reps), median_rate(floor, reps), None, unit="events/s")
+
+
+def result(ours: float, floor: float, schema: float | None, *, unit: str) -> dict[str, Any]:
+    out = {
+        "tierlog": round(ours),
+        "floor": round(floor),
+        "ratio": round(ours / floor, 3),
+        "unit": unit,
+    }
+    if schema is not None:
+        out["schema_floor"] = round(schema)
+    return out
+
+
+# -- the peer ----------------------------------------------------------------------------
+def peer(tmp: Path, n: int, reps: int) -> dict[str, Any] | str:
+    """The eventsourcing library, SQLite persistence, the same turn workload."""
+    try:
+        from eventsourcing.application import Application
+        from eventsourcing.domain import Aggregate, event
+    except ImportError:
+        return "eventsourcing not installed (pip install .[bench]): peer skipped"
+
+    class Transcript(Aggregate):  # type: ignore[misc]
+        @event("Started")  # type: ignore[untyped-decorator]
+        def __init__(self) -> None:
+            pass
+
+        @event("TurnAppended")  # type: ignore[untyped-decorator]
+        def append_turn(self, role: str, content: str, tokens: int) -> None:
+            pass
+
+    def app(name: str) -> Any:
+        env = {
+            "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+            "SQLITE_DBNAME": str(tmp / f"{name}.db"),
+        }
+        return Application(env=env)
+
+    one = app("es-one")
+    agg = Transcript()
+    one.save(agg)
+
+    def one_per_save() -> int:
+        for i in range(n):
+            agg.append_turn("tool", content(i), 60)
+            one.save(agg)
+        return n
+
+    many = app("es-many")
+    big = Transcript()
+
+    def many_per_save() -> int:
+        for i in range(n * 10):
+            big.append_turn("tool", content(i), 60)
+            if i % 1000 == 999:
+                many.save(big)
+        many.save(big)
+        return n * 10
+
+    per_save = median_rate(one_per_save, reps)
+    batch = median_rate(many_per_save, 1)
+    length = big.version
+    get = median_rate(lambda: many.repository.get(big.id).version, reps)
+    return {
+        "one_event_per_save": round(per_save),
+        "many_events_per_save": round(batch),
+        "get_long_aggregate": round(get),
+        "aggregate_events": length,
+        "unit": "events/s",
+    }
+
+
+# -- main --------------------------------------------------------------------------------
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
+    args = parser.parse_args()
+    big_n = 100_000 if args.quick else 1_000_000
+    mid_n = 20_000 if args.quick else 100_000
+    reps = 3 if args.quick else 5
+    with tempfile.TemporaryDirectory(dir=os.environ.get("TIERLOG_BENCH_DIR")) as d:
+        tmp = Path(d)
+        results = run_all(tmp, big_n, mid_n, reps)
+    results["meta"] = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "quick": args.quick,
+        "reps": reps,
+    }
+    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    print(render(results))
+    print(f"\nwritten to {args.out}")
+
+
+def say(what: str) -> None:
+    print(f"... {what}", file=sys.stderr, flush=True)
+
+
+def run_all(tmp: Path, big_n: int, mid_n: int, reps: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    say("per-commit appends")
+    out["commit_normal"] = per_commit(tmp, "NORMAL", 500, reps)
+    out["commit_full"] = per_commit(tmp, "FULL", 200, reps)
+    say("bulk import")
+    out["bulk"] = bulk(tmp, mid_n, reps)
+    say(f"building {mid_n:,} and {big_n:,} event sessions")
+    mid, big = build(tmp, "mid", mid_n), build(tmp, "big", big_n)
+    say("replay")
+    out[f"replay_{mid_n // 1000}k"] = replay(mid, reps)
+    out[f"replay_{big_n // 1000}k"] = replay(big, max(2, reps // 2))
+    say("commit cost vs history")
+    out["history"] = history_cost(tmp, mid, reps)
+    say("reopen")
+    out["reopen_append"] = reopen(big, reps)
+    say("memory")
+    out["replay_memory"] = memory(big)
+    say("verify")
+    out["verify"] = verify_rate(mid, max(2, reps // 2))
+    say("eventsourcing peer")
+    out["peer_eventsourcing"] = peer(tmp, 300, reps)
+    return out
+
+
+TARGETS = {
+    "commit_normal": 0.5,
+    "commit_full": 0.8,
+    "bulk": 0.5,
+    "replay_100k": 0.5,
+    "replay_1000k": 0.5,
+    "replay_20k": 0.5,
+}
+
+
+def render(results: dict[str, Any]) -> str:
+    lines = [
+        f"{'path':<16} {'tierlog':>10} {'floor':>10} {'schema floor':>13} {'ratio':>7}"
+        f"  {'target':<10} unit"
+    ]
+    for name, row in results.items():
+        if not isinstance(row, dict) or "ratio" not in row or "floor" not in row:
+            continue
+        target = TARGETS.get(name)
+        mark = (
+            ""
+            if target is None
+            else (f">= {target}" + (" ok" if row["ratio"] >= target else " MISS"))
+        )
+        lines.append(
+            f"{name:<16} {row['tierlog']:>10,} {row['floor']:>10,} "
+            f"{row.get('schema_floor', 0) or '':>13} {row['ratio']:>7.3f}  {mark:<10}"
+            f" {row['unit']}"
+        )
+    h, ro, m = results["history"], results["reopen_append"], results["replay_memory"]
+    lines.append(
+        f"history          commit at 1k {h['at_1k_us']} us, at 100k {h['at_100k_us']} us:"
+        f" ratio {h['ratio']} (target {h['target']}){'' if h['met'] else ' MISS'}"
+    )
+    lines.append(
+        f"reopen+append    {ro['median_ms']} ms on the 1M session (target {ro['target']})"
+        f"{'' if ro['met'] else ' MISS'}"
+    )
+    lines.append(
+        f"replay memory    +{m['peak_growth_mb']} MB peak RSS for {m['events']:,} events"
+        f" (target {m['target']}){'' if m['met'] else ' MISS'}"
+    )
+    p = results["peer_eventsourcing"]
+    lines.append(
+        f"eventsourcing    {p}"
+        if isinstance(p, str)
+        else f"eventsourcing    one event/save {p['one_event_per_save']:,}/s, many/save "
+        f"{p['many_events_per_save']:,}/s, get() {p['get_long_aggregate']:,} events/s"
+    )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
