@@ -249,10 +249,12 @@ def reopen(path: Path, reps: int) -> dict[str, Any]:
 _MEMORY_PROBE = """
 import resource, sys
 sys.path.insert(0, {root!r})
-import eventstore, reducers
-s = eventstore.open({path!r}, snapshot_every=0).session("s")
+import reducers
+from eventstore._codec import from_payload
+from eventstore._store import EventStore
+store = EventStore({path!r}, readonly=True)
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-state = reducers.fold(s.events())
+state = reducers.fold(from_payload(t, p) for t, p in store.read_payloads("s"))
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(state.version, (after - before) / 1024)
 """

@@ -48,23 +48,15 @@ def verify(
 
 
 def _verify_session(journal: Journal, session_id: str) -> Iterator[Finding]:
-    chain = journal.store.check_chain(session_id)
-    if chain is not None:
-        yield Finding(
-            check="chain", session_id=session_id, version=chain.version, problem=chain.problem
-        )
-        return
-    session = journal.session(session_id)
-    for d in divergences(session):
-        yield Finding(check=d.check, session_id=session_id, version=d.version, problem=d.problem)
+    """One pass: walk the chain, and replay what it yields through the decisions."""
+    session = Session(journal, session_id, SessionState())  # no trusted fold of the log
+    walk = journal.store.walk(session_id)
     snap = journal.store.load_snapshot(session_id)
-    if snap is not None and session.state_at(snap[0]).sha256 != snap[1]:
-        yield Finding(
-            check="snapshot",
-            session_id=session_id,
-            version=snap[0],
-            problem="snapshot disagrees with replay",
-        )
+    for d in divergences(session, walk, snapshot=snap and (snap[0], snap[1])):
+        yield Finding(check=d.check, session_id=session_id, version=d.version, problem=d.problem)
+    if walk.problem is not None:
+        p = walk.problem
+        yield Finding(check="chain", session_id=session_id, version=p.version, problem=p.problem)
 
 
 _AUDIT_QUERIES = {

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 import attrs
 
 from eventstore import _decide
-from eventstore._session import Session
+from eventstore._session import PLAIN_EVENTS, Session
 from invariants import validate
 from reducers import (
     Compacted,
@@ -118,27 +118,82 @@ class Divergence:
     check: str = "replay"
 
 
-def divergences(session: Session) -> Iterator[Divergence]:
-    """Replay ``session`` from version 1, re-deciding every command; yield mismatches."""
-    state = SessionState()
-    for command in commands(session.events()):
-        version = state.version + 1
-        try:
-            derived = decide_again(session, state, command).events
-        except JournalError as exc:
-            yield Divergence(session_id=session.id, version=version, problem=str(exc))
+def divergences(
+    session: Session,
+    events: Iterable[Event] | None = None,
+    *,
+    snapshot: tuple[int, str] | None = None,
+) -> Iterator[Divergence]:
+    """Replay ``events`` (the session's own by default) from version 1, re-deciding each
+    command on the state before it; yield where the log and the decision differ.
+
+    Runs of plain events are validated and folded in one pass; decisions are re-derived
+    one by one. Stops at the first divergence; a bad spill file does not stop it.
+    ``snapshot`` (version, sha256) is compared with the replayed state at that version.
+    """
+    state, plain = SessionState(), []
+    watch = snapshot[0] if snapshot else -1
+    for command in commands(session.events() if events is None else events):
+        if len(command) == 1 and type(command[0]) in PLAIN_EVENTS:
+            plain.append(command[0])
+            if state.version + len(plain) != watch:
+                continue
+            command = []
+        state, found = _fold_plain(session.id, state, plain)
+        plain = []
+        if found is None and command:
+            found = _redecide(session, state, command)
+        if found is not None:
+            yield found
             return
-        if tuple(command) != derived:
-            yield Divergence(
-                session_id=session.id, version=version, problem=_mismatch(command, derived)
-            )
-            return
-        for event in command:
-            if isinstance(event, Spilled) and (problem := session.spill_problem(event)):
-                yield Divergence(
-                    session_id=session.id, version=version, problem=problem, check="spill"
-                )
+        yield from _spill_problems(session, state.version + 1, command)
         state = fold(command, state)
+        if snapshot and state.version == watch and state.sha256 != snapshot[1]:
+            yield Divergence(
+                session_id=session.id,
+                version=watch,
+                check="snapshot",
+                problem="the snapshot disagrees with the replayed state",
+            )
+    _, found = _fold_plain(session.id, state, plain)
+    if found is not None:
+        yield found
+
+
+def _fold_plain(
+    session_id: str, state: SessionState, plain: list[Event]
+) -> tuple[SessionState, Divergence | None]:
+    if not plain:
+        return state, None
+    at = [state.version]
+
+    def check(before: SessionState, event: Event) -> None:
+        at[0] = before.version
+        validate(before, event)
+
+    try:
+        return fold(plain, state, check=check), None
+    except InvalidEvent as exc:
+        return state, Divergence(session_id=session_id, version=at[0] + 1, problem=str(exc))
+
+
+def _redecide(session: Session, state: SessionState, command: list[Event]) -> Divergence | None:
+    version = state.version + 1
+    try:
+        derived = decide_again(session, state, command).events
+    except JournalError as exc:
+        return Divergence(session_id=session.id, version=version, problem=str(exc))
+    if tuple(command) != derived:
+        return Divergence(
+            session_id=session.id, version=version, problem=_mismatch(command, derived)
+        )
+    return None
+
+
+def _spill_problems(session: Session, version: int, command: list[Event]) -> Iterator[Divergence]:
+    for event in command:
+        if isinstance(event, Spilled) and (problem := session.spill_problem(event)):
+            yield Divergence(session_id=session.id, version=version, problem=problem, check="spill")
 
 
 def _mismatch(recorded: list[Event], derived: tuple[Event, ...]) -> str:

@@ -300,27 +300,53 @@ class EventStore:
     # -- integrity ---------------------------------------------------------------------
     def check_chain(self, session_id: str) -> ChainProblem | None:
         """The first version whose sequence, payload or hash is wrong, or ``None``."""
+        walk = self.walk(session_id)
+        for _ in walk:
+            pass
+        return walk.problem
+
+    def walk(self, session_id: str) -> ChainWalk:
+        """The session's events, decoded once, checked link by link as they stream."""
+        return ChainWalk(self, session_id)
+
+
+class ChainWalk:
+    """Iterate a session's events while walking its hash chain; stops at the first bad row.
+
+    After iteration, ``problem`` is the first broken link, or ``None``.
+    """
+
+    def __init__(self, store: EventStore, session_id: str) -> None:
+        self._rows = store.read(session_id)
+        self.session_id = session_id
+        self.problem: ChainProblem | None = None
+
+    def __iter__(self) -> Iterator[Event]:
         prev, expected = GENESIS, 1
-        for row in self.read(session_id):
-            problem = _row_problem(row, prev, expected)
-            if problem:
+        for row in self._rows:
+            event, problem = _check_row(row, prev, expected)
+            if event is None:
                 version = min(row.version, expected)  # a missing row is named, not its successor
-                return ChainProblem(session_id=session_id, version=version, problem=problem)
+                self.problem = ChainProblem(
+                    session_id=self.session_id, version=version, problem=problem
+                )
+                return
+            yield event
             prev, expected = row.hash, expected + 1
-        return None
 
 
-def _row_problem(row: Recorded, prev: str, expected: int) -> str | None:
+def _check_row(row: Recorded, prev: str, expected: int) -> tuple[Event | None, str]:
+    """The row's event if it links correctly after ``prev``, else ``None`` and why."""
     if row.version != expected:
-        return f"version sequence broken: expected {expected}, found {row.version}"
+        return None, f"version sequence broken: expected {expected}, found {row.version}"
     if row.prev_hash != prev:
-        return "prev_hash does not match the previous event's hash"
+        return None, "prev_hash does not match the previous event's hash"
     try:
         data = json.loads(row.payload)
     except json.JSONDecodeError:
-        return "payload is not JSON"
+        return None, "payload is not JSON"
     if canonical_json(data).decode() != row.payload:
-        return "payload is not in canonical form (edited by hand?)"
+        return None, "payload is not in canonical form (edited by hand?)"
     digest = chain_hash(
         prev,
         row.session_id,
@@ -331,9 +357,8 @@ def _row_problem(row: Recorded, prev: str, expected: int) -> str | None:
         row.recorded_at,
     )
     if digest != row.hash:
-        return "hash does not match the event's content"
+        return None, "hash does not match the event's content"
     try:
-        row.event  # noqa: B018 - decoding is the check
+        return from_payload(row.type, data), ""
     except InvalidEvent as exc:
-        return f"payload does not decode: {exc}"
-    return None
+        return None, f"payload does not decode: {exc}"

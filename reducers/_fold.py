@@ -103,12 +103,19 @@ class _Acc:
         out: dict[str, Any] = getattr(self, name)
         return out
 
-    def freeze(self) -> SessionState:
-        """The current state; later writes copy again, so it never changes."""
-        for name, writer in self._writers.items():
-            setattr(self, name, writer.close())
-        self._writers.clear()
+    def freeze(self, *, release: bool = True) -> SessionState:
+        """The current state; later writes copy again, so it never changes.
+
+        With ``release=False`` the ledgers stay claimed for more appends (the
+        frozen state sees only the prefix it was frozen with).
+        """
         values = {name: getattr(self, name) for name in _FIELDS}
+        for name, writer in self._writers.items():
+            values[name] = writer.close() if release else writer.view()
+        if release:
+            for name in self._writers:
+                setattr(self, name, values[name])
+            self._writers.clear()
         for name in self._owned:
             values[name] = MappingProxyType(values[name])
             setattr(self, name, values[name])
@@ -292,7 +299,7 @@ def fold(
     try:
         for event in events:
             if check is not None:
-                check(acc.freeze(), event)
+                check(acc.freeze(release=False), event)
             handler = handlers.get(type(event))
             if handler is None:
                 raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")

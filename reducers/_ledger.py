@@ -115,27 +115,21 @@ class Ledger(Generic[T]):
         return out.tobytes()
 
 
-class LedgerWriter(Generic[T]):
-    """Appends to a claimed buffer without locking; ``close`` gives the new Ledger."""
+class LedgerWriter(Ledger[T]):
+    """A Ledger that appends to its claimed buffer without locking; ``close`` freezes it."""
 
-    __slots__ = ("_buf", "_n", "_start")
+    __slots__ = ("_start",)
 
     def __init__(self, buf: _Buffer, n: int) -> None:
-        self._buf = buf
-        self._n = self._start = n
+        super().__init__(buf, n)
+        self._start = n  # abort() keeps everything below this: it may be seen already
 
-    def append(self, item: T) -> None:
-        """Add one item at the end."""
+    def append(self, item: T) -> None:  # type: ignore[override]
+        """Add one item at the end, in place."""
         self._buf.items.append(item)
         if self._buf.index is not None:
             self._buf.index.setdefault(item, self._n)
         self._n += 1
-
-    def close(self) -> Ledger[T]:
-        """Release the buffer; the result sees every item appended."""
-        with self._buf.lock:
-            self._buf.claimed = False
-        return Ledger(self._buf, self._n)
 
     @property
     def last(self) -> T:
@@ -143,8 +137,19 @@ class LedgerWriter(Generic[T]):
         item: T = self._buf.items[self._n - 1]
         return item
 
+    def view(self) -> Ledger[T]:
+        """An immutable Ledger of what is visible now; the writer keeps its claim."""
+        self._start = self._n
+        return Ledger(self._buf, self._n)
+
+    def close(self) -> Ledger[T]:
+        """Release the buffer; the result sees every item appended."""
+        with self._buf.lock:
+            self._buf.claimed = False
+        return Ledger(self._buf, self._n)
+
     def abort(self) -> None:
-        """Drop what was appended and release the buffer, as if never claimed."""
+        """Drop what was appended since the claim (or the last view) and release."""
         buf = self._buf
         if buf.index is not None:
             for item in buf.items[self._start :]:
@@ -154,21 +159,3 @@ class LedgerWriter(Generic[T]):
         self._n = self._start
         with buf.lock:
             buf.claimed = False
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __getitem__(self, i: int) -> T:
-        if i < 0:
-            i += self._n
-        if not 0 <= i < self._n:
-            raise IndexError(i)
-        item: T = self._buf.items[i]
-        return item
-
-    def __contains__(self, item: object) -> bool:
-        index = self._buf.index
-        if index is None:
-            return item in Ledger[T](self._buf, self._n)
-        at = index.get(item)
-        return at is not None and at < self._n

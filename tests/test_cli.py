@@ -34,7 +34,7 @@ def _demo_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
 
 @pytest.fixture(name="long_db")
 def _long_db(db_path: Path) -> Path:
-    with eventstore.open(db_path, synchronous="normal") as journal:
+    with eventstore.open(db_path, synchronous="normal", snapshot_every=150) as journal:
         s = new_session(journal, "long")
         for i in range(400):
             s.append_turn("tool", f"output {i}", 10 + i % 7)
@@ -185,6 +185,18 @@ class TestVerify:
         assert "replay" in out
         assert "s v8" in out
         assert "CompactionRefused" in out
+
+    def test_snapshot_that_disagrees_with_replay(
+        self, capsys: pytest.CaptureFixture[str], long_db: Path
+    ) -> None:
+        """A snapshot whose hash no longer matches the replayed state is reported."""
+        conn = sqlite3.connect(long_db)
+        (version,) = conn.execute("SELECT version FROM snapshots").fetchone()
+        conn.execute("UPDATE snapshots SET sha256 = 'forged'")
+        conn.commit()
+        code, out, _ = run(capsys, "verify", str(long_db), "--json")
+        assert code == 1
+        assert [(f["check"], f["version"]) for f in json.loads(out)] == [("snapshot", version)]
 
     def test_tampered_spill_file(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
         """A spill file that no longer matches its sha256 fails verify."""

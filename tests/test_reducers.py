@@ -115,3 +115,43 @@ class TestSnapshot:
         again = r.from_snapshot(r.to_snapshot(state))
         assert again == state
         assert again.sha256 == state.sha256
+
+
+class TestLedger:
+    def test_append_shares_the_tip_and_copies_on_branch(self) -> None:
+        """Appending at the tip reuses the buffer; appending to an older view copies."""
+        base = r.Ledger.of([1, 2])
+        longer = base.append(3)
+        branch = base.append(9)
+        assert (list(base), list(longer), list(branch)) == ([1, 2], [1, 2, 3], [1, 2, 9])
+
+    def test_writer_claim_is_exclusive(self) -> None:
+        """A second writer on a claimed tip gets its own copy."""
+        base = r.Ledger.of([1])
+        first, second = base.writer(), base.writer()
+        first.append(2)
+        second.append(3)
+        assert (list(first.close()), list(second.close()), list(base)) == ([1, 2], [1, 3], [1])
+
+    def test_abort_restores_the_tip(self) -> None:
+        """An aborted writer leaves the buffer as it was, index included."""
+        base = r.Ledger.of(["a"], indexed=True)
+        writer = base.writer()
+        writer.append("b")
+        writer.abort()
+        after = base.append("c")
+        assert "b" not in after
+        assert list(after) == ["a", "c"]
+
+    def test_failed_fold_leaves_the_state_appendable(self) -> None:
+        """A fold that raises half-way does not leave its appends in shared buffers."""
+        base = r.fold([START, *_turns(5)])
+
+        def boom(state: r.SessionState, event: r.Event) -> None:
+            if state.turns == 2:
+                raise r.InvalidEvent("stop")
+
+        with pytest.raises(r.InvalidEvent):
+            r.fold(_turns(5, 5, 5)[1:], base, check=boom)
+        after = r.apply(base, r.TurnAppended(index=1, role="u", content="", tokens=1))
+        assert (after.turns, after.tokens_total, base.turns) == (2, 6, 1)
