@@ -52,7 +52,7 @@ def _verify_session(journal: Journal, session_id: str) -> Iterator[Finding]:
     session = Session(journal, session_id, SessionState())  # no trusted fold of the log
     walk = journal.store.walk(session_id)
     snap = journal.store.load_snapshot(session_id)
-    for d in divergences(session, walk, snapshot=snap and (snap[0], snap[1])):
+    for d in divergences(session, walk, snapshot=snap[:2] if snap else None):
         yield Finding(check=d.check, session_id=session_id, version=d.version, problem=d.problem)
     if walk.problem is not None:
         p = walk.problem

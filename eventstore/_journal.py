@@ -18,8 +18,10 @@ from reducers import (
     SessionConfig,
     SessionStarted,
     SessionState,
+    chunk_rows,
     fold,
     from_snapshot,
+    ledger_lengths,
     to_snapshot,
 )
 
@@ -91,26 +93,32 @@ class Journal:
         check_session_id(session_id)
         if not self.store.head(session_id)[0]:
             raise InvalidEvent(f"no session {session_id!r} in {self.path}")
-        return Session(self, session_id, self._snapshot(session_id))
+        state, lengths = self._snapshot(session_id)
+        return Session(self, session_id, state, snapshot_lengths=lengths)
 
-    def _snapshot(self, session_id: str) -> SessionState:
+    def _snapshot(self, session_id: str) -> tuple[SessionState, dict[str, int]]:
+        """The cached state, or the empty one when there is none or it cannot be trusted."""
         found = self.store.load_snapshot(session_id)
         if found is None:
-            return SessionState()
-        version, _, blob = found
+            return SessionState(), {}
+        version, _, header, chunks = found
         try:
-            state = from_snapshot(blob)
+            state = from_snapshot(header, chunk_rows(chunks))
         except (ValueError, TypeError, KeyError) as exc:
             self.logger.warning("snapshot of %s unreadable, replaying: %s", session_id, exc)
-            return SessionState()
+            return SessionState(), {}
         if state.version != version or version > self.store.head(session_id)[0]:
             self.logger.warning("snapshot of %s is ahead of its log, replaying", session_id)
-            return SessionState()
-        return state
+            return SessionState(), {}
+        return state, ledger_lengths(state)
 
-    def save_snapshot(self, session_id: str, state: SessionState) -> None:
-        """Cache ``state`` as the session's snapshot (joins an open transaction)."""
-        self.store.save_snapshot(session_id, state.version, state.sha256, to_snapshot(state))
+    def save_snapshot(
+        self, session_id: str, state: SessionState, since: dict[str, int] | None = None
+    ) -> dict[str, int]:
+        """Cache ``state`` (joins an open transaction); returns its ledger lengths."""
+        header, chunks = to_snapshot(state, since)
+        self.store.save_snapshot(session_id, state.version, state.sha256, header, chunks)
+        return ledger_lengths(state)
 
 
 def open(  # noqa: A001 - the SPEC's name

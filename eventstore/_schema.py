@@ -39,6 +39,13 @@ TABLES = (
         sha256     TEXT    NOT NULL,
         state      BLOB    NOT NULL
     ) STRICT""",
+    """CREATE TABLE snapshot_chunks (
+        session_id TEXT    NOT NULL,
+        ledger     TEXT    NOT NULL,
+        chunk      INTEGER NOT NULL,
+        data       BLOB    NOT NULL,
+        PRIMARY KEY (session_id, ledger, chunk)
+    ) STRICT, WITHOUT ROWID""",
 )
 
 _COMMON = "session_id, version, seq, recorded_at"

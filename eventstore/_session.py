@@ -105,11 +105,19 @@ class Context:
 class Session:
     """One session of a journal; get one from ``Journal.start_session`` or ``.session``."""
 
-    def __init__(self, journal: Journal, session_id: str, state: SessionState) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        session_id: str,
+        state: SessionState,
+        *,
+        snapshot_lengths: dict[str, int] | None = None,
+    ) -> None:
         self.journal = journal
         self.id = session_id
         self._state = state
         self._snapshot_version = state.version
+        self._snapshot_lengths = snapshot_lengths or {}
         self._log = structlog.wrap_logger(
             journal.logger, wrapper_class=structlog.stdlib.BoundLogger
         ).bind(session_id=session_id)
@@ -206,7 +214,9 @@ class Session:
     def _maybe_snapshot(self, state: SessionState) -> None:
         every = self.journal.snapshot_every
         if every and state.version - self._snapshot_version >= every:
-            self.journal.save_snapshot(self.id, state)
+            self._snapshot_lengths = self.journal.save_snapshot(
+                self.id, state, self._snapshot_lengths
+            )
             self._snapshot_version = state.version
 
     def _log_decision(self, state: SessionState, decision: _decide.Decision) -> None:

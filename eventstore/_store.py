@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -282,20 +282,40 @@ class EventStore:
             yield json.loads(payload)
 
     # -- snapshots (a cache: replay must agree with it) ---------------------------------
-    def save_snapshot(self, session_id: str, version: int, sha256: str, blob: bytes) -> None:
-        """Keep one snapshot per session, replacing the older one."""
+    def save_snapshot(
+        self,
+        session_id: str,
+        version: int,
+        sha256: str,
+        header: bytes,
+        chunks: Iterable[tuple[str, int, bytes]],
+    ) -> None:
+        """Replace the session's snapshot header and the ledger chunks that changed."""
         self.conn.execute(
             "INSERT OR REPLACE INTO snapshots (session_id, version, sha256, state)"
             " VALUES (?, ?, ?, ?)",
-            (session_id, version, sha256, blob),
+            (session_id, version, sha256, header),
+        )
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO snapshot_chunks (session_id, ledger, chunk, data)"
+            " VALUES (?, ?, ?, ?)",
+            ((session_id, name, k, data) for name, k, data in chunks),
         )
 
-    def load_snapshot(self, session_id: str) -> tuple[int, str, bytes] | None:
-        """``(version, sha256, blob)`` of the session's snapshot, if any."""
+    def load_snapshot(
+        self, session_id: str
+    ) -> tuple[int, str, bytes, Iterator[tuple[str, bytes]]] | None:
+        """``(version, sha256, header, (ledger, chunk data) rows in order)``, if any."""
         row = self.conn.execute(
             "SELECT version, sha256, state FROM snapshots WHERE session_id = ?", (session_id,)
         ).fetchone()
-        return None if row is None else (row[0], row[1], row[2])
+        if row is None:
+            return None
+        chunks = self.conn.execute(
+            "SELECT ledger, data FROM snapshot_chunks WHERE session_id = ? ORDER BY ledger, chunk",
+            (session_id,),
+        )
+        return row[0], row[1], row[2], iter(chunks)
 
     # -- integrity ---------------------------------------------------------------------
     def check_chain(self, session_id: str) -> ChainProblem | None:

@@ -34,7 +34,7 @@ from reducers._events import (
 )
 from reducers._fold import apply, fold, required_at_commit
 from reducers._ledger import Ledger
-from reducers._snapshot import from_snapshot, to_snapshot
+from reducers._snapshot import chunk_rows, from_snapshot, ledger_lengths, to_snapshot
 from reducers._state import (
     Marker,
     NegativeFact,
@@ -87,9 +87,11 @@ __all__ = [
     "Violation",
     "apply",
     "canonical_json",
+    "chunk_rows",
     "fold",
     "from_snapshot",
     "in_spans",
+    "ledger_lengths",
     "merge_spans",
     "required_at_commit",
     "span_covered",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import threading
 from array import array
-from collections.abc import Iterator, MutableSequence
+from collections.abc import Iterator, MutableSequence, Sequence
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -104,6 +104,11 @@ class Ledger(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Ledger(n={self._n})"
+
+    def between(self, lo: int, hi: int) -> Sequence[T]:
+        """A copy of the visible items ``lo <= i < hi`` (a list, or an int array)."""
+        out: Sequence[T] = self._buf.items[max(lo, 0) : min(hi, self._n)]
+        return out
 
     def int_bytes(self) -> bytes:
         """The visible items as little-endian int64 bytes (integer ledgers only)."""

@@ -1,8 +1,10 @@
 """State <-> bytes, for the store's snapshot cache. Pure: bytes in, state out.
 
-Layout: 8-byte little-endian header length, the canonical JSON header, then the
-turn-start and turn-version tables as little-endian int64s (the parts that grow
-with every turn, kept binary so that reopening a million-turn session is fast).
+A snapshot is a small canonical-JSON header (config, nodes, markers, the
+obligation maps) plus the append-only ledgers cut into fixed chunks of
+``CHUNK`` items. Ledgers only grow, so a new snapshot rewrites only the chunks
+that changed since the last one: saving stays cheap on a million-turn session,
+and reopening reads the turn tables as raw little-endian int64s.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from array import array
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -32,72 +34,100 @@ from reducers._state import (
 )
 
 T = TypeVar("T")
+CHUNK = 65_536
+INT_LEDGERS = ("tok_starts", "turn_versions", "checkpoints")
+OBJECT_LEDGERS: dict[str, type[Any]] = {"call_ids": str, "truncations": Truncation, "spills": Spill}
+LEDGERS = (*INT_LEDGERS, *OBJECT_LEDGERS)
+_MAPPINGS: dict[str, type[Any]] = {
+    "nodes": Node,
+    "markers": Marker,
+    "open_calls": OpenCall,
+    "constraints": PendingConstraint,
+    "dispositions": NegativeFact,
+}
 _conv = cattrs.Converter()
 
+Chunk = tuple[str, int, bytes]
 
-def to_snapshot(state: SessionState) -> bytes:
-    """The bytes that :func:`from_snapshot` turns back into ``state``."""
+
+def ledger_lengths(state: SessionState) -> dict[str, int]:
+    """How many items each ledger of ``state`` holds."""
+    return {name: len(getattr(state, name)) for name in LEDGERS}
+
+
+def to_snapshot(
+    state: SessionState, since: Mapping[str, int] | None = None
+) -> tuple[bytes, list[Chunk]]:
+    """The header and the ledger chunks that changed since lengths ``since``."""
     head = {
         "version": state.version,
-        "turns": state.turns,
         "config": None if state.config is None else attrs.asdict(state.config),
-        "call_ids": list(state.call_ids),
-        "truncations": [attrs.asdict(t) for t in state.truncations],
-        "spills": [attrs.asdict(s) for s in state.spills],
-        "checkpoints": list(state.checkpoints),
         "truncated": [list(span) for span in state.truncated],
-        "nodes": _dump(state.nodes),
-        "markers": _dump(state.markers),
-        "open_calls": _dump(state.open_calls),
-        "constraints": _dump(state.constraints),
-        "dispositions": _dump(state.dispositions),
+        "lengths": ledger_lengths(state),
+        **{name: _dump(getattr(state, name)) for name in _MAPPINGS},
     }
-    raw = canonical_json(head)
-    tok = state.tok_starts.int_bytes()
-    return len(raw).to_bytes(8, "little") + raw + tok + state.turn_versions.int_bytes()
+    chunks = [
+        (name, k, _encode(name, getattr(state, name), k))
+        for name in LEDGERS
+        for k in _changed(len(getattr(state, name)), (since or {}).get(name, 0))
+    ]
+    return canonical_json(head), chunks
 
 
-def from_snapshot(blob: bytes) -> SessionState:
-    """The state stored by :func:`to_snapshot` (``ValueError`` if the bytes are not one)."""
-    size = int.from_bytes(blob[:8], "little")
-    head = _json(blob[8 : 8 + size])
-    turns = head["turns"]
-    tok = _ints(blob[8 + size : 8 + size + 8 * (turns + 1)])
-    versions = _ints(blob[8 + size + 8 * (turns + 1) :])
-    if len(tok) != turns + 1 or len(versions) != turns:
-        raise ValueError("snapshot turn tables are truncated")
+def from_snapshot(header: bytes, chunks: Mapping[str, Sequence[bytes]]) -> SessionState:
+    """The state saved as ``header`` plus every chunk (in order) of each ledger.
+
+    Raises ``ValueError`` (or ``KeyError``/``TypeError``) when the bytes are not a
+    complete snapshot.
+    """
+    head = json.loads(header)
+    lengths = head["lengths"]
+    ledgers: dict[str, Any] = {
+        name: _decode(name, chunks.get(name, ()), lengths[name]) for name in LEDGERS
+    }
     config = head["config"]
+    fields: dict[str, Any] = {name: _load(head[name], cls) for name, cls in _MAPPINGS.items()}
     return SessionState(
         version=head["version"],
         config=None if config is None else SessionConfig(**config),
-        tok_starts=Ledger.of_ints(tok),
-        turn_versions=Ledger.of_ints(versions),
-        call_ids=Ledger.of(list(head["call_ids"]), indexed=True),
-        truncations=Ledger.of([_conv.structure(t, Truncation) for t in head["truncations"]]),
-        spills=Ledger.of([_conv.structure(s, Spill) for s in head["spills"]]),
-        checkpoints=Ledger.of(list(head["checkpoints"])),
         truncated=tuple((lo, hi) for lo, hi in head["truncated"]),
-        nodes=_load(head["nodes"], Node),
-        markers=_load(head["markers"], Marker),
-        open_calls=_load(head["open_calls"], OpenCall),
-        constraints=_load(head["constraints"], PendingConstraint),
-        dispositions=_load(head["dispositions"], NegativeFact),
+        **ledgers,
+        **fields,
     )
 
 
-def _ints(raw: bytes) -> array[int]:
-    out = array("q")
-    out.frombytes(raw)
-    if sys.byteorder == "big":  # pragma: no cover - stored little-endian
+def _changed(length: int, since: int) -> range:
+    return range(min(since, length) // CHUNK, (length + CHUNK - 1) // CHUNK)
+
+
+def _encode(name: str, ledger: Ledger[Any], k: int) -> bytes:
+    items = ledger.between(k * CHUNK, (k + 1) * CHUNK)
+    if name in INT_LEDGERS:
+        return _int_bytes(items)
+    return canonical_json([_conv.unstructure(item) for item in items])
+
+
+def _decode(name: str, chunks: Sequence[bytes], length: int) -> Ledger[Any]:
+    if name in INT_LEDGERS:
+        ints = array("q")
+        ints.frombytes(b"".join(chunks))
+        if sys.byteorder == "big":  # pragma: no cover - stored little-endian
+            ints.byteswap()
+        ledger: Ledger[Any] = Ledger.of_ints(ints)
+    else:
+        cls = OBJECT_LEDGERS[name]
+        items = [_conv.structure(item, cls) for chunk in chunks for item in json.loads(chunk)]
+        ledger = Ledger.of(items, indexed=name == "call_ids")
+    if len(ledger) != length:
+        raise ValueError(f"snapshot ledger {name} has {len(ledger)} items, header says {length}")
+    return ledger
+
+
+def _int_bytes(items: Sequence[int]) -> bytes:
+    out = array("q", items)
+    if sys.byteorder == "big":  # pragma: no cover - canonical bytes are little-endian
         out.byteswap()
-    return out
-
-
-def _json(raw: bytes) -> dict[str, Any]:
-    data = json.loads(raw)
-    if not isinstance(data, dict):
-        raise ValueError("snapshot header is not an object")
-    return data
+    return out.tobytes()
 
 
 def _dump(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -106,3 +136,11 @@ def _dump(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def _load(data: dict[str, Any], cls: type[T]) -> Mapping[str, T]:
     return MappingProxyType({k: _conv.structure(v, cls) for k, v in data.items()})
+
+
+def chunk_rows(chunks: Iterator[tuple[str, bytes]]) -> dict[str, list[bytes]]:
+    """Group ``(ledger, data)`` rows, already in chunk order, by ledger."""
+    out: dict[str, list[bytes]] = {}
+    for name, data in chunks:
+        out.setdefault(name, []).append(data)
+    return out

@@ -112,7 +112,8 @@ class TestSnapshot:
             for kind, params in steps:
                 run_step(s, kind, params)
             state = s.state
-        again = r.from_snapshot(r.to_snapshot(state))
+        header, chunks = r.to_snapshot(state)
+        again = r.from_snapshot(header, r.chunk_rows((name, data) for name, _, data in chunks))
         assert again == state
         assert again.sha256 == state.sha256
 

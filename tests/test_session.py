@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -204,3 +205,39 @@ class TestBadInput:
             new_session(journal, "../escape")
         with pytest.raises(eventstore.InvalidEvent, match="no session"):
             journal.session("ghost")
+
+
+class TestSnapshots:
+    def test_incremental_chunks_rebuild_the_state(
+        self, db_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With tiny chunks, many incremental snapshots still reopen to the replayed state."""
+        monkeypatch.setattr("reducers._snapshot.CHUNK", 3)
+        with eventstore.open(db_path, snapshot_every=4) as journal:
+            s = new_session(journal, "snap")
+            for i in range(40):
+                s.append_turn("user", f"t{i}", i)
+                if i % 7 == 6:
+                    s.open_call(f"c{i}", "tool_call", "x")
+                    s.truncate(0, i // 2, "budget")
+                    s.checkpoint()
+            live = s.state
+        chunks = rows(db_path, "SELECT count(*) FROM snapshot_chunks WHERE ledger = 'tok_starts'")
+        assert chunks[0][0] > 5
+        with eventstore.open(db_path) as journal:
+            reopened = journal.session("snap")
+            cold = reducers.fold(reopened.events())
+            assert reopened.state.sha256 == live.sha256 == cold.sha256
+
+    def test_unreadable_snapshot_falls_back_to_replay(self, db_path: Path) -> None:
+        """A corrupt snapshot is a cache miss, not an error: the log is replayed."""
+        with eventstore.open(db_path, snapshot_every=2) as journal:
+            s = new_session(journal, "snap")
+            fill(s, 5)
+            expected = s.state.sha256
+        conn = sqlite3.connect(db_path)
+        conn.execute("UPDATE snapshots SET state = x'00ff'")
+        conn.commit()
+        conn.close()
+        with eventstore.open(db_path) as journal:
+            assert journal.session("snap").state.sha256 == expected
