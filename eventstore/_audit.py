@@ -57,6 +57,14 @@ def _verify_session(journal: Journal, session_id: str) -> Iterator[Finding]:
     if walk.problem is not None:
         p = walk.problem
         yield Finding(check="chain", session_id=session_id, version=p.version, problem=p.problem)
+    head = journal.store.head(session_id)[0]
+    if snap is not None and snap[0] > head:
+        yield Finding(
+            check="snapshot",
+            session_id=session_id,
+            version=head + 1,
+            problem=f"a snapshot at version {snap[0]} is ahead of the log: events are missing",
+        )
 
 
 _AUDIT_QUERIES = {

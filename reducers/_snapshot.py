@@ -116,7 +116,12 @@ def _decode(name: str, chunks: Sequence[bytes], length: int) -> Ledger[Any]:
         ledger: Ledger[Any] = Ledger.of_ints(ints)
     else:
         cls = OBJECT_LEDGERS[name]
-        items = [_conv.structure(item, cls) for chunk in chunks for item in json.loads(chunk)]
+        items = [item for chunk in chunks for item in json.loads(chunk)]
+        if cls is str:
+            if not all(type(item) is str for item in items):
+                raise ValueError(f"snapshot ledger {name} holds a non-string")
+        else:
+            items = [_conv.structure(item, cls) for item in items]
         ledger = Ledger.of(items, indexed=name == "call_ids")
     if len(ledger) != length:
         raise ValueError(f"snapshot ledger {name} has {len(ledger)} items, header says {length}")

@@ -198,6 +198,19 @@ class TestVerify:
         assert code == 1
         assert [(f["check"], f["version"]) for f in json.loads(out)] == [("snapshot", version)]
 
+    def test_deleted_tail_is_caught_by_the_snapshot(
+        self, capsys: pytest.CaptureFixture[str], long_db: Path
+    ) -> None:
+        """Rows deleted from the end leave a valid chain; the snapshot ahead of it is reported."""
+        conn = sqlite3.connect(long_db)
+        (version,) = conn.execute("SELECT version FROM snapshots").fetchone()
+        conn.executescript("DROP TRIGGER events_no_delete;")
+        conn.execute(f"DELETE FROM events WHERE version >= {version - 5}")
+        conn.commit()
+        code, out, _ = run(capsys, "verify", str(long_db), "--json")
+        assert code == 1
+        assert [(f["check"], f["version"]) for f in json.loads(out)] == [("snapshot", version - 5)]
+
     def test_tampered_spill_file(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
         """A spill file that no longer matches its sha256 fails verify."""
         spill = next(demo_db.parent.glob("demo.db.spills/*/*.jsonl"))
