@@ -58,10 +58,9 @@ def _continues(group: list[Event], event: Event) -> bool:
 
 def proposal_of(command: list[Event]) -> Compacted | None:
     """The compaction a command proposed, if it is one."""
-    last = command[-1] if isinstance(command[-1], CompactionRefused) else command[0]
-    if isinstance(last, CompactionRefused):
-        return last.proposal
-    return last if isinstance(last, Compacted) else None
+    if isinstance(command[-1], CompactionRefused):
+        return command[-1].proposal
+    return command[0] if isinstance(command[0], Compacted) else None
 
 
 def decide_again(

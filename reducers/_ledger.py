@@ -123,23 +123,24 @@ class Ledger(Generic[T]):
 class LedgerWriter(Ledger[T]):
     """A Ledger that appends to its claimed buffer without locking; ``close`` freezes it."""
 
-    __slots__ = ("_start",)
+    __slots__ = ("_index", "_items", "_start")
 
     def __init__(self, buf: _Buffer, n: int) -> None:
         super().__init__(buf, n)
+        self._items, self._index = buf.items, buf.index  # the replay hot path reads these
         self._start = n  # abort() keeps everything below this: it may be seen already
 
     def append(self, item: T) -> None:  # type: ignore[override]
         """Add one item at the end, in place."""
-        self._buf.items.append(item)
-        if self._buf.index is not None:
-            self._buf.index.setdefault(item, self._n)
+        self._items.append(item)
+        if self._index is not None:
+            self._index.setdefault(item, self._n)
         self._n += 1
 
     @property
     def last(self) -> T:
         """The last visible item."""
-        item: T = self._buf.items[self._n - 1]
+        item: T = self._items[self._n - 1]
         return item
 
     def view(self) -> Ledger[T]:
