@@ -146,7 +146,9 @@ def dropped_rejection(journal: Journal, say: Say) -> DroppedRejection:
     )
     m = d.state.markers[marker.marker_id]
     say(f"  runtime re-compacts {l1.node_id} into L2 digest {l2.node_id}; in the same transaction:")
-    say(f"    MarkerInvalidated {m.marker_id} ({m.invalidated_rule}): {m.invalidated_reason}")
+    say(f"    MarkerInvalidated {m.marker_id}:")
+    for reason in (m.invalidated_reason or "").split("; "):
+        say(f"      {reason}")
     after = d.resume(marker.marker_id)
     say(f"  resume({marker.marker_id}) -> {after.source} at turn {after.checkpoint_at}")
     return DroppedRejection(
@@ -214,11 +216,14 @@ def evicted_constraint(journal: Journal, say: Say) -> EvictedConstraint:
     spill = s.state.spills[-1]
     say(f"    REFUSED (UnrecoverableCompactionError, {refusal.action}):")
     _violations(say, refusal.violations)
-    say(f"    raw transcript spilled to {spill.handle} ({spill.bytes:,} bytes,")
-    say(f"    sha256 {spill.sha256[:16]}...); tier state unchanged: nodes={len(s.state.nodes)},")
-    say(f"    occupancy={s.state.occupancy:,} (was {before.occupancy:,})")
+    say(f"    raw transcript spilled first: {spill.handle}")
+    say(f"      {spill.bytes:,} bytes, sha256 {spill.sha256[:16]}... (recorded as Spilled)")
+    say(
+        f"    tier state unchanged: {len(s.state.nodes)} nodes, occupancy {s.state.occupancy:,}"
+        f" before and after (was {before.occupancy:,})"
+    )
 
-    say("  Same session with the floor in tokens (units agree): C5 alone still refuses")
+    say("  Same session with the floor in tokens (12,000, units agree): C5 alone still refuses")
     agree = journal.start_session(
         "incident-2-units-agree", attrs.evolve(config, floor_span=12_000, floor_unit="tokens")
     )
