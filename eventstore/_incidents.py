@@ -218,9 +218,11 @@ def evicted_constraint(journal: Journal, say: Say) -> EvictedConstraint:
     _violations(say, refusal.violations)
     say(f"    raw transcript spilled first: {spill.handle}")
     say(f"      {spill.bytes:,} bytes, sha256 {spill.sha256[:16]}... (recorded as Spilled)")
+    after = s.state
     say(
-        f"    tier state unchanged: {len(s.state.nodes)} nodes, occupancy {s.state.occupancy:,}"
-        f" before and after (was {before.occupancy:,})"
+        f"    tier state: nodes {len(before.nodes)} -> {len(after.nodes)}, occupancy"
+        f" {before.occupancy:,} -> {after.occupancy:,}, tail {before.tail_start} ->"
+        f" {after.tail_start}"
     )
 
     say("  Same session with the floor in tokens (12,000, units agree): C5 alone still refuses")
