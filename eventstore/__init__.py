@@ -9,7 +9,8 @@ Everything a user needs is importable from here::
 
 from eventstore._errors import ConcurrencyError, IntegrityError
 from eventstore._journal import Journal, open
-from eventstore._session import Context, Session, Turn
+from eventstore._session import Session
+from eventstore._values import Context, Turn
 from invariants import MarkerInvalid, UnrecoverableCompactionError
 from reducers import (
     CallOpened,

@@ -148,6 +148,3 @@ def has_findings(report: dict[str, Any]) -> bool:
         for row in s["evicted_obligations"]
     )
     return uncarried or any(totals[k] for k in _AUDIT_QUERIES)
-
-
-__all__ = ["Finding", "Session", "audit", "evicted_obligations", "has_findings", "verify"]

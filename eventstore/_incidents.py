@@ -12,7 +12,8 @@ from collections.abc import Callable
 import attrs
 
 from eventstore._journal import Journal
-from eventstore._session import Context, Session
+from eventstore._session import Session
+from eventstore._values import Context
 from invariants import MarkerInvalid, UnrecoverableCompactionError
 from reducers import JournalError, SessionConfig, Violation
 

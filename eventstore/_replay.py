@@ -14,9 +14,10 @@ from collections.abc import Iterable, Iterator
 import attrs
 
 from eventstore import _decide
-from eventstore._session import PLAIN_EVENTS, Session
+from eventstore._session import Session
 from invariants import validate
 from reducers import (
+    PLAIN_EVENTS,
     Compacted,
     CompactionRefused,
     Event,

@@ -27,8 +27,10 @@ from eventstore._files import (
     write_atomically,
 )
 from eventstore._store import EventStore
+from eventstore._values import Context, Turn
 from invariants import check_range, validate
 from reducers import (
+    PLAIN_EVENTS,
     CallOpened,
     CallResolved,
     Checkpointed,
@@ -42,7 +44,6 @@ from reducers import (
     Marker,
     MarkerInvalidated,
     Node,
-    Resumed,
     SessionState,
     Spill,
     Spilled,
@@ -53,53 +54,6 @@ from reducers import (
 
 if TYPE_CHECKING:
     from eventstore._journal import Journal
-
-PLAIN_EVENTS = frozenset(
-    {
-        TurnAppended,
-        CallOpened,
-        CallResolved,
-        ConstraintStated,
-        ConstraintLifted,
-        ItemDisposed,
-        Truncated,
-        Checkpointed,
-    }
-)
-
-
-@attrs.frozen(kw_only=True)
-class Turn:
-    """A raw L0 turn as appended."""
-
-    index: int
-    role: str
-    content: str
-    tokens: int
-    tok_start: int
-
-
-@attrs.frozen(kw_only=True)
-class Context:
-    """What ``resume`` hands back: the digest or the raw checkpoint, with its sha256."""
-
-    marker_id: str
-    source: str
-    content: str
-    sha256: str
-    checkpoint_at: int | None
-    reason: str
-    version: int
-
-    def event(self) -> Resumed:
-        """The ``Resumed`` event that records this context."""
-        return Resumed(
-            marker_id=self.marker_id,
-            source=self.source,
-            checkpoint_at=self.checkpoint_at,
-            context_sha256=self.sha256,
-            reason=self.reason,
-        )
 
 
 class Session:

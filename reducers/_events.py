@@ -329,3 +329,18 @@ EVENT_TYPES: Final[dict[str, type[Event]]] = {
         Resumed,
     )
 }
+
+# Events that record facts, not decisions: a batch of them is validated and folded
+# as is (``Session.extend``); decisions go through their own commands.
+PLAIN_EVENTS: Final = frozenset(
+    {
+        TurnAppended,
+        CallOpened,
+        CallResolved,
+        ConstraintStated,
+        ConstraintLifted,
+        ItemDisposed,
+        Truncated,
+        Checkpointed,
+    }
+)
