@@ -318,7 +318,8 @@ def result(ours: float, floor: float, schema: float | None, *, unit: str) -> dic
 
 # -- the peer ----------------------------------------------------------------------------
 def peer(tmp: Path, n: int, reps: int) -> dict[str, Any] | str:
-    """The eventsourcing library, SQLite persistence, the same turn workload."""
+    """tierlog and the eventsourcing library (SQLite, its defaults: WAL, synchronous FULL)
+    on the same turn workload: one event per commit, 1000 per commit, a long stream read."""
     try:
         from eventsourcing.application import Application
         from eventsourcing.domain import Aggregate, event
@@ -335,43 +336,56 @@ def peer(tmp: Path, n: int, reps: int) -> dict[str, Any] | str:
             pass
 
     def app(name: str) -> Any:
-        env = {
-            "PERSISTENCE_MODULE": "eventsourcing.sqlite",
-            "SQLITE_DBNAME": str(tmp / f"{name}.db"),
-        }
+        env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp / name)}
         return Application(env=env)
 
-    one = app("es-one")
-    agg = Transcript()
-    one.save(agg)
+    es_one, es_many = app("es-one.db"), app("es-many.db")
+    one, many = Transcript(), Transcript()
+    es_one.save(one)
+    es_many.save(many)
+    ours_one, ours_many = (
+        new_session(tmp, "peer-one", "full"),
+        new_session(tmp, "peer-many", "full"),
+    )
 
-    def one_per_save() -> int:
+    def es_single() -> int:
         for i in range(n):
-            agg.append_turn("tool", content(i), 60)
-            one.save(agg)
+            one.append_turn("tool", content(i), 60)
+            es_one.save(one)
         return n
 
-    many = app("es-many")
-    big = Transcript()
+    def ours_single() -> int:
+        for _ in range(n):
+            ours_one.append_turn("tool", content(ours_one.state.turns), 60)
+        return n
 
-    def many_per_save() -> int:
-        for i in range(n * 10):
-            big.append_turn("tool", content(i), 60)
+    def es_batches() -> int:
+        for i in range(100_000):
+            many.append_turn("tool", content(i), 60)
             if i % 1000 == 999:
-                many.save(big)
-        many.save(big)
-        return n * 10
+                es_many.save(many)
+        return 100_000
 
-    per_save = median_rate(one_per_save, reps)
-    batch = median_rate(many_per_save, 1)
-    length = big.version
-    get = median_rate(lambda: many.repository.get(big.id).version, reps)
+    def ours_batches() -> int:
+        for _ in range(100):
+            start = ours_many.state.turns
+            ours_many.extend(
+                r.TurnAppended(index=i, role="tool", content=content(i), tokens=60)
+                for i in range(start, start + 1000)
+            )
+        return 100_000
+
+    rows = {
+        "one_event_per_commit": (median_rate(ours_single, reps), median_rate(es_single, reps)),
+        "1000_events_per_commit": (median_rate(ours_batches, 1), median_rate(es_batches, 1)),
+        "read_100k_stream": (
+            median_rate(lambda: r.fold(ours_many.events()).version, reps),
+            median_rate(lambda: es_many.repository.get(many.id).version, reps),
+        ),
+    }
     return {
-        "one_event_per_save": round(per_save),
-        "many_events_per_save": round(batch),
-        "get_long_aggregate": round(get),
-        "aggregate_events": length,
-        "unit": "events/s",
+        name: {"tierlog": round(a), "eventsourcing": round(b), "ratio": round(a / b, 3)}
+        for name, (a, b) in rows.items()
     }
 
 
@@ -473,14 +487,22 @@ def render(results: dict[str, Any]) -> str:
         f" Python heap) for {m['events']:,} events"
         f" (target {m['target']}){'' if m['met'] else ' MISS'}"
     )
-    p = results["peer_eventsourcing"]
-    lines.append(
-        f"eventsourcing    {p}"
-        if isinstance(p, str)
-        else f"eventsourcing    one event/save {p['one_event_per_save']:,}/s, many/save "
-        f"{p['many_events_per_save']:,}/s, get() {p['get_long_aggregate']:,} events/s"
-    )
+    lines += _peer_lines(results["peer_eventsourcing"])
     return "\n".join(lines)
+
+
+def _peer_lines(peer_rows: dict[str, Any] | str) -> list[str]:
+    if isinstance(peer_rows, str):
+        return ["", peer_rows]
+    lines = [
+        "",
+        f"{'vs eventsourcing (FULL)':<24} {'tierlog':>10} {'eventsourcing':>14} {'ratio':>7}",
+    ]
+    for name, row in peer_rows.items():
+        lines.append(
+            f"{name:<24} {row['tierlog']:>10,} {row['eventsourcing']:>14,} {row['ratio']:>7.3f}"
+        )
+    return lines
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from eventstore._journal import Journal
@@ -156,15 +156,26 @@ def diff_lines(changes: Iterable[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def progress(label: str) -> Callable[[Any], None] | None:
-    """A progress printer on a terminal; ``None`` when standard error is piped."""
-    if not sys.stderr.isatty():
-        return None
+class Progress:
+    """A one-line progress display on a terminal, erased when done; silent when piped."""
 
-    def show(item: Any) -> None:
-        print(f"\r{label} {item} ...", end="", file=sys.stderr, flush=True)
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.active = sys.stderr.isatty()
+        self.width = 0
 
-    return show
+    def __call__(self, item: object) -> None:
+        if self.active:
+            text = f"\r{self.label} {item} ..."
+            print(text, end="", file=sys.stderr, flush=True)
+            self.width = max(self.width, len(text))
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.active and self.width:
+            print("\r" + " " * self.width + "\r", end="", file=sys.stderr, flush=True)
 
 
 def audit_text(report: dict[str, Any]) -> str:

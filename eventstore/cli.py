@@ -152,7 +152,8 @@ def _diff(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
         ids = [journal.session(args.session).id] if args.session else None
-        findings = verify(journal, ids, progress=out.progress("verifying"))
+        with out.Progress("verifying") as show:
+            findings = verify(journal, ids, progress=show)
     if args.json:
         print(json.dumps([attrs.asdict(f) for f in findings], indent=2))
     else:
@@ -222,10 +223,8 @@ def _import(args: argparse.Namespace) -> int:
         handle = open(args.file, encoding="utf-8")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise InvalidEvent(f"cannot read {args.file}: {exc.strerror}") from None
-    with handle, Journal(args.db) as journal:
-        results = import_file(
-            journal, handle, rename=args.rename, progress=out.progress("importing")
-        )
+    with handle, Journal(args.db) as journal, out.Progress("importing command") as show:
+        results = import_file(journal, handle, rename=args.rename, progress=show)
     for r in results:
         what = "unchanged (already imported)" if r.unchanged else f"{r.events} events"
         note = f", {r.redecided} command(s) decided differently now" if r.redecided else ""

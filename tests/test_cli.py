@@ -138,8 +138,9 @@ class TestVerify:
     def test_clean_journal_verifies(
         self, capsys: pytest.CaptureFixture[str], demo_db: Path
     ) -> None:
-        """The demo journal verifies: exit 0."""
-        code, out, _ = run(capsys, "verify", str(demo_db))
+        """The demo journal verifies: exit 0, and no progress line when not on a terminal."""
+        code, out, err = run(capsys, "verify", str(demo_db))
+        assert "\r" not in err
         assert (code, out.startswith("ok")) == (0, True)
 
     def test_tampered_payload_names_session_and_version(
