@@ -467,10 +467,10 @@ def render(results: dict[str, Any]) -> str:
             if target is None
             else (f">= {target}" + (" ok" if row["ratio"] >= target else " MISS"))
         )
+        schema = format(row["schema_floor"], ",") if "schema_floor" in row else ""
         lines.append(
-            f"{name:<16} {row['tierlog']:>10,} {row['floor']:>10,} "
-            f"{row.get('schema_floor', 0) or '':>13} {row['ratio']:>7.3f}  {mark:<10}"
-            f" {row['unit']}"
+            f"{name:<16} {row['tierlog']:>10,} {row['floor']:>10,} {schema:>13}"
+            f" {row['ratio']:>7.3f}  {mark:<10} {row['unit']}"
         )
     h, ro, m = results["history"], results["reopen_append"], results["replay_memory"]
     lines.append(

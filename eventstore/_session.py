@@ -130,15 +130,16 @@ class Session:
         return self._state
 
     # -- the commit pipeline -------------------------------------------------------------
-    def commit(
+    def _commit(
         self,
         decide: Callable[[SessionState], _decide.Decision],
         expected_version: int | None = None,
     ) -> SessionState:
         """Run ``decide`` on the up-to-date state and commit its events, in one transaction.
 
-        The extension point for a custom command: ``decide`` returns a
-        ``Decision``; its error, if any, is raised after the commit.
+        Private on purpose: ``decide`` is trusted to have run the checks, so only the
+        commands here (and ``import``, which re-decides with the same code) call it.
+        The decision's error, if any, is raised after the commit.
         """
         with self._store.transaction():
             head, head_hash = self._store.head(self.id)
@@ -163,7 +164,7 @@ class Session:
             validate(state, event)
             return _decide.Decision(events=(event,))
 
-        return self.commit(decide, expected_version)
+        return self._commit(decide, expected_version)
 
     def _maybe_snapshot(self, state: SessionState) -> None:
         every = self.journal.snapshot_every
@@ -201,7 +202,7 @@ class Session:
             turn = TurnAppended(index=state.turns, role=role, content=content, tokens=tokens)
             return _decide.Decision(events=(turn,))
 
-        state = self.commit(decide, expected_version)
+        state = self._commit(decide, expected_version)
         index = state.turns - 1
         start = state.tok_starts[index]
         return Turn(index=index, role=role, content=content, tokens=tokens, tok_start=start)
@@ -224,7 +225,7 @@ class Session:
         def decide(state: SessionState) -> _decide.Decision:
             return _decide.Decision(events=batch, state=fold(batch, state, check=validate))
 
-        return self.commit(decide, expected_version)
+        return self._commit(decide, expected_version)
 
     def open_call(
         self, call_id: str, kind: str, name: str, *, expected_version: int | None = None
@@ -261,7 +262,7 @@ class Session:
 
     def checkpoint(self, *, expected_version: int | None = None) -> int:
         """Record a raw-log checkpoint at the log's end; returns its position."""
-        state = self.commit(
+        state = self._commit(
             lambda s: _decide.Decision(events=(Checkpointed(at=s.end),)), expected_version
         )
         return state.checkpoints[-1]
@@ -273,7 +274,7 @@ class Session:
             check_range(state, "spill", lo, hi)
             return _decide.Decision(events=(self.make_spill(state, lo, hi),))
 
-        return self.commit(decide, expected_version).spills[-1]
+        return self._commit(decide, expected_version).spills[-1]
 
     def compact(
         self,
@@ -314,7 +315,7 @@ class Session:
             node_ids.append(proposal.node_id)
             return self.decide_compaction(state, proposal)
 
-        return self.commit(decide, expected_version).nodes[node_ids[-1]]
+        return self._commit(decide, expected_version).nodes[node_ids[-1]]
 
     def decide_compaction(self, state: SessionState, proposal: Compacted) -> _decide.Decision:
         """The compaction decision on ``state``, with this session's spill files."""
@@ -333,7 +334,7 @@ class Session:
             ids.append(_decide.marker_id_for(state))
             return _decide.marker(state, ids[-1], node_id)
 
-        return self.commit(decide, expected_version).markers[ids[-1]]
+        return self._commit(decide, expected_version).markers[ids[-1]]
 
     def resume(self, marker_id: str, *, expected_version: int | None = None) -> Context:
         """The digest context if the marker holds, else the raw checkpoint: never a patch."""
@@ -343,7 +344,7 @@ class Session:
             contexts.append(self.context_for(state, marker_id))
             return _decide.Decision(events=(contexts[-1].event(),))
 
-        state = self.commit(decide, expected_version)
+        state = self._commit(decide, expected_version)
         return attrs.evolve(contexts[-1], version=state.version)
 
     # -- effects the decisions need ------------------------------------------------------

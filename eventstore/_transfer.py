@@ -157,5 +157,5 @@ def _replay_command(session: Session, command: list[Event]) -> bool:
         return decision
 
     with contextlib.suppress(UnrecoverableCompactionError, MarkerInvalid):
-        session.commit(decide)  # a refusal is recorded like any other decision
+        session._commit(decide)  # the live pipeline; a refusal is recorded like any decision
     return committed[-1] == tuple(command)
