@@ -25,6 +25,8 @@ FROM events GROUP BY session_id ORDER BY session_id
 
 def query(journal: Journal, sql: str, *, read_only: bool = False) -> list[dict[str, Any]]:
     """Rows of ``sql`` as dicts; with ``read_only`` no statement can write, ATTACH included."""
+    if not sql.strip():
+        raise InvalidEvent("empty query")
     conn = journal.store.conn
     if read_only:
         conn.execute("PRAGMA query_only = ON")

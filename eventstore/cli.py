@@ -301,6 +301,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except JournalError as exc:
         print(f"tierlog {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file named on the command line cannot be read or written
+        print(f"tierlog {args.command}: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         return 0
 

@@ -78,6 +78,24 @@ class TestReading:
         code, _, err = run(capsys, "sessions", str(junk))
         assert (code, "not a tierlog journal" in err) == (2, True)
 
+    @pytest.mark.parametrize(
+        ("argv", "message"),
+        [
+            (["export", "DB", "incident-1-depth-change", "-o", "/no/such/dir/x.jsonl"], "x.jsonl"),
+            (["import", "DB", "/no/such/file.jsonl"], "file.jsonl"),
+            (["sql", "DB", "  "], "empty query"),
+            (["state", "DB", "incident-1-depth-change", "--at", "999"], "outside 0..22"),
+        ],
+    )
+    def test_bad_input_exits_2_with_a_message(
+        self, capsys: pytest.CaptureFixture[str], demo_db: Path, argv: list[str], message: str
+    ) -> None:
+        """Unwritable outputs, unreadable inputs and impossible versions: exit 2, one line."""
+        code, _, err = run(capsys, *[str(demo_db) if a == "DB" else a for a in argv])
+        assert code == 2
+        assert message in err
+        assert "Traceback" not in err
+
     def test_sessions_lists_counts(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
         """sessions --json shows each demo session with its refusals and invalidations."""
         code, out, _ = run(capsys, "sessions", str(demo_db), "--json")
