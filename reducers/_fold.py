@@ -46,10 +46,10 @@ from reducers._state import (
     Span,
     Spill,
     Truncation,
+    last_position,
     merge_spans,
 )
 
-_MAPPINGS = ("nodes", "markers", "open_calls", "constraints", "dispositions")
 _FIELDS = tuple(a.name for a in attrs.fields(SessionState))
 
 
@@ -124,11 +124,7 @@ class _Acc:
 
     @property
     def last_position(self) -> int:
-        turns = len(self.tok_starts) - 1
-        if not turns:
-            return 0
-        by_turn = self.config is None or self.config.truncator_unit == "turns"
-        return turns - 1 if by_turn else self.tok_starts[turns - 1]
+        return last_position(self.config, self.tok_starts)
 
 
 def _session_started(acc: _Acc, e: SessionStarted) -> None:

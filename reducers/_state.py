@@ -9,7 +9,7 @@ from array import array
 from collections.abc import Iterable, Mapping
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -134,6 +134,20 @@ def in_spans(spans: tuple[Span, ...], pos: int) -> bool:
     return span_covered(spans, pos, pos + 1)
 
 
+class _Ints(Protocol):
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> int: ...
+
+
+def last_position(config: SessionConfig | None, tok_starts: _Ints) -> int:
+    """The last turn's position: its index, or its first token in a token session."""
+    turns = len(tok_starts) - 1
+    if not turns:
+        return 0
+    by_turn = config is None or config.truncator_unit == "turns"
+    return turns - 1 if by_turn else tok_starts[turns - 1]
+
+
 _DEFAULT_CONFIG = SessionConfig(
     window_tokens=0,
     trigger_tokens=0,
@@ -191,7 +205,7 @@ class SessionState:
     @property
     def last_position(self) -> int:
         """Where an obligation raised now is positioned (0 before any turn)."""
-        return self.position_of_turn(self.turns - 1) if self.turns else 0
+        return last_position(self.config, self.tok_starts)
 
     def on_boundary(self, pos: int) -> bool:
         """Whether ``pos`` is a turn boundary inside the log."""
