@@ -29,7 +29,6 @@ from reducers import (
     MarkerRefused,
     SessionState,
     Spilled,
-    Violation,
     apply,
 )
 
@@ -95,21 +94,18 @@ def marker(state: SessionState, marker_id: str, node_id: str) -> Decision:
     return Decision(events=(refused,), error=MarkerInvalid(found, marker_id=marker_id))
 
 
-def resume_verdict(state: SessionState, marker_id: str) -> tuple[list[Violation], str]:
-    """Violations that discard the marker (empty to trust it), and the reason to record."""
+def resume_verdict(state: SessionState, marker_id: str) -> tuple[bool, str]:
+    """Whether the marker is trusted wholesale, and the reason to record either way.
+
+    A marker once invalidated or refused stays discarded; a valid one is re-checked.
+    """
     m = state.markers[marker_id]
-    found = check_marker(state, m.node_id, tier_depth=m.tier_depth)
     if not m.valid:
-        return found or [_invalidated(m.invalidated_rule, m.invalidated_reason)], (
-            f"marker discarded ({m.invalidated_rule}): {m.invalidated_reason}"
-        )
+        return False, f"marker discarded ({m.invalidated_rule}): {m.invalidated_reason}"
+    found = check_marker(state, m.node_id, tier_depth=m.tier_depth)
     if found:
-        return found, "; ".join(str(v) for v in found)
-    return [], "M1-M3 hold: the digest is trusted wholesale"
-
-
-def _invalidated(rule: str | None, reason: str | None) -> Violation:
-    return Violation(rule=rule or "M3", name="invalidated", message=reason or "invalidated")
+        return False, "; ".join(str(v) for v in found)
+    return True, "M1-M3 hold: the digest is trusted wholesale"
 
 
 def raw_checkpoint(state: SessionState, marker_id: str) -> int:

@@ -352,8 +352,8 @@ class Session:
         """The context a resume of ``marker_id`` on ``state`` returns (no write)."""
         if marker_id not in state.markers:
             raise InvalidEvent(f"unknown marker {marker_id!r}")
-        found, reason = _decide.resume_verdict(state, marker_id)
-        if not found:
+        trusted, reason = _decide.resume_verdict(state, marker_id)
+        if trusted:
             source, at = "digest", None
             data = render_digest(state.live_nodes, self._resident_turns(state))
         else:

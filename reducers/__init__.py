@@ -33,7 +33,7 @@ from reducers._events import (
     TurnAppended,
     Violation,
 )
-from reducers._fold import apply, fold, required_at_commit
+from reducers._fold import apply, fold
 from reducers._ledger import Ledger
 from reducers._snapshot import chunk_rows, from_snapshot, ledger_lengths, to_snapshot
 from reducers._state import (
@@ -95,7 +95,6 @@ __all__ = [
     "in_spans",
     "ledger_lengths",
     "merge_spans",
-    "required_at_commit",
     "span_covered",
     "to_snapshot",
 ]
