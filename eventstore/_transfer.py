@@ -54,29 +54,28 @@ def read_sessions(lines: Iterable[str]) -> dict[str, list[Event]]:
     """Parse exported lines into each session's events (InvalidEvent on any bad line)."""
     sessions: dict[str, list[Event]] = {}
     for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidEvent(f"line {number}: not JSON ({exc.msg})") from None
-        if (
-            not isinstance(row, dict)
-            or not {"session_id", "version", "type", "payload"} <= row.keys()
-        ):
-            raise InvalidEvent(f"line {number}: need session_id, version, type and payload")
-        if row.get("schema_version", SCHEMA_VERSION) > SCHEMA_VERSION:
-            raise InvalidEvent(f"line {number}: schema version {row['schema_version']} is newer")
-        events = sessions.setdefault(check_session_id(row["session_id"]), [])
-        if row["version"] != len(events) + 1:
-            raise InvalidEvent(
-                f"line {number}: version {row['version']}, expected {len(events) + 1}"
-            )
-        try:
-            events.append(from_payload(row["type"], row["payload"]))
-        except InvalidEvent as exc:
-            raise InvalidEvent(f"line {number}: {exc}") from None
+        if line.strip():
+            try:
+                _read_line(sessions, line)
+            except InvalidEvent as exc:
+                raise InvalidEvent(f"line {number}: {exc}") from None
     return sessions
+
+
+def _read_line(sessions: dict[str, list[Event]], line: str) -> None:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidEvent(f"not JSON ({exc.msg})") from None
+    if not isinstance(row, dict) or not {"session_id", "version", "type", "payload"} <= row.keys():
+        raise InvalidEvent("need session_id, version, type and payload")
+    schema = row.get("schema_version", SCHEMA_VERSION)
+    if type(schema) is not int or schema > SCHEMA_VERSION:
+        raise InvalidEvent(f"schema version {schema!r} is not one this tierlog reads")
+    events = sessions.setdefault(check_session_id(row["session_id"]), [])
+    if row["version"] != len(events) + 1:
+        raise InvalidEvent(f"version {row['version']}, expected {len(events) + 1}")
+    events.append(from_payload(row["type"], row["payload"]))
 
 
 def import_file(

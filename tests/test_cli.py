@@ -360,12 +360,24 @@ class TestTransfer:
         assert "unknown node 'n99'" in err
         assert rows(tmp_path / "x.db", "SELECT count(*) FROM events") == [(0,)]
 
+    @pytest.mark.parametrize(
+        "line",
+        [
+            '{"session_id": "s", "version": 1, "type": "Nope", "payload": {}}',
+            '{"session_id": "s", "version": 1, "type": "Checkpointed", "payload": {"at": 0},'
+            ' "schema_version": "1"}',
+            '{"session_id": "s", "version": 2, "type": "Checkpointed", "payload": {"at": 0}}',
+            '{"session_id": "../s", "version": 1, "type": "Checkpointed", "payload": {"at": 0}}',
+            "[1, 2]",
+            "{not json",
+        ],
+    )
     def test_malformed_import_writes_nothing(
-        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, line: str
     ) -> None:
         """A file with a bad line is refused whole, exit 2."""
         dump = tmp_path / "bad.jsonl"
-        dump.write_text('{"session_id": "s", "version": 1, "type": "Nope", "payload": {}}\n')
+        dump.write_text(line + "\n")
         code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
         assert code == 2
         assert "line 1" in err
