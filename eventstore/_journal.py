@@ -51,6 +51,8 @@ class Journal:
         snapshot_every: int = SNAPSHOT_EVERY,
         clock: Callable[[], str] = utc_now,
     ) -> None:
+        if type(snapshot_every) is not int or snapshot_every < 0:
+            raise InvalidEvent(f"snapshot_every must be an integer >= 0, not {snapshot_every!r}")
         self.store = EventStore(path, synchronous=synchronous, readonly=readonly, clock=clock)
         self.path = self.store.path
         self.snapshot_every = snapshot_every
@@ -122,7 +124,23 @@ class Journal:
 
 
 def open(  # noqa: A001 - the SPEC's name
-    path: str | Path, synchronous: str = "full", **options: object
+    path: str | Path,
+    synchronous: str = "full",
+    *,
+    readonly: bool = False,
+    snapshot_every: int = SNAPSHOT_EVERY,
+    clock: Callable[[], str] = utc_now,
 ) -> Journal:
-    """Open (creating if needed) the journal at ``path``."""
-    return Journal(path, synchronous=synchronous, **options)  # type: ignore[arg-type]
+    """Open (creating if needed) the journal at ``path``.
+
+    ``synchronous``: "full" (durable across power loss) or "normal" (across a
+    process crash). ``readonly`` opens with ``mode=ro`` and never creates the file.
+    ``snapshot_every``: events between snapshots (0: never write one).
+    """
+    return Journal(
+        path,
+        synchronous=synchronous,
+        readonly=readonly,
+        snapshot_every=snapshot_every,
+        clock=clock,
+    )
