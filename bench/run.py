@@ -12,6 +12,7 @@ the machine is noisy, so read ratios, not single times.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -124,10 +125,11 @@ def per_commit(tmp: Path, sync: str, n: int, reps: int) -> dict[str, Any]:
     floor = floor_db(tmp / f"floor-commit-{sync}.db", sync)
     schema = floor_db(tmp / f"schema-commit-{sync}.db", sync, TABLES)
 
+    turns = itertools.count()
+
     def ours() -> int:
         for _ in range(n):
-            i = s.state.turns
-            s.append_turn("tool", content(i), 60)
+            s.append_turn("tool", content(next(turns)), 60)
         return n
 
     def raw(conn: sqlite3.Connection) -> Callable[[], int]:
@@ -218,9 +220,9 @@ def history_cost(tmp: Path, big: Path, reps: int) -> dict[str, Any]:
     def commit_times(path: Path) -> list[float]:
         s = eventstore.open(path, synchronous="normal").session("s")
         times = []
-        for _ in range(1_000 * reps):
+        for i in range(s.state.turns, s.state.turns + 1_000 * reps):
             t = time.perf_counter()
-            s.append_turn("tool", content(s.state.turns), 60)
+            s.append_turn("tool", content(i), 60)
             times.append(time.perf_counter() - t)
         return times
 
@@ -354,9 +356,11 @@ def peer(tmp: Path, n: int, reps: int) -> dict[str, Any] | str:
             es_one.save(one)
         return n
 
+    turns = itertools.count()
+
     def ours_single() -> int:
         for _ in range(n):
-            ours_one.append_turn("tool", content(ours_one.state.turns), 60)
+            ours_one.append_turn("tool", content(next(turns)), 60)
         return n
 
     def es_batches() -> int:

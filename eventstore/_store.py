@@ -10,7 +10,6 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -147,42 +146,13 @@ class EventStore:
         self.conn.close()
 
     # -- writing -----------------------------------------------------------------------
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self) -> _Transaction:
         """One ``BEGIN IMMEDIATE`` transaction: commit on success, roll back on error.
 
         Inside another transaction it is a savepoint (like sqlite-utils' ``atomic``):
         an error rolls back this block only, and nothing commits before the outer one.
         """
-        if self._in_txn:
-            yield from self._savepoint()
-            return
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise ConcurrencyError(f"journal is busy: {exc}") from None
-        self._in_txn = True
-        try:
-            yield
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        finally:
-            self._in_txn = False
-
-    def _savepoint(self) -> Iterator[None]:
-        self._depth += 1
-        name = f"tierlog_{self._depth}"
-        self.conn.execute(f"SAVEPOINT {name}")
-        try:
-            yield
-        except BaseException:
-            self.conn.execute(f"ROLLBACK TO {name}")
-            raise
-        finally:
-            self.conn.execute(f"RELEASE {name}")
-            self._depth -= 1
+        return _Transaction(self)
 
     def append(
         self,
@@ -227,10 +197,15 @@ class EventStore:
                 (session_id, version, type_name, SCHEMA_VERSION, payload, now, prev, digest)
             )
             prev = digest
-        if len(rows) == 1:
-            self.conn.execute(_INSERT, rows[0])
-        else:
-            self.conn.executemany(_INSERT, rows)
+        try:
+            if len(rows) == 1:
+                self.conn.execute(_INSERT, rows[0])
+            else:
+                self.conn.executemany(_INSERT, rows)
+        except sqlite3.IntegrityError as exc:  # only a writer that bypassed the lock gets here
+            raise ConcurrencyError(f"session {session_id!r}: {exc}") from None
+        except sqlite3.OperationalError as exc:  # disk full, I/O error: nothing is committed
+            raise JournalError(f"cannot write to {self.path}: {exc}") from None
         return version
 
     # -- reading -----------------------------------------------------------------------
@@ -328,6 +303,54 @@ class EventStore:
     def walk(self, session_id: str) -> ChainWalk:
         """The session's events, decoded once, checked link by link as they stream."""
         return ChainWalk(self, session_id)
+
+
+class _Transaction:
+    """The context manager behind :meth:`EventStore.transaction`."""
+
+    __slots__ = ("_savepoint", "_store")
+
+    def __init__(self, store: EventStore) -> None:
+        self._store = store
+        self._savepoint = ""
+
+    def __enter__(self) -> None:
+        store = self._store
+        if store._in_txn:
+            store._depth += 1
+            self._savepoint = f"tierlog_{store._depth}"
+            store.conn.execute(f"SAVEPOINT {self._savepoint}")
+            return
+        try:
+            store.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise ConcurrencyError(f"journal is busy: {exc}") from None
+        store._in_txn = True
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        store = self._store
+        if self._savepoint:
+            if exc_type is not None:
+                store.conn.execute(f"ROLLBACK TO {self._savepoint}")
+            store.conn.execute(f"RELEASE {self._savepoint}")
+            store._depth -= 1
+            return
+        try:
+            if exc_type is None:
+                _commit(store.conn)
+            else:
+                store.conn.execute("ROLLBACK")
+        finally:
+            store._in_txn = False
+
+
+def _commit(conn: sqlite3.Connection) -> None:
+    try:
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise JournalError(f"commit failed, nothing was written: {exc}") from None
 
 
 class ChainWalk:
