@@ -8,6 +8,7 @@ answered (rule, range, keys).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 
@@ -15,7 +16,7 @@ from eventstore._journal import Journal
 from eventstore._session import Session
 from eventstore._values import Context
 from invariants import MarkerInvalid, UnrecoverableCompactionError
-from reducers import JournalError, SessionConfig, Violation
+from reducers import JournalError, Node, SessionConfig, Violation
 
 Say = Callable[[str], None]
 
@@ -26,7 +27,6 @@ class DroppedRejection:
 
     session: Session
     refusal: MarkerInvalid
-    refused_marker: str
     fallback: Context
     depth_session: Session
     l1_marker: str
@@ -75,32 +75,55 @@ def _migration_opening(s: Session) -> None:
     s.append_turn("assistant", "Creating orders_shadow.", 40)
 
 
+_INCIDENT_1 = SessionConfig(
+    window_tokens=8_000,
+    trigger_tokens=6_000,
+    truncator_unit="turns",
+    floor_span=2,
+    floor_unit="turns",
+    on_unsafe="halt",
+)
+
+
+def _summarise(s: Session, tier: int, summary: str, **carried: Any) -> Node:
+    """A compaction of the first six turns that carries the constraint and both calls."""
+    return s.compact(
+        tier=tier,
+        input=(0, 6),
+        covers=(0, 6),
+        tail_start=6,
+        summary=summary,
+        tokens=len(summary) // 4,
+        constraints=["reversible"],
+        resolved_ids=["dry-run-1", "down-sql"],
+        **carried,
+    )
+
+
 def dropped_rejection(journal: Journal, say: Say) -> DroppedRejection:
     """Incident 1: a digest that drops a rejection, and an L1 marker re-framed by L2."""
-    config = SessionConfig(
-        window_tokens=8_000,
-        trigger_tokens=6_000,
-        truncator_unit="turns",
-        floor_span=2,
-        floor_unit="turns",
-        on_unsafe="halt",
-    )
     say("Incident 1 - the dropped rejection")
-    s = journal.start_session("incident-1-dropped-rejection", config)
+    s, refusal, fallback = _lossy_digest(journal, say)
+    say("  Second case: an L1 marker whose framing digest is re-compacted to L2")
+    d, marker_id, digest, after = _depth_change(journal, say)
+    return DroppedRejection(
+        session=s,
+        refusal=refusal,
+        fallback=fallback,
+        depth_session=d,
+        l1_marker=marker_id,
+        digest_before=digest,
+        fallback_after_l2=after,
+    )
+
+
+def _lossy_digest(journal: Journal, say: Say) -> tuple[Session, MarkerInvalid, Context]:
+    s = journal.start_session("incident-1-dropped-rejection", _INCIDENT_1)
     _migration_opening(s)
     say(f"  {s.state.turns} turns: reversible migration asked, add-column-then-backfill dry run")
     say("  failed and was REJECTED by the user, rollback migrations/003_down.sql written,")
     say(f"  raw checkpoint at turn {s.state.checkpoints[-1]}.")
-    node = s.compact(
-        tier=2,
-        input=(0, 6),
-        covers=(0, 6),
-        tail_start=6,
-        summary="explored approaches",
-        tokens=12,
-        constraints=["reversible"],
-        resolved_ids=["dry-run-1", "down-sql"],
-    )
+    node = _summarise(s, 2, "explored approaches")
     say(f"  runtime commits an L2 digest {node.node_id} over [0, 6): {node.summary!r}")
     say("  runtime emits a marker on it ...")
     refusal = _expect(MarkerInvalid, lambda: s.emit_marker(node.node_id))
@@ -109,42 +132,27 @@ def dropped_rejection(journal: Journal, say: Say) -> DroppedRejection:
     _violations(say, refusal.violations)
     fallback = s.resume(refusal.marker_id)
     say(f"  resume({refusal.marker_id}) -> {fallback.source} at turn {fallback.checkpoint_at}:")
-    say(
-        f"    every raw turn before it, verbatim (sha256 {fallback.sha256[:16]}...),"
-        " never a patched digest"
-    )
+    say(f"    every raw turn before it, verbatim (sha256 {fallback.sha256[:16]}...),")
+    say("    never a patched digest")
+    return s, refusal, fallback
 
-    say("  Second case: an L1 marker whose framing digest is re-compacted to L2")
-    d = journal.start_session("incident-1-depth-change", config)
+
+def _depth_change(journal: Journal, say: Say) -> tuple[Session, str, Context, Context]:
+    d = journal.start_session("incident-1-depth-change", _INCIDENT_1)
     _migration_opening(d)
-    l1 = d.compact(
-        tier=1,
-        input=(0, 6),
-        covers=(0, 6),
-        tail_start=6,
-        summary="Reversible migration asked; add-column-then-backfill dry run failed, rejected;"
+    rejected = {"add-column-then-backfill": "rejected"}
+    l1 = _summarise(
+        d,
+        1,
+        "Reversible migration asked; add-column-then-backfill dry run failed, rejected;"
         " rollback in migrations/003_down.sql; plan B = shadow table.",
-        tokens=40,
-        constraints=["reversible"],
-        resolved_ids=["dry-run-1", "down-sql"],
-        dispositions={"add-column-then-backfill": "rejected"},
+        dispositions=rejected,
     )
     marker = d.emit_marker(l1.node_id)
     digest = d.resume(marker.marker_id)
     say(f"  L1 node {l1.node_id} carries the rejection; marker {marker.marker_id} (depth L1) is")
     say(f"  valid and resume returns the {digest.source}.")
-    l2 = d.compact(
-        tier=2,
-        input=(0, 6),
-        covers=(0, 6),
-        tail_start=6,
-        summary="migration work so far",
-        tokens=8,
-        constraints=["reversible"],
-        resolved_ids=["dry-run-1", "down-sql"],
-        dispositions={"add-column-then-backfill": "rejected"},
-        replaces=[l1.node_id],
-    )
+    l2 = _summarise(d, 2, "migration work so far", dispositions=rejected, replaces=[l1.node_id])
     m = d.state.markers[marker.marker_id]
     say(f"  runtime re-compacts {l1.node_id} into L2 digest {l2.node_id}; in the same transaction:")
     say(f"    MarkerInvalidated {m.marker_id}:")
@@ -152,16 +160,7 @@ def dropped_rejection(journal: Journal, say: Say) -> DroppedRejection:
         say(f"      {reason}")
     after = d.resume(marker.marker_id)
     say(f"  resume({marker.marker_id}) -> {after.source} at turn {after.checkpoint_at}")
-    return DroppedRejection(
-        session=s,
-        refusal=refusal,
-        refused_marker=refusal.marker_id,
-        fallback=fallback,
-        depth_session=d,
-        l1_marker=marker.marker_id,
-        digest_before=digest,
-        fallback_after_l2=after,
-    )
+    return d, marker.marker_id, digest, after
 
 
 def _tool_phase(s: Session) -> tuple[int, int]:

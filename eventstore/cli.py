@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -301,11 +302,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except JournalError as exc:
         print(f"tierlog {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `tierlog log ... | head`: the reader has had enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:  # a file named on the command line cannot be read or written
         print(f"tierlog {args.command}: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0
 
 
 def run() -> None:
