@@ -42,19 +42,16 @@ def _make_converter() -> cattrs.Converter:
 converter = _make_converter()
 
 
-def _flat_keys(cls: type[Any]) -> tuple[frozenset[str], frozenset[str], type[Any]] | None:
-    """(required, all) field names of a class whose fields are all scalars, else None."""
-    fields = attrs.fields(attrs.resolve_types(cls))
-    if any(f.type not in _SCALARS for f in fields):
-        return None
-    required = frozenset(f.name for f in fields if f.default is attrs.NOTHING)
-    return required, frozenset(f.name for f in fields), cls
+def _is_flat(cls: type[Any]) -> bool:
+    """Whether every field of ``cls`` is a scalar its validators fully check."""
+    return all(f.type in _SCALARS for f in attrs.fields(attrs.resolve_types(cls)))
 
 
 _SCALARS: tuple[object, ...] = (int, str, bool, int | None, str | None)
-# Flat events skip cattrs on the replay hot path: their attrs validators already check
-# every field's type and domain, so a key check plus ``cls(**data)`` is just as strict.
-_FLAT = {name: keys for name, cls in EVENT_TYPES.items() if (keys := _flat_keys(cls))}
+# Flat events skip cattrs on the replay hot path: their attrs validators check every
+# field's type and domain, and ``cls(**data)`` refuses unknown or missing keys (with a
+# TypeError, after which cattrs runs to word the error).
+_FLAT = {name: cls for name, cls in EVENT_TYPES.items() if _is_flat(cls)}
 
 
 def to_payload(event: Event) -> str:
@@ -70,9 +67,10 @@ def from_payload(type_name: str, payload: str | dict[str, Any]) -> Event:
         data = json.loads(payload) if type(payload) is str else payload
         flat = _FLAT.get(type_name)
         if flat is not None and type(data) is dict:
-            required, known, cls = flat
-            if data.keys() == known or required <= data.keys() <= known:
-                return cls(**data)  # type: ignore[no-any-return]
+            try:
+                return flat(**data)
+            except TypeError:  # unknown or missing keys: cattrs below says which
+                pass
         return _structure(type_name, data)
     except json.JSONDecodeError as exc:
         raise InvalidEvent(f"{type_name}: payload is not JSON ({exc})") from None
