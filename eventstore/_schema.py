@@ -117,17 +117,7 @@ VIEWS: dict[str, str] = {
     "compaction_refusals": _view(
         "CompactionRefused",
         {
-            **_fields(
-                "node_id",
-                "tier",
-                "input_lo",
-                "input_hi",
-                "covers_lo",
-                "covers_hi",
-                "tail_start",
-                "summary",
-                prefix="$.proposal.",
-            ),
+            **_fields(*_COMPACTION[:8], prefix="$.proposal."),
             "action": "payload ->> '$.action'",
             "rules": _rules("$.violations"),
             "violations": "payload -> '$.violations'",

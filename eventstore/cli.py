@@ -20,7 +20,7 @@ import structlog
 from eventstore import _output as out
 from eventstore._audit import audit, has_findings, verify
 from eventstore._demo import run_demo
-from eventstore._journal import Journal
+from eventstore._journal import Journal, check_session_id
 from eventstore._transfer import export_lines, import_file
 from reducers import InvalidEvent, JournalError
 
@@ -59,6 +59,15 @@ def arg(*names: str, **kwargs: Any) -> Callable[[Handler], Handler]:
 
 def _reader(args: argparse.Namespace) -> Journal:
     return Journal(args.db, readonly=True)
+
+
+def _session_ids(journal: Journal, session_id: str | None) -> list[str] | None:
+    """``[session_id]`` if it names a session of the journal; ``None`` (all) if not given."""
+    if session_id is None:
+        return None
+    if not journal.store.head(check_session_id(session_id))[0]:
+        raise InvalidEvent(f"no session {session_id!r} in {journal.path}")
+    return [session_id]
 
 
 # -- commands ---------------------------------------------------------------------------
@@ -152,7 +161,7 @@ def _diff(args: argparse.Namespace) -> int:
 @arg("--json", action="store_true", help="print JSON")
 def _verify(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
-        ids = [journal.session(args.session).id] if args.session else None
+        ids = _session_ids(journal, args.session)
         with out.Progress("verifying") as show:
             findings = verify(journal, ids, progress=show)
     if args.json:
@@ -174,8 +183,7 @@ def _verify(args: argparse.Namespace) -> int:
 @arg("--json", action="store_true", help="print JSON")
 def _audit(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
-        ids = [journal.session(args.session).id] if args.session else None
-        report = audit(journal, ids)
+        report = audit(journal, _session_ids(journal, args.session))
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else out.audit_text(report))
     return 1 if has_findings(report) else 0
 
