@@ -125,7 +125,11 @@ class EventStore:
             raise JournalError(f"cannot open {self.path}: {exc}") from None
         try:
             self._configure(synchronous, busy_timeout)
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.OperationalError as exc:  # locked past the timeout, unreadable, ...
+            self.conn.close()
+            kind = ConcurrencyError if "locked" in str(exc) else JournalError
+            raise kind(f"cannot use {self.path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:  # "file is not a database"
             self.conn.close()
             raise JournalError(f"{self.path} is not a tierlog journal: {exc}") from None
         except JournalError:
