@@ -30,6 +30,7 @@ from reducers import (
     SessionState,
     Spilled,
     apply,
+    fold,
 )
 
 MakeSpill = Callable[[SessionState, int, int], Spilled]
@@ -68,7 +69,9 @@ def compaction(
     validate(state, proposal)
     found = check_compaction(checked_against, proposal)
     if not found:
-        return Decision(events=(proposal, *invalidations(apply(state, proposal))))
+        after = apply(state, proposal)
+        broken = invalidations(after)
+        return Decision(events=(proposal, *broken), state=fold(broken, after))
     events: list[Event] = []
     action = "halted"
     if state.config is not None and state.config.on_unsafe == "spill":

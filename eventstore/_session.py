@@ -28,7 +28,7 @@ from eventstore._files import (
 )
 from eventstore._store import EventStore
 from eventstore._values import Context, Turn
-from invariants import check_range, validate
+from invariants import check_range, floor, validate
 from reducers import (
     PLAIN_EVENTS,
     CallOpened,
@@ -322,7 +322,7 @@ class Session:
         return _decide.compaction(
             state,
             proposal,
-            checked_against=self.verified(state),
+            checked_against=self.verified(state, proposal),
             make_spill=self.make_spill,
         )
 
@@ -396,9 +396,21 @@ class Session:
         """Why a spill's file no longer holds its recorded bytes, or ``None``."""
         return file_problem(self._store.path.parent / spill.handle, spill.sha256, spill.bytes)
 
-    def verified(self, state: SessionState) -> SessionState:
-        """``state`` less the spills whose files fail their sha256 (C3 trusts only these)."""
-        good = [s for s in state.spills if self.spill_problem(s) is None]
+    def verified(self, state: SessionState, proposal: Compacted) -> SessionState:
+        """``state`` with only the spills C3 may trust for ``proposal``: those that reach
+        into its floor and whose file still matches its size and sha256.
+
+        Spills outside the floor cannot excuse anything, so their files are not read.
+        """
+        window = floor(state, proposal)
+        good = [
+            s
+            for s in state.spills
+            if window is not None
+            and s.lo < window[1]
+            and s.hi > window[0]
+            and self.spill_problem(s) is None
+        ]
         if len(good) == len(state.spills):
             return state
         return attrs.evolve(state, spills=Ledger.of(good))

@@ -6,7 +6,7 @@ here reads a file, a clock or a random source, so a replay re-derives every
 recorded decision exactly.
 """
 
-from invariants._compaction import carries_call, check_compaction
+from invariants._compaction import carries_call, check_compaction, floor
 from invariants._errors import MarkerInvalid, UnrecoverableCompactionError
 from invariants._marker import check_marker, invalidations
 from invariants._validate import check_range, validate
@@ -20,6 +20,7 @@ __all__ = [
     "check_compaction",
     "check_marker",
     "check_range",
+    "floor",
     "invalidations",
     "validate",
 ]

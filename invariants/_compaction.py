@@ -25,13 +25,23 @@ def check_compaction(state: SessionState, proposal: Compacted) -> list[Violation
     if cfg is None:
         raise InvalidEvent("the session has not started")
     found = _unit(cfg)
-    if not found:
-        floor_start = max(0, proposal.tail_start - cfg.floor_span)
+    window = floor(state, proposal)
+    if window is not None:
+        floor_start = window[0]
         found += _floor_coverage(proposal, floor_start)
         found += _evicted_evidence(state, proposal, floor_start)
     found += _seam(proposal)
     found += _evicted_obligations(state, proposal)
     return found
+
+
+def floor(state: SessionState, proposal: Compacted) -> tuple[int, int] | None:
+    """The recovery floor ``[tail_start - floor_span, tail_start)`` of a proposal, or
+    ``None`` when its unit differs from the truncator's (C1: it cannot be enforced)."""
+    cfg = state.config
+    if cfg is None or cfg.floor_unit != cfg.truncator_unit:
+        return None
+    return max(0, proposal.tail_start - cfg.floor_span), proposal.tail_start
 
 
 def _unit(cfg: SessionConfig) -> list[Violation]:

@@ -112,6 +112,13 @@ class TestRefusals:
         assert [v.rule for v in err.value.violations] == ["M1"]
         assert type(next(iter(s.events(start=s.version)))).__name__ == "MarkerRefused"
 
+    def test_spills_outside_the_floor_are_not_read(self, db_path: Path, s: Session) -> None:
+        """C3 only needs spills reaching into the floor; a broken one elsewhere is harmless."""
+        s.truncate(0, 2, "budget")
+        spill = s.spill(0, 2)
+        (db_path.parent / spill.handle).unlink()
+        assert _compact(s).live  # floor [6, 8): the missing file never mattered
+
     def test_tampered_spill_no_longer_excuses_c3(self, db_path: Path, s: Session) -> None:
         """C3 trusts a spill only while its file matches its sha256."""
         s.truncate(6, 7, "budget")
@@ -140,6 +147,24 @@ class TestResume:
         (event,) = s.events(start=s.version)
         assert isinstance(event, eventstore.Resumed)
         assert (event.source, event.context_sha256) == ("digest", ctx.sha256)
+
+    def test_raw_fallback_uses_the_nearest_checkpoint_at_or_below_covers_hi(
+        self, journal: eventstore.Journal
+    ) -> None:
+        """Checkpoints at 3, 6 and 9, covers_hi 8: the raw context is exactly turns 0-5."""
+        s = new_session(journal, "cp")
+        checkpoints = []
+        for i in range(10):
+            s.append_turn("user", f"t{i}", 10)
+            if i in (2, 5, 8):
+                checkpoints.append(s.checkpoint())
+        assert checkpoints == [3, 6, 9]
+        node = _compact(s)
+        marker = s.emit_marker(node.node_id)
+        _compact(s, tier=2, replaces=[node.node_id])  # re-framed by L2: M3 invalidates it
+        ctx = s.resume(marker.marker_id)
+        assert (ctx.source, ctx.checkpoint_at) == ("raw_checkpoint", 6)
+        assert [json.loads(line)["index"] for line in ctx.content.splitlines()] == list(range(6))
 
     def test_raw_fallback_without_checkpoint_is_empty(self, s: Session) -> None:
         """With no checkpoint at or below covers_hi, the raw context is empty (position 0)."""
