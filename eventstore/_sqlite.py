@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from eventstore import _schema
-from eventstore._chain import GENESIS, Recorded, link
+from eventstore._chain import GENESIS, Recorded, check_links, link
 from eventstore._errors import ConcurrencyError
 from eventstore._recorder import (
     AuditRows,
@@ -199,13 +199,24 @@ class SqliteRecorder:
                 f"session {session_id!r} is at version {version}, expected {expected_version}"
             )
         rows = link(session_id, version, prev, events, self._clock())
+        self._write_rows(session_id, rows)
+        return version + len(rows)
+
+    def append_recorded(self, session_id: str, rows: Sequence[Recorded]) -> int:
+        """Insert rows recorded elsewhere, verbatim, after this journal's head; each
+        link is checked first (IntegrityError), a moved head is a ConcurrencyError."""
+        with self.transaction():
+            last = check_links(session_id, self.head(session_id), rows)
+            self._write_rows(session_id, rows)
+        return last
+
+    def _write_rows(self, session_id: str, rows: Iterable[Recorded]) -> None:
         try:
             self.conn.executemany(_INSERT, (attrs_row(r) for r in rows))
         except sqlite3.IntegrityError as exc:  # only a writer that bypassed the lock gets here
             raise ConcurrencyError(f"session {session_id!r}: {exc}") from None
         except sqlite3.OperationalError as exc:  # disk full, I/O error: nothing is committed
             raise JournalError(f"cannot write to {self.path}: {exc}") from None
-        return version + len(rows)
 
     # -- reading -----------------------------------------------------------------------
     @property

@@ -141,7 +141,9 @@ class RecorderContract:
         contents = [json.loads(p)["content"] for p in store.turn_payloads("s", 1, 4)]
         assert contents == ["t0", "t1", "t2"]
 
-    @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors]
+    )
     @given(event=strategies.events())
     def test_every_event_type_round_trips_byte_identically(
         self, store: Recorder, event: r.Event
@@ -236,3 +238,16 @@ class TestSqliteRecorder(RecorderContract):
         store = SqliteRecorder(tmp_path / "x.db")
         assert store.location == str(tmp_path / "x.db")
         store.close()
+
+
+class TestPostgresRecorder(RecorderContract):
+    """The server backend, on a fresh schema of the throwaway cluster."""
+
+    @pytest.fixture(autouse=True)
+    def _url(self, pg_url: str) -> None:
+        self.url = pg_url
+
+    def create_recorder(self, tmp_path: Path) -> Recorder:
+        from eventstore._postgres import PostgresRecorder
+
+        return PostgresRecorder(self.url)
