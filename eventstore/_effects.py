@@ -4,7 +4,9 @@ A decision reads raw turns back (to render a context or fill a spill) and writes
 and checks spills. ``Effects`` is that interface; ``SessionEffects`` is the real
 one (turns from the recorder, spill bytes in the journal's ``SpillStore``),
 ``RecordedSpills`` the one ``verify`` uses, which writes nothing. Where spills
-live is the journal's business: a folder beside a SQLite file (``FolderSpills``).
+live is the journal's business: a folder beside a SQLite file (``FolderSpills``),
+a table in the same database for a server journal (``TableSpills``), where a spill
+is written in the transaction of the event that records it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from eventstore._errors import IntegrityError
 from eventstore._files import file_problem, render_turns, write_atomically
 from reducers import InvalidEvent, SessionState, Spill, Spilled
 
@@ -30,6 +33,20 @@ class SpillStore(Protocol):
 
     def problem(self, handle: str, sha256: str, size: int) -> str | None:
         """Why ``handle`` does not hold exactly the recorded bytes, or ``None``."""
+
+    def read(self, handle: str, sha256: str, size: int) -> bytes:
+        """The bytes under ``handle``; IntegrityError unless they are the recorded ones."""
+
+
+def checked(handle: str, data: bytes | None, sha256: str, size: int) -> bytes:
+    """``data`` if it is the recorded spill, else IntegrityError saying why not."""
+    if data is None:
+        raise IntegrityError(f"spill {handle} is missing")
+    if len(data) != size:
+        raise IntegrityError(f"spill {handle} has {len(data)} bytes, {size} recorded")
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise IntegrityError(f"spill {handle} does not match its recorded sha256")
+    return data
 
 
 class FolderSpills:
@@ -50,6 +67,48 @@ class FolderSpills:
         """Why the file is missing or differs from its recorded size and sha256."""
         return file_problem(self.db_path.parent / handle, sha256, size)
 
+    def read(self, handle: str, sha256: str, size: int) -> bytes:
+        """The file's bytes, checked against its recorded size and sha256."""
+        path = self.db_path.parent / handle
+        try:
+            data = path.read_bytes() if path.is_file() else None
+        except OSError as exc:
+            raise IntegrityError(f"cannot read {path}: {exc.strerror}") from None
+        return checked(handle, data, sha256, size)
+
+
+class _SpillTable(Protocol):
+    def write_spill(self, handle: str, data: bytes) -> None: ...
+    def read_spill(self, handle: str) -> bytes | None: ...
+
+
+class TableSpills:
+    """Spill bytes in the journal's own database (``spill_data``), keyed by handle and
+    written in the open transaction: a rolled-back refusal leaves no spill behind."""
+
+    def __init__(self, table: _SpillTable) -> None:
+        self.table = table
+
+    def handle(self, session_id: str, version: int, lo: int, hi: int) -> str:
+        """``<session>/v<version>_<lo>-<hi>.jsonl``: nothing in it names the database."""
+        return f"{session_id}/v{version:08d}_{lo}-{hi}.jsonl"
+
+    def write(self, handle: str, data: bytes) -> None:
+        """Insert the bytes in the open transaction."""
+        self.table.write_spill(handle, data)
+
+    def problem(self, handle: str, sha256: str, size: int) -> str | None:
+        """Why the stored bytes are missing or differ from the recorded ones."""
+        try:
+            self.read(handle, sha256, size)
+        except IntegrityError as exc:
+            return str(exc)
+        return None
+
+    def read(self, handle: str, sha256: str, size: int) -> bytes:
+        """The stored bytes, checked against their recorded size and sha256."""
+        return checked(handle, self.table.read_spill(handle), sha256, size)
+
 
 class Effects(Protocol):
     """What ``decide`` may do beyond computing: read turns, write and check spills."""
@@ -64,6 +123,9 @@ class Effects(Protocol):
 
     def spill_problem(self, spill: Spill | Spilled) -> str | None:
         """Why a spill no longer holds its recorded bytes, or ``None``."""
+
+    def read_spill(self, spill: Spill | Spilled) -> bytes:
+        """A spill's bytes, checked (IntegrityError if they are not the recorded ones)."""
 
 
 class _TurnSource(Protocol):
@@ -102,6 +164,10 @@ class SessionEffects:
         """Why the spill's bytes are missing or changed, or ``None``."""
         return self.spills.problem(spill.handle, spill.sha256, spill.bytes)
 
+    def read_spill(self, spill: Spill | Spilled) -> bytes:
+        """The spill's bytes, checked against its recorded size and sha256."""
+        return self.spills.read(spill.handle, spill.sha256, spill.bytes)
+
 
 class RecordedSpills:
     """``verify``'s effects: turns and checks as usual, but a spill due is the one
@@ -127,3 +193,7 @@ class RecordedSpills:
     def spill_problem(self, spill: Spill | Spilled) -> str | None:
         """As the wrapped effects."""
         return self._effects.spill_problem(spill)
+
+    def read_spill(self, spill: Spill | Spilled) -> bytes:
+        """As the wrapped effects."""
+        return self._effects.read_spill(spill)

@@ -121,6 +121,7 @@ class PostgresRecorder:
         *,
         readonly: bool = False,
         clock: Callable[[], str] = utc_now,
+        synchronous: str = "full",
         connect_timeout: int = 30,
     ) -> None:
         psycopg = _driver()
@@ -140,6 +141,8 @@ class PostgresRecorder:
                 _pg_schema.check(self.conn)
             else:
                 _pg_schema.install(self.conn)
+            if str(synchronous).lower() == "normal":  # lose the last commits on a server crash
+                self.conn.execute("SET synchronous_commit = off")
         except psycopg.Error as exc:
             self.conn.close()
             raise JournalError(f"cannot use {self.location}: {_first_line(exc)}") from None

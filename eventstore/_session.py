@@ -118,6 +118,14 @@ class Session:
             for t in self.effects.turns(state, [(lo, stop)])
         ]
 
+    def read_spill(self, handle: str) -> bytes:
+        """The bytes of a spill this session recorded, checked against their sha256
+        (InvalidEvent for a handle it never recorded, IntegrityError if they differ)."""
+        spill = next((s for s in self.state.spills if s.handle == handle), None)
+        if spill is None:
+            raise InvalidEvent(f"session {self.id!r} recorded no spill {handle!r}")
+        return self.effects.read_spill(spill)
+
     def _catch_up(self, head: int) -> SessionState:
         state = self._state
         if head < state.version:
