@@ -40,6 +40,10 @@ def check_session_id(session_id: object) -> str:
 class Journal:
     """An open journal. Not shared across threads: open one per thread."""
 
+    recorder: Recorder
+    spills: SpillStore
+    path: Path | None  # the SQLite file, when there is one
+
     def __init__(
         self,
         location: str | Path,
@@ -67,7 +71,7 @@ class Journal:
     def _attach(self, recorder: Recorder, spills: SpillStore, snapshot_every: int) -> None:
         self.recorder = recorder
         self.spills = spills
-        self.path: Path | None = None  # the SQLite file, when there is one
+        self.path = None
         self.logger = logging.getLogger("tierlog")
         self.snapshots = Snapshots(self.recorder, snapshot_every, self.logger)
 
