@@ -61,20 +61,31 @@ class FolderSpills:
 
     def write(self, handle: str, data: bytes) -> None:
         """Write the file atomically and durably."""
-        write_atomically(self.db_path.parent / handle, data)
+        write_atomically(self._path(handle), data)
 
     def problem(self, handle: str, sha256: str, size: int) -> str | None:
         """Why the file is missing or differs from its recorded size and sha256."""
-        return file_problem(self.db_path.parent / handle, sha256, size)
+        try:
+            path = self._path(handle)
+        except IntegrityError as exc:
+            return str(exc)
+        return file_problem(path, sha256, size)
 
     def read(self, handle: str, sha256: str, size: int) -> bytes:
         """The file's bytes, checked against its recorded size and sha256."""
-        path = self.db_path.parent / handle
+        path = self._path(handle)
         try:
             data = path.read_bytes() if path.is_file() else None
         except OSError as exc:
             raise IntegrityError(f"cannot read {path}: {exc.strerror}") from None
         return checked(handle, data, sha256, size)
+
+    def _path(self, handle: str) -> Path:
+        """The file of a handle; IntegrityError for one that leaves the db's folder."""
+        parts = handle.split("/")
+        if handle.startswith("/") or "\\" in handle or any(p in ("", ".", "..") for p in parts):
+            raise IntegrityError(f"spill handle {handle!r} is not a plain relative path")
+        return self.db_path.parent / handle
 
 
 class _SpillTable(Protocol):

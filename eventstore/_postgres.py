@@ -405,7 +405,7 @@ class PostgresRecorder:
                     (str(max(1, int(timeout * 1000))),),
                 )
                 cursor = self.conn.cursor()
-                cursor.execute(sql, prepare=False, binary=False)
+                cursor.execute(sql, prepare=True)  # one statement: no "SELECT 1; COPY ..."
                 names = tuple(c.name for c in cursor.description or ())
                 rows = [tuple(map(_plain, row)) for row in cursor.fetchall()] if names else []
         except errors.QueryCanceled:
