@@ -56,6 +56,8 @@ TABLES = (
     )""",
     """CREATE TRIGGER spill_data_no_update BEFORE UPDATE OR DELETE ON spill_data
         FOR EACH ROW EXECUTE FUNCTION tierlog_immutable()""",
+    """CREATE TRIGGER spill_data_no_truncate BEFORE TRUNCATE ON spill_data
+        FOR EACH STATEMENT EXECUTE FUNCTION tierlog_immutable()""",
     """CREATE TABLE snapshots (
         session_id text   COLLATE "C" PRIMARY KEY,
         version    bigint NOT NULL,
@@ -71,7 +73,13 @@ TABLES = (
     )""",
 )
 
-TRIGGERS = ("events_no_update", "events_no_delete", "events_no_truncate", "spill_data_no_update")
+TRIGGERS = (
+    "events_no_update",
+    "events_no_delete",
+    "events_no_truncate",
+    "spill_data_no_update",
+    "spill_data_no_truncate",
+)
 
 _COMMON = "session_id, version, seq, recorded_at"
 _INTS = {
