@@ -258,8 +258,8 @@ class RecorderContract:
         store.append_recorded("s", rows[:1])
         with pytest.raises(eventstore.ConcurrencyError, match="at version 1, rows start at 3"):
             store.append_recorded("s", rows[2:])
+        store.append("s", [TURN], expected_version=1)  # v2 differs from the source's
         with pytest.raises(eventstore.IntegrityError, match="prev_hash"):
-            store.append("s", [TURN], expected_version=1)
             store.append_recorded("s", rows[2:])
         source.close()
 
