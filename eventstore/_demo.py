@@ -20,10 +20,10 @@ def run_demo(path: str | Path, say: Say) -> None:
     if isinstance(db, Path):
         _clear(db)
     with Journal(db) as journal:
-        if not isinstance(db, Path) and journal.sessions():
+        if not isinstance(db, Path) and (held := journal.sessions()):
             raise JournalError(
-                f"{journal.recorder.location} already holds sessions; the demo needs an empty"
-                " PostgreSQL journal (its events cannot be deleted)"
+                f"{journal.recorder.location} holds sessions ({', '.join(held[:3])}): the demo"
+                " needs an empty PostgreSQL journal (its events cannot be deleted)"
             )
         dropped_rejection(journal, say)
         say("")

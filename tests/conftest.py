@@ -61,6 +61,17 @@ def _target(backend: str, db_path: Path, request: pytest.FixtureRequest) -> Targ
     return PostgresTarget(request.getfixturevalue("pg_url"))
 
 
+@pytest.fixture(name="second_target")
+def _second_target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Target:
+    """Another, empty journal location on the same backend as ``target``."""
+    if backend == "sqlite":
+        (tmp_path / "second").mkdir()
+        return SqliteTarget(tmp_path / "second" / "agent.db")
+    request.getfixturevalue("pg_url")  # skips without a cluster
+    cluster: pgcluster.Cluster = request.getfixturevalue("pg_cluster")
+    return PostgresTarget(cluster.create_schema())
+
+
 @pytest.fixture(name="journal")
 def _journal(target: Target) -> Iterator[eventstore.Journal]:
     journal = eventstore.open(target.location)
