@@ -82,10 +82,10 @@ def soak(url: str, seconds: float, own: int = 8, racing: int = 4) -> SoakResult:
             journal.start_session(sid, config())
     plan = [(sid, sid) for sid in sessions] + [(SHARED, f"racer-{i}") for i in range(racing)]
     with tempfile.TemporaryDirectory() as gate:
-        args = ["write", url, "", "", gate, str(seconds)]
+        writer = [sys.executable, "-m", "tests.pg_soak", "write", url]
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "tests.pg_soak", *args[:2], sid, name, *args[4:]],
+                [*writer, sid, name, gate, str(seconds)],
                 cwd=ROOT,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
