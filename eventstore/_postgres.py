@@ -8,16 +8,22 @@ lock on that session alone, so writers on different sessions commit in parallel
 and writers on one session queue behind each other: nobody sees "database is
 locked", and a stale expected version is a :class:`ConcurrencyError`.
 
+Round trips are the cost of a server: a transaction's ``BEGIN`` waits for its first
+statement, and its writes wait for the next read or the ``COMMIT``, each sent with
+them in one pipeline. A checked commit is two round trips: ``BEGIN``, lock, head;
+then ``INSERT``, ``COMMIT``.
+
 Reads page through the rows by version (no cursor stays open between pages), so a
 caller may query again while it iterates, as ``verify`` does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from decimal import Decimal
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -130,7 +136,10 @@ class PostgresRecorder:
         self.readonly = readonly
         self._clock = clock
         self._depth = 0
-        self._locked: set[str] = set()
+        self._locked: set[str] = set()  # sessions locked by the open transaction
+        self._begin = False  # a BEGIN waits for the transaction's first statement
+        self._pending: list[tuple[str, Sequence[object]]] = []  # writes not sent yet
+        self._flushes = 0
         try:
             self.conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
         except psycopg.Error as exc:
@@ -167,10 +176,11 @@ class PostgresRecorder:
     def head(self, session_id: str) -> Head:
         """The session's last version and hash; inside a write transaction, first lock
         the session against other writers until that transaction ends."""
-        if self._depth and session_id not in self._locked:
-            self._run(_LOCK, (_pg_schema.LOCK_SPACE, session_id))
+        lock = self._depth and session_id not in self._locked
+        statements = [(_LOCK, (_pg_schema.LOCK_SPACE, session_id))] if lock else []
+        row = self._send(*statements, (_HEAD, (session_id,))).fetchone()
+        if lock:
             self._locked.add(session_id)
-        row = self._run(_HEAD, (session_id,)).fetchone()
         return Head(row[0], row[1]) if row else Head(0, GENESIS)
 
     def append(
@@ -226,29 +236,51 @@ class PostgresRecorder:
             )
             for r in rows
         ]
+        if len(values) < COPY_MIN:  # sent with the next read or the COMMIT
+            self._pending += [(_INSERT, value) for value in values]
+            return
+        self._send()
+        with self._mapped(), self.conn.cursor() as cur, cur.copy(_COPY) as copy:
+            for value in values:
+                copy.write_row(value)
+
+    # -- sending -----------------------------------------------------------------------
+    def _send(self, *statements: tuple[str, Sequence[object]]) -> Any:
+        """Run a waiting BEGIN, the writes not sent yet and ``statements`` in one round
+        trip; the last statement's cursor (``None`` if nothing was sent).
+
+        Several statements go as one simple query, their parameters quoted by psycopg
+        (``ClientCursor.mogrify``); a lone one as a prepared statement.
+        """
+        queue: list[tuple[str, Sequence[object]]] = [("BEGIN", ())] if self._begin else []
+        queue += self._pending
+        queue += statements
+        self._begin, self._pending = False, []
+        if not queue:
+            return None
+        self._flushes += 1
+        with self._mapped():
+            if len(queue) == 1:
+                return self.conn.execute(*queue[0])
+            quote = self._pg.ClientCursor(self.conn).mogrify
+            cursor = self.conn.execute(";\n".join(quote(sql, params) for sql, params in queue))
+            while cursor.nextset():
+                pass
+            return cursor
+
+    def _run(self, sql: str, params: Sequence[object] = ()) -> Any:
+        return self._send((sql, params))
+
+    @contextmanager
+    def _mapped(self) -> Iterator[None]:
+        """psycopg's errors as tierlog's: a duplicate version is a ConcurrencyError."""
         errors = self._pg.errors
         try:
-            if len(values) >= COPY_MIN:
-                with self.conn.cursor() as cur, cur.copy(_COPY) as copy:
-                    for value in values:
-                        copy.write_row(value)
-            elif len(values) == 1:
-                self.conn.execute(_INSERT, values[0])
-            elif values:
-                self.conn.cursor().executemany(_INSERT, values)
+            yield
         except errors.UniqueViolation as exc:  # only a writer that bypassed the lock
-            raise ConcurrencyError(f"session {session_id!r}: {_first_line(exc)}") from None
+            raise ConcurrencyError(f"{self.location}: {_first_line(exc)}") from None
         except errors.ReadOnlySqlTransaction:
             raise JournalError(f"{self.location} is open read-only") from None
-        except self._pg.Error as exc:
-            raise JournalError(f"cannot write to {self.location}: {_first_line(exc)}") from None
-
-    # -- reading -----------------------------------------------------------------------
-    def _run(self, sql: str, params: Sequence[object] = ()) -> Any:
-        try:
-            return self.conn.execute(sql, params)
-        except self._pg.errors.QueryCanceled as exc:
-            raise JournalError(f"{self.location}: {_first_line(exc)}") from None
         except self._pg.Error as exc:
             raise JournalError(f"{self.location}: {_first_line(exc)}") from None
 
@@ -325,25 +357,29 @@ class PostgresRecorder:
         header: bytes,
         chunks: Iterable[tuple[str, int, bytes]],
     ) -> None:
-        """Replace the session's snapshot header and the ledger chunks that changed."""
-        try:
-            self.conn.execute(
+        """Replace the session's snapshot header and the ledger chunks that changed
+        (sent with the transaction's next statement)."""
+        self._pending.append(
+            (
                 "INSERT INTO snapshots (session_id, version, sha256, state)"
                 " VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE"
                 " SET version = excluded.version, sha256 = excluded.sha256,"
                 " state = excluded.state",
                 (session_id, version, sha256, header),
             )
-            rows = [(session_id, name, k, data) for name, k, data in chunks]
-            if rows:
-                self.conn.cursor().executemany(
-                    "INSERT INTO snapshot_chunks (session_id, ledger, chunk, data)"
-                    " VALUES (%s, %s, %s, %s) ON CONFLICT (session_id, ledger, chunk)"
-                    " DO UPDATE SET data = excluded.data",
-                    rows,
-                )
-        except self._pg.Error as exc:
-            raise JournalError(f"cannot write to {self.location}: {_first_line(exc)}") from None
+        )
+        self._pending += [
+            (
+                "INSERT INTO snapshot_chunks (session_id, ledger, chunk, data)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (session_id, ledger, chunk)"
+                " DO UPDATE SET data = excluded.data",
+                (session_id, name, k, data),
+            )
+            for name, k, data in chunks
+        ]
+        if not self._depth:
+            with self.transaction():
+                pass
 
     def load_snapshot(self, session_id: str) -> StoredSnapshot | None:
         """The session's snapshot: header and ``(ledger, chunk data)`` rows in order."""
@@ -365,20 +401,16 @@ class PostgresRecorder:
         """Store a spill's bytes under ``handle`` (joins the open transaction); the same
         bytes again are a no-op, other bytes under a taken handle an IntegrityError."""
         digest = hashlib.sha256(data).hexdigest()
-        try:
-            written = self.conn.execute(
+        (stored,) = self._send(
+            (
                 "INSERT INTO spill_data (handle, sha256, bytes, data) VALUES (%s, %s, %s, %s)"
                 " ON CONFLICT (handle) DO NOTHING",
                 (handle, digest, len(data), data),
-            ).rowcount
-            if not written:
-                (stored,) = self.conn.execute(
-                    "SELECT sha256 FROM spill_data WHERE handle = %s", (handle,)
-                ).fetchone()
-                if stored != digest:
-                    raise IntegrityError(f"spill {handle} is already stored with other bytes")
-        except self._pg.Error as exc:
-            raise JournalError(f"cannot write spill {handle}: {_first_line(exc)}") from None
+            ),
+            ("SELECT sha256 FROM spill_data WHERE handle = %s", (handle,)),
+        ).fetchone()
+        if stored != digest:
+            raise IntegrityError(f"spill {handle} is already stored with other bytes")
 
     def read_spill(self, handle: str) -> bytes | None:
         """A spill's stored bytes, or ``None`` if ``handle`` holds none."""
@@ -391,7 +423,7 @@ class PostgresRecorder:
         READ ONLY transaction, cancelled after ``timeout`` seconds."""
         if not sql.strip():
             raise InvalidEvent("empty query")
-        if self._depth:
+        if self._depth or self._pending:
             raise JournalError("query() runs in its own transaction, not inside another")
         hint = " (tierlog sql is read-only: SELECT and WITH queries only)"
         if not _READ_ONLY_START.match(sql):
@@ -433,21 +465,29 @@ def _first_line(exc: BaseException) -> str:
 
 
 class _Transaction:
-    """The context manager behind :meth:`PostgresRecorder.transaction`."""
+    """The context manager behind :meth:`PostgresRecorder.transaction`.
 
-    __slots__ = ("_rec", "_tx")
+    The outermost one sends ``BEGIN`` with its first statement and its last writes
+    with ``COMMIT``; a nested one is a savepoint, dropped unsent if nothing of it
+    went to the server before it failed.
+    """
+
+    __slots__ = ("_flushes", "_mark", "_rec", "_savepoint")
 
     def __init__(self, recorder: PostgresRecorder) -> None:
         self._rec = recorder
-        self._tx: Any = None
+        self._savepoint = ""
+        self._mark = 0
+        self._flushes = 0
 
     def __enter__(self) -> None:
         rec = self._rec
-        try:
-            self._tx = rec.conn.transaction()
-            self._tx.__enter__()
-        except rec._pg.Error as exc:
-            raise JournalError(f"cannot begin on {rec.location}: {_first_line(exc)}") from None
+        if rec._depth:
+            self._savepoint = f"tierlog_{rec._depth}"
+            self._mark, self._flushes = len(rec._pending), rec._flushes
+            rec._pending.append((f"SAVEPOINT {self._savepoint}", ()))
+        else:
+            rec._begin, rec._pending = True, []
         rec._depth += 1
 
     def __exit__(
@@ -455,13 +495,39 @@ class _Transaction:
     ) -> None:
         rec = self._rec
         rec._depth -= 1
-        if not rec._depth:
-            rec._locked.clear()
+        if self._savepoint:
+            self._exit_savepoint(exc_type is not None)
+            return
+        rec._locked.clear()
+        if exc_type is not None:
+            rec._begin, rec._pending = False, []
+            self._rollback()
+            return
+        if rec._begin and not rec._pending:
+            rec._begin = False
+            return  # nothing was sent: nothing to commit
         try:
-            self._tx.__exit__(exc_type, exc, tb)
-        except rec._pg.Error as error:
-            if exc is not None:
-                return  # the body's error is the one to report
-            raise JournalError(
-                f"commit failed, nothing was written: {_first_line(error)}"
-            ) from None
+            rec._send(("COMMIT", ()))
+        except JournalError:
+            self._rollback()
+            raise
+        finally:
+            rec._begin, rec._pending = False, []
+
+    def _exit_savepoint(self, failed: bool) -> None:
+        rec, name = self._rec, self._savepoint
+        if not failed:
+            rec._pending.append((f"RELEASE {name}", ()))
+        elif rec._flushes == self._flushes:  # nothing of it reached the server
+            del rec._pending[self._mark :]
+        else:
+            rec._locked.clear()  # a lock taken inside may be gone with it
+            rec._pending.clear()
+            rec._send((f"ROLLBACK TO {name}", ()), (f"RELEASE {name}", ()))
+
+    def _rollback(self) -> None:
+        """End the server's transaction, if one was begun."""
+        rec = self._rec
+        if rec.conn.info.transaction_status != rec._pg.pq.TransactionStatus.IDLE:
+            with contextlib.suppress(rec._pg.Error):
+                rec.conn.execute("ROLLBACK")
