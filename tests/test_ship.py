@@ -4,6 +4,7 @@ one (SQLite to PostgreSQL above all, but any pair), spills read back checked."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from eventstore.cli import main
 from tests.helpers import fill, new_session
 from tests.targets import SqliteTarget, Target, on_both
 
+README = Path(__file__).resolve().parent.parent / "README.md"
 VERBATIM = "SELECT session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"
 ALL_ROWS = f"{VERBATIM} FROM events ORDER BY session_id, version"
 
@@ -57,6 +59,22 @@ class TestShipToPostgres:
             local = run(capsys, command[0], demo.location, *command[1:])
             central = run(capsys, command[0], pg.location, *command[1:])
             assert central == local, command
+
+    def test_the_readme_audit_queries_answer_the_same_on_both(
+        self, demo: SqliteTarget, pg: Target
+    ) -> None:
+        """Every query of the README's "Audit with SQL" block runs unchanged on the URL
+        and returns the file's rows."""
+        block = README.read_text().split("## Audit with SQL", 1)[1].split("```sql", 1)[1]
+        text = block.split("```", 1)[0]
+        queries = [q.strip() for q in re.sub(r"--[^\n]*", "", text).split(";") if q.strip()]
+        assert len(queries) == 5
+        with demo.open(readonly=True) as src, pg.open() as dest:
+            ship(src, dest)
+            for sql in queries:
+                local = src.recorder.query(sql, timeout=10).rows
+                central = dest.recorder.query(sql, timeout=10).rows
+                assert sorted(map(tuple, central)) == sorted(map(tuple, local)), sql
 
     def test_state_and_spills_match_after_shipping(self, demo: SqliteTarget, pg: Target) -> None:
         """Every session folds to the same state sha256, and its spills read back."""
