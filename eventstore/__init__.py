@@ -20,6 +20,7 @@ from reducers import (
     CompactionRefused,
     ConstraintLifted,
     ConstraintStated,
+    ContextCleared,
     Event,
     InvalidEvent,
     ItemDisposed,
@@ -37,6 +38,7 @@ from reducers import (
     Spilled,
     Truncated,
     TurnAppended,
+    TurnRetracted,
     Violation,
 )
 
@@ -50,6 +52,7 @@ __all__ = [
     "ConstraintLifted",
     "ConstraintStated",
     "Context",
+    "ContextCleared",
     "Event",
     "IntegrityError",
     "InvalidEvent",
@@ -72,6 +75,7 @@ __all__ = [
     "Truncated",
     "Turn",
     "TurnAppended",
+    "TurnRetracted",
     "UnrecoverableCompactionError",
     "Violation",
     "open",

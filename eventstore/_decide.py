@@ -29,6 +29,7 @@ from reducers import (
     MarkerRefused,
     SessionState,
     Spilled,
+    Violation,
     apply,
     fold,
 )
@@ -61,13 +62,17 @@ def compaction(
     *,
     checked_against: SessionState,
     make_spill: MakeSpill,
+    require_marker: bool = False,
 ) -> Decision:
     """Commit ``proposal`` with the markers it breaks, or refuse it (spilling first).
 
     ``checked_against`` is ``state`` less any spill whose file no longer verifies.
+    ``require_marker`` also refuses a node that a marker could not be emitted on.
     """
     validate(state, proposal)
     found = check_compaction(checked_against, proposal)
+    if require_marker:
+        found += marker_gate(state, proposal)
     if not found:
         after = apply(state, proposal)
         broken = invalidations(after)
@@ -115,3 +120,21 @@ def raw_checkpoint(state: SessionState, marker_id: str) -> int:
     """The nearest checkpoint at or below the marker node's ``covers_hi`` (0 if none)."""
     covers_hi = state.nodes[state.markers[marker_id].node_id].covers_hi
     return max((at for at in state.checkpoints if at <= covers_hi), default=0)
+
+
+def marker_gate(state: SessionState, proposal: Compacted) -> list[Violation]:
+    """The M rules a marker on ``proposal``'s node would break right after it commits.
+
+    M3 is left out: a new node is live, and its tier is the runtime's choice. A runtime
+    that replaces its history with the summary (the OpenAI Agents session) proposes
+    with this gate, so a summary that drops an open call or a negative fact is refused
+    before anything it replaces leaves the context.
+    """
+    return [v for v in check_marker(apply(state, proposal), proposal.node_id) if v.rule != "M3"]
+
+
+def was_gated(recorded: Event) -> bool:
+    """Whether a recorded compaction refusal came from the marker gate (an M rule)."""
+    return isinstance(recorded, CompactionRefused) and any(
+        v.rule.startswith("M") for v in recorded.violations
+    )

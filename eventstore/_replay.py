@@ -84,7 +84,11 @@ def decide_again(
     if proposal is not None:
         proposal = attrs.evolve(proposal, node_id=_decide.node_id_for(state))
         return _decide.compaction(
-            state, proposal, checked_against=session.verified(state, proposal), make_spill=spill
+            state,
+            proposal,
+            checked_against=session.verified(state, proposal),
+            make_spill=spill,
+            require_marker=_decide.was_gated(command[-1]),
         )
     if isinstance(head, (MarkerEmitted, MarkerRefused)):
         return _decide.marker(state, _decide.marker_id_for(state), head.node_id)

@@ -37,6 +37,7 @@ from reducers import (
     Compacted,
     ConstraintLifted,
     ConstraintStated,
+    ContextCleared,
     Event,
     InvalidEvent,
     ItemDisposed,
@@ -49,6 +50,7 @@ from reducers import (
     Spilled,
     Truncated,
     TurnAppended,
+    TurnRetracted,
     fold,
 )
 
@@ -260,6 +262,19 @@ class Session:
         """Record that budget enforcement dropped ``[lo, hi)``."""
         self._append(Truncated(lo=lo, hi=hi, reason=reason), expected_version)
 
+    def retract_turn(
+        self, index: int, reason: str = "", *, expected_version: int | None = None
+    ) -> None:
+        """Take turn ``index`` out of the working context; the log keeps it."""
+        self._append(TurnRetracted(index=index, reason=reason), expected_version)
+
+    def clear_context(self, reason: str = "", *, expected_version: int | None = None) -> None:
+        """Take every turn and live summary out of the working context; the log keeps them."""
+        self._commit(
+            lambda s: _decide.Decision(events=(ContextCleared(before=s.turns, reason=reason),)),
+            expected_version,
+        )
+
     def checkpoint(self, *, expected_version: int | None = None) -> int:
         """Record a raw-log checkpoint at the log's end; returns its position."""
         state = self._commit(
@@ -291,8 +306,13 @@ class Session:
         constraints: Sequence[str] = (),
         replaces: Sequence[str] = (),
         expected_version: int | None = None,
+        require_marker: bool = False,
     ) -> Node:
-        """Propose a summary node; commit it, or refuse it with UnrecoverableCompactionError."""
+        """Propose a summary node; commit it, or refuse it with UnrecoverableCompactionError.
+
+        With ``require_marker`` the proposal is also refused when a marker on its node
+        would break M1 or M2 (a runtime that replaces its history with the summary).
+        """
         fields: dict[str, Any] = {
             "tier": tier,
             "input_lo": input[0],
@@ -313,17 +333,20 @@ class Session:
         def decide(state: SessionState) -> _decide.Decision:
             proposal = Compacted(node_id=_decide.node_id_for(state), **fields)
             node_ids.append(proposal.node_id)
-            return self.decide_compaction(state, proposal)
+            return self.decide_compaction(state, proposal, require_marker=require_marker)
 
         return self._commit(decide, expected_version).nodes[node_ids[-1]]
 
-    def decide_compaction(self, state: SessionState, proposal: Compacted) -> _decide.Decision:
+    def decide_compaction(
+        self, state: SessionState, proposal: Compacted, *, require_marker: bool = False
+    ) -> _decide.Decision:
         """The compaction decision on ``state``, with this session's spill files."""
         return _decide.compaction(
             state,
             proposal,
             checked_against=self.verified(state, proposal),
             make_spill=self.make_spill,
+            require_marker=require_marker,
         )
 
     def emit_marker(self, node_id: str, *, expected_version: int | None = None) -> Marker:

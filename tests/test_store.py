@@ -47,6 +47,7 @@ class TestSchema:
             "marker_invalidations",
             "resumes",
             "obligations",
+            "withdrawals",
         }
 
     def test_foreign_file_is_refused_untouched(self, tmp_path: Path) -> None:
