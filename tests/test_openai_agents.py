@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
+import os
+import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -13,7 +17,7 @@ import pytest
 
 pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 
-from agents import Agent, Runner, RunResult, SQLiteSession, function_tool
+from agents import Agent, Runner, RunResult, SQLiteSession, function_tool, set_tracing_disabled
 from agents.memory import Session as SdkSession
 from agents.memory import is_openai_responses_compaction_aware_session
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
@@ -26,6 +30,9 @@ from eventstore.openai_agents import Summarizer, Summary, SummaryRequest, Tierlo
 from tests.helpers import rows
 
 Item = dict[str, Any]
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+set_tracing_disabled(True)  # no trace export: these tests never touch the network
 
 # A trigger of one token: every run_compaction the runner makes is a real attempt.
 EAGER = SessionConfig(
@@ -487,3 +494,33 @@ class TestGatedCompaction:
         asyncio.run(session.run_compaction({"force": True}))
         assert "Compacted" in _types(session)
         session.close()
+
+
+class TestReadmeExample:
+    def test_example_runs_as_printed(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """The SDK section's example runs in an empty folder and prints what it says."""
+        section = README.read_text().split("## With the OpenAI Agents SDK", 1)[1]
+        code = re.search(r"```python\n(.*?)```", section, re.S)
+        assert code is not None
+        out = io.StringIO()
+        cwd = os.getcwd()
+        os.chdir(tmp_path)
+        try:
+            with contextlib.redirect_stdout(out):
+                exec(compile(code.group(1), "README.md", "exec"), {})
+        finally:
+            os.chdir(cwd)
+        assert out.getvalue().splitlines() == [
+            "['M1']",
+            "('no-etc',)",
+            "['system', 'user', 'assistant']",
+        ]
+        db = tmp_path / "agents.db"
+        capsys.readouterr()
+        assert main(["log", str(db), "mig-42"]) == 0
+        types = [line.split()[1] for line in capsys.readouterr().out.splitlines()]
+        assert {"CallOpened", "CallResolved", "ConstraintStated", "Spilled"} <= set(types)
+        assert types[-2:] == ["CompactionRefused", "Compacted"]
+        assert main(["verify", str(db)]) == 0
