@@ -212,9 +212,9 @@ class _Plan:
 class TierlogSession:
     """An OpenAI Agents SDK session kept in a tierlog journal.
 
-    ``db`` is a path (the journal is opened, and created if needed, on a worker
-    thread this session owns), a URL ``eventstore.open`` accepts, or an open
-    ``Journal`` (used from the thread that opened it). ``config`` configures a new
+    ``db`` is what ``eventstore.open`` accepts (a path: the journal is opened, and
+    created if needed, on a worker thread this session owns) or an open ``Journal``
+    (used from the thread that opened it). ``config`` configures a new
     journal session (``DEFAULT_CONFIG`` if omitted); an existing one keeps its own.
     ``summarizer`` enables ``run_compaction``; ``keep_items`` is how many of the
     latest items a compaction retains verbatim (more when a tool output's call or
@@ -255,10 +255,9 @@ class TierlogSession:
         self._executor: ThreadPoolExecutor | None = None
         self._owner = threading.get_ident()
         if isinstance(db, Journal):
-            self._journal, self._owns_journal = db, False
+            self._journal = db
             self._session = self._do(lambda: _open_session(db, session_id, config))
             return
-        self._owns_journal = True
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tierlog")
 
         def start() -> tuple[Journal, Session]:
@@ -341,7 +340,7 @@ class TierlogSession:
         except UnrecoverableCompactionError as refused:
             if refused.action == "halted":
                 raise
-            self._log.warning("compaction refused, raw transcript spilled", error=str(refused))
+            self._log.info("refused summary spilled; the runner's items are unchanged")
 
     # -- compaction ----------------------------------------------------------------------
     async def compact(self, *, force: bool = False) -> Node | None:
@@ -423,8 +422,8 @@ class TierlogSession:
                 raise JournalError(f"the journal cannot be used from this thread: {exc}") from None
         if self._executor is None:
             raise JournalError(
-                "this TierlogSession uses a Journal opened on another thread: give it a path"
-                " instead, and it runs the journal on a thread of its own"
+                "this TierlogSession runs on the Journal it was given, which belongs to the"
+                " thread that opened it: give it a path to let it own a journal thread"
             )
         return self._executor.submit(fn).result()
 
@@ -529,7 +528,7 @@ class TierlogSession:
         out: list[_Entry] = []
         for slot in slots:
             if slot.node is not None:
-                out.append(_Entry(None, summary_item(slot.node), slot.node))
+                out.append(_Entry(None, _summary_item(slot.node), slot.node))
             else:
                 out += [_Entry(t.index, _decode(t)) for t in self._session.turns(slot.lo, slot.hi)]
         return out
@@ -556,7 +555,7 @@ class TierlogSession:
                 self._session.clear_context(
                     "pop_item took the summary, the only item", expected_version=state.version
                 )
-                return summary_item(last.node)
+                return _summary_item(last.node)
             except ConcurrencyError:
                 if attempt == _RETRIES - 1:
                     raise
@@ -581,7 +580,7 @@ class TierlogSession:
         if cfg is None or (not force and state.occupancy < cfg.trigger_tokens):
             return None
         entries = self._entries(state, None)
-        t = tail_index(entries, self.keep_items)
+        t = _tail_index(entries, self.keep_items)
         before, tail = entries[:t], entries[t:]
         raw = [e.index for e in before if e.index is not None]
         if not raw or any(e.index is None for e in tail):
@@ -591,12 +590,16 @@ class TierlogSession:
         nodes = [e.node for e in before if e.node is not None]
         first_raw = state.position_of_turn(raw[0])
         covers_lo = min([first_raw, *(n.covers_lo for n in nodes)])
+        # the summarizer must see the recovery floor raw (C2), even where the previous
+        # summary covers it; withdrawn turns are not handed over (they left the context)
         input_lo = min(first_raw, _floor_start(state, tail_start))
-        items = [summary_item(n) for n in nodes]
+        items = [_summary_item(n) for n in nodes]
         items += self._raw_items(state, input_lo, tail_start)
 
-        def owed(position: int) -> bool:
-            return position < tail_start or in_spans(state.evicted, position)
+        evicted = state.evicted
+
+        def owed(position: int) -> bool:  # not resident once the summary replaces the rest
+            return position < tail_start or in_spans(evicted, position)
 
         request = SummaryRequest(
             session_id=self.session_id,
@@ -622,12 +625,13 @@ class TierlogSession:
         """Raw items of ``[lo, hi)`` neither withdrawn nor truncated, read from the log."""
         cut = merge_spans([*state.withdrawn, *_index_spans(state, state.truncated)])
         first = state.turn_index(lo)
-        stop = state.turns if hi >= state.end else state.turn_index(hi)
+        stop = _turn_end(state, hi)
         return [_decode(t) for t in self._session.turns(first, stop) if not in_spans(cut, t.index)]
 
     def _commit_compaction(self, plan: _Plan, summary: Summary) -> Node | None:
         item = {"role": SUMMARY_ROLE, "content": summary.text}
-        tokens = summary.tokens if summary.tokens is not None else _estimate(json.dumps(item))
+        estimate = _estimate(json.dumps(item, ensure_ascii=False))
+        tokens = summary.tokens if summary.tokens is not None else estimate
         try:
             return self._session.compact(
                 tier=plan.tier,
@@ -662,7 +666,7 @@ def _open_session(journal: Journal, session_id: str, config: SessionConfig | Non
         return journal.session(session_id)
 
 
-def summary_item(node: Node) -> Item:
+def _summary_item(node: Node) -> Item:
     """The item a live summary node shows the runner: a system message with its text."""
     return {"role": SUMMARY_ROLE, "content": node.summary}
 
@@ -779,7 +783,7 @@ def _last(slots: list[_Slot], limit: int) -> list[_Slot]:
     return out[::-1]
 
 
-def tail_index(entries: Sequence[_Entry], keep: int) -> int:
+def _tail_index(entries: Sequence[_Entry], keep: int) -> int:
     """Where the retained tail starts in the view: the latest ``keep`` items, moved
     earlier until no tool output in it is cut from its call and no call from the
     reasoning item before it; never on a summary."""

@@ -328,10 +328,13 @@ def _forgetful(requests: list[SummaryRequest]) -> Callable[[SummaryRequest], Sum
     return summarize
 
 
+CAREFUL = "tenant_id is in 003_orders.sql; deploy prod awaits approval."
+
+
 def _careful(requests: list[SummaryRequest]) -> Summarizer:
     async def summarize(request: SummaryRequest) -> Summary:
         requests.append(request)
-        return request.carry_all("tenant_id is in 003_orders.sql; deploy prod awaits approval.")
+        return request.carry_all(CAREFUL)
 
     return summarize
 
@@ -374,7 +377,6 @@ class TestGatedCompaction:
         refusal = rows(tmp_path / "forgot.db", "SELECT rules, action FROM compaction_refusals")
         assert refusal[0] == ("M1", "spilled")
         assert list((tmp_path / "forgot.db.spills" / "forgot").iterdir())
-        assert eventstore.open(tmp_path / "forgot.db").session("forgot").state.occupancy > 0
         assert main(["verify", str(tmp_path / "forgot.db")]) == 0
         tier.close()
         sql.close()
@@ -395,8 +397,7 @@ class TestGatedCompaction:
 
         items = asyncio.run(runs())
         first = requests[0]
-        summary = "tenant_id is in 003_orders.sql; deploy prod awaits approval."
-        assert items == [{"role": "system", "content": summary}, *first.retained]
+        assert items == [{"role": "system", "content": CAREFUL}, *first.retained]
         assert _kinds(first.retained) == ["user", "message"]
         assert "function_call" in _kinds(first.items)
         assert t_model.calls[-1].input == [*items, {"content": "Thanks.", "role": "user"}]
@@ -482,6 +483,53 @@ class TestGatedCompaction:
         nodes = sorted(session.state.nodes.values(), key=lambda n: n.version)
         assert [(n.tier, n.live) for n in nodes] == [(1, False), (2, True)]
         assert nodes[1].replaces == (nodes[0].node_id,)
+        session.close()
+
+    def test_floor_reaches_into_the_previous_summary(self, tmp_path: Path) -> None:
+        """With few new items, the summarizer also gets the floor's raw items (C2 holds)."""
+        config = SessionConfig(
+            window_tokens=100_000, trigger_tokens=1, truncator_unit="turns",
+            floor_span=4, floor_unit="turns", on_unsafe="halt",
+        )  # fmt: skip
+        session = TierlogSession("s", tmp_path / "t.db", config=config, keep_items=1)
+        requests: list[SummaryRequest] = []
+        session.summarizer = _careful(requests)
+
+        async def scenario() -> None:
+            for n in range(8):
+                await session.add_items([{"role": "user", "content": f"message {n}"}])
+                if n in (5, 7):
+                    assert await session.compact() is not None
+
+        asyncio.run(scenario())
+        assert [i["content"] for i in requests[1].items] == [
+            CAREFUL,
+            "message 3",
+            "message 4",
+            "message 5",
+            "message 6",
+        ]
+        node = next(n for n in session.state.nodes.values() if n.live)
+        assert (node.input_lo, node.covers_lo, node.tail_start) == (3, 0, 7)
+        session.close()
+
+    def test_popping_the_only_summary_clears_the_context(self, tmp_path: Path) -> None:
+        """pop_item returns the summary item when it is all that is left, via ContextCleared."""
+        session = TierlogSession("s", tmp_path / "t.db", config=EAGER, keep_items=1)
+        session.summarizer = _careful([])
+
+        async def scenario() -> list[Any]:
+            await session.add_items([{"role": "user", "content": f"m{n}"} for n in range(3)])
+            await session.compact()
+            popped = [await session.pop_item(), await session.pop_item()]
+            return [*popped, await session.get_items(), await session.pop_item()]
+
+        last, summary, left, nothing = asyncio.run(scenario())
+        assert last == {"role": "user", "content": "m2"}
+        assert summary["role"] == "system"
+        assert (left, nothing) == ([], None)
+        assert _types(session)[-2:] == ["TurnRetracted", "ContextCleared"]
+        assert session.state.occupancy == 0
         session.close()
 
     def test_below_the_trigger_nothing_happens(self, tmp_path: Path) -> None:
