@@ -625,7 +625,7 @@ class TierlogSession:
         """Raw items of ``[lo, hi)`` neither withdrawn nor truncated, read from the log."""
         cut = merge_spans([*state.withdrawn, *_index_spans(state, state.truncated)])
         first = state.turn_index(lo)
-        stop = _turn_end(state, hi)
+        stop = state.turn_stop(hi)
         return [_decode(t) for t in self._session.turns(first, stop) if not in_spans(cut, t.index)]
 
     def _commit_compaction(self, plan: _Plan, summary: Summary) -> Node | None:
@@ -743,11 +743,7 @@ def _split(total: int, weights: list[int]) -> list[int]:
 
 def _index_spans(state: SessionState, spans: Iterable[Span]) -> list[Span]:
     """Position spans as turn-index spans."""
-    return [(state.turn_index(lo), _turn_end(state, hi)) for lo, hi in spans]
-
-
-def _turn_end(state: SessionState, hi: int) -> int:
-    return state.turns if hi >= state.end else state.turn_index(hi)
+    return [(state.turn_index(lo), state.turn_stop(hi)) for lo, hi in spans]
 
 
 def _budget_gone(state: SessionState) -> tuple[Span, ...]:

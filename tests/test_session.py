@@ -167,13 +167,23 @@ class TestResume:
         assert [json.loads(line)["index"] for line in ctx.content.splitlines()] == list(range(6))
 
     def test_raw_fallback_without_checkpoint_is_empty(self, s: Session) -> None:
-        """With no checkpoint at or below covers_hi, the raw context is empty (position 0)."""
+        """With no checkpoint at or below covers_hi and no live obligation, the raw
+        context is empty (position 0)."""
+        node = _compact(s)
+        marker = s.emit_marker(node.node_id)
+        _compact(s, tier=2, replaces=[node.node_id])
+        ctx = s.resume(marker.marker_id)
+        assert (ctx.source, ctx.checkpoint_at, ctx.content) == ("raw_checkpoint", 0, "")
+
+    def test_raw_fallback_holds_the_turns_of_live_obligations(self, s: Session) -> None:
+        """Past the checkpoint, a raw context holds the turn of each live obligation."""
         s.dispose("plan-a", "rejected", "no")
         node = _compact(s, input=(0, 10), covers=(0, 10), tail_start=10)
         with pytest.raises(eventstore.MarkerInvalid) as err:
             s.emit_marker(node.node_id)
         ctx = s.resume(err.value.marker_id)
-        assert (ctx.source, ctx.checkpoint_at, ctx.content) == ("raw_checkpoint", 0, "")
+        assert (ctx.source, ctx.checkpoint_at) == ("raw_checkpoint", 0)
+        assert [json.loads(line)["index"] for line in ctx.content.splitlines()] == [9]
 
 
 def _open_twice(s: Session) -> None:
@@ -302,6 +312,36 @@ class TestWithdrawals:
         with eventstore.open(db_path.with_name("copy.db")) as copy, dump.open() as f:
             _transfer.import_file(copy, f)
             assert copy.session("s").state.sha256 == s.state.sha256
+
+
+class TestWithdrawalsAndMarkers:
+    def test_retracting_the_turn_that_holds_an_obligation_invalidates(self, s: Session) -> None:
+        """A marker relying on a resident turn for a constraint is invalidated by its retraction."""
+        from eventstore import _audit
+
+        node = _compact(s)
+        s.append_turn("user", "never modify /etc", 4)
+        s.state_constraint("no-etc", "never modify /etc")
+        marker = s.emit_marker(node.node_id)
+        s.retract_turn(10, "pop_item")
+        types = [type(e).__name__ for e in s.events()]
+        assert types[-2:] == ["TurnRetracted", "MarkerInvalidated"]
+        assert not s.state.markers[marker.marker_id].valid
+        assert "withdrawn" in str(s.state.markers[marker.marker_id].invalidated_reason)
+        assert s.resume(marker.marker_id).source == "raw_checkpoint"
+        assert _audit.verify(s.journal) == []
+
+    def test_clear_invalidates_markers_on_the_summaries_it_takes(self, s: Session) -> None:
+        """After a clear no live summary frames the session: its markers fail M3."""
+        from eventstore import _audit
+
+        node = _compact(s)
+        marker = s.emit_marker(node.node_id)
+        s.clear_context("clear_session")
+        m = s.state.markers[marker.marker_id]
+        assert (m.valid, m.invalidated_rule) == (False, "M3")
+        assert "cleared from the context" in str(m.invalidated_reason)
+        assert _audit.verify(s.journal) == []
 
 
 class TestMarkerGate:
