@@ -260,6 +260,20 @@ class EventStore:
         for (payload,) in cursor:
             yield json.loads(payload)
 
+    def turn_texts(self, session_id: str, first: int, last: int) -> Iterator[tuple[str, str]]:
+        """``(role, content)`` of the turns stored at versions ``first..last``, in order.
+
+        The fields come out of SQLite's JSON functions: no payload is decoded in Python.
+        """
+        return iter(
+            self.conn.execute(
+                "SELECT payload ->> '$.role', payload ->> '$.content'"
+                " FROM events WHERE session_id = ? AND version BETWEEN ? AND ?"
+                " AND type = 'TurnAppended' ORDER BY version",
+                (session_id, first, last),
+            )
+        )
+
     # -- snapshots (a cache: replay must agree with it) ---------------------------------
     def save_snapshot(
         self,

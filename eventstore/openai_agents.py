@@ -32,7 +32,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -515,7 +515,7 @@ class TierlogSession:
         if not 0 <= index < state.turns or not in_spans(away, index):
             return None
         (held,) = self._session.turns(index, index + 1)
-        item = _decode(held)
+        item = _decode(held.role, held.content)
         if item.get("type") != kind or item.get("call_id") != call.call_id:
             return None  # not an item this adapter wrote: nothing to show again
         return held
@@ -530,8 +530,17 @@ class TierlogSession:
             if slot.node is not None:
                 out.append(_Entry(None, _summary_item(slot.node), slot.node))
             else:
-                out += [_Entry(t.index, _decode(t)) for t in self._session.turns(slot.lo, slot.hi)]
+                texts = self._texts(state, slot.lo, slot.hi)
+                out += [_Entry(index, _decode(role, content)) for index, role, content in texts]
         return out
+
+    def _texts(self, state: SessionState, lo: int, hi: int) -> Iterator[tuple[int, str, str]]:
+        """``(index, role, content)`` of turns ``lo <= index < hi``, straight from SQLite."""
+        if lo >= hi:
+            return iter(())
+        first, last = state.turn_versions[lo], state.turn_versions[hi - 1]
+        rows = self._session.journal.store.turn_texts(self.session_id, first, last)
+        return ((i, role, text) for i, (role, text) in zip(range(lo, hi), rows, strict=True))
 
     def _pop(self) -> Item | None:
         for attempt in range(_RETRIES):
@@ -542,11 +551,11 @@ class TierlogSession:
             last = slots[-1]
             try:
                 if last.node is None:
-                    (turn,) = self._session.turns(last.hi - 1, last.hi)
+                    (turn,) = self._texts(state, last.hi - 1, last.hi)
                     self._session.retract_turn(
                         last.hi - 1, "pop_item", expected_version=state.version
                     )
-                    return _decode(turn)
+                    return _decode(turn[1], turn[2])
                 if len(slots) > 1:
                     raise JournalError(
                         f"pop_item: the latest item is summary {last.node.node_id} with items"
@@ -626,7 +635,8 @@ class TierlogSession:
         cut = merge_spans([*state.withdrawn, *_index_spans(state, state.truncated)])
         first = state.turn_index(lo)
         stop = state.turn_stop(hi)
-        return [_decode(t) for t in self._session.turns(first, stop) if not in_spans(cut, t.index)]
+        texts = self._texts(state, first, stop)
+        return [_decode(role, text) for index, role, text in texts if not in_spans(cut, index)]
 
     def _commit_compaction(self, plan: _Plan, summary: Summary) -> Node | None:
         item = {"role": SUMMARY_ROLE, "content": summary.text}
@@ -686,15 +696,15 @@ def _encode(position: int, item: object) -> str:
     return text
 
 
-def _decode(turn: Turn) -> Item:
+def _decode(role: str, content: str) -> Item:
     """The item a turn holds; a turn that holds no JSON object shows as a message."""
     try:
-        item = json.loads(turn.content)
+        item = json.loads(content)
     except ValueError:
         item = None
     if isinstance(item, dict):
         return item
-    return {"role": turn.role, "content": turn.content}
+    return {"role": role, "content": content}
 
 
 def _role(item: Item) -> str:

@@ -163,6 +163,23 @@ class TestProtocol:
         session.close()
         journal.close()
 
+    def test_two_sessions_on_one_file_share_the_history(self, tmp_path: Path) -> None:
+        """Two TierlogSessions (two connections) on one journal session see every item."""
+        first = TierlogSession("s", tmp_path / "t.db")
+        second = TierlogSession("s", tmp_path / "t.db")
+
+        async def interleave() -> None:
+            for n in range(6):
+                writer = first if n % 2 else second
+                await writer.add_items([{"role": "user", "content": f"m{n}"}])
+            await first.pop_item()
+
+        asyncio.run(interleave())
+        expected = [{"role": "user", "content": f"m{n}"} for n in range(5)]
+        assert asyncio.run(first.get_items()) == expected == asyncio.run(second.get_items())
+        first.close()
+        second.close()
+
     def test_runtime_methods_work_from_sync_tools(self, tmp_path: Path) -> None:
         """A sync tool (run on an SDK worker thread) states a constraint through the session."""
         session = TierlogSession("s", tmp_path / "t.db")
