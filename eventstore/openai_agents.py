@@ -19,8 +19,10 @@ path, a ``TierlogSession`` opens the journal on a worker thread of its own and
 runs every journal call there, so the event loop never waits on an fsync and
 the runtime methods (``state_constraint``, ...) work from any thread, sync
 tools included; one thread also serialises the calls, so each method is one
-consistent step. Given an open ``Journal``, the calls run in the calling thread,
-which must be the one that opened it.
+consistent step (``compact`` is two: the plan, then, after the summarizer, a
+commit at the planned version, dropped if another writer moved the session).
+Given an open ``Journal``, the calls run in the calling thread, which must be
+the one that opened it.
 """
 
 from __future__ import annotations
