@@ -1,4 +1,4 @@
-"""Replay real Claude Code transcripts (../shared/data, MIT) into a tierlog session.
+"""Replay real Claude Code transcripts (tests/data/claude-code, MIT) into a tierlog session.
 
 Each user or assistant entry becomes a turn (assistant tokens from its usage
 block, others estimated at 4 characters a token), each ``tool_use`` block an open
@@ -8,6 +8,7 @@ reported to the caller, which decides what compaction to propose there.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,19 +16,33 @@ from typing import Any
 
 import eventstore
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "claude-code"
-LONG_SESSION = DATA / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+DATA = Path(__file__).resolve().parent / "data" / "claude-code"
+LONG_SESSION = DATA / "258c7280-ae70-4798-800f-63464d01a85d.jsonl.gz"  # gzip: under 1 MB
+SUMMARIZER_RUN = DATA / "258c7280-ae70-4798-800f-63464d01a85d.acompact.jsonl"
+SHORT = DATA / "short.jsonl"
 TOOL_HEAVY = DATA / "tool_heavy.jsonl"
+
+
+def text_of(path: Path) -> str:
+    """A fixture's text, decompressed when it is stored gzipped."""
+    if path.suffix == ".gz":
+        return gzip.decompress(path.read_bytes()).decode("utf-8")
+    return path.read_text(encoding="utf-8")
+
+
+def plain_copy(path: Path, folder: Path) -> Path:
+    """``path`` as a plain ``.jsonl`` file in ``folder`` (decompressed if gzipped)."""
+    target = folder / path.name.removesuffix(".gz")
+    if not target.exists():
+        target.write_text(text_of(path), encoding="utf-8")
+    return target
 
 
 def entries(path: Path) -> Iterator[dict[str, Any]]:
     """The transcript's JSON lines."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: the shared transcripts are missing")
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
+    for line in text_of(path).splitlines():
+        if line.strip():
+            yield json.loads(line)
 
 
 def _text(content: object) -> str:
