@@ -9,6 +9,7 @@ import attrs
 
 from eventstore._journal import Journal
 from eventstore._replay import divergences
+from eventstore._review import review_session
 from eventstore._session import Session
 from invariants import carries_call
 from reducers import Node, SessionState, in_spans
@@ -107,6 +108,9 @@ def _audit_session(journal: Journal, session_id: str) -> dict[str, list[dict[str
         names = [c[0] for c in cursor.description]
         out[key] = [dict(zip(names, row, strict=True)) for row in cursor]
     out["evicted_obligations"] = evicted_obligations(journal.session(session_id).state)
+    # ingested transcripts: each compaction and what its summary evidences (no total:
+    # an obligation it does not evidence is already counted as a marker refusal)
+    out["compaction_reviews"] = [attrs.asdict(r) for r in review_session(journal, session_id)]
     return out
 
 

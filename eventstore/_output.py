@@ -8,6 +8,9 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+import attrs
+
+from eventstore._ingest import IngestResult
 from eventstore._journal import Journal
 from eventstore._store import Recorded
 from reducers import InvalidEvent, SessionState
@@ -195,6 +198,8 @@ def audit_text(report: dict[str, Any]) -> str:
 
 
 def _audit_row(section: str, row: dict[str, Any]) -> str:
+    if section == "compaction_reviews":
+        return "\n    ".join(review_lines(row))
     if section == "evicted_obligations":
         carried = ", ".join(row["carried_by"]) or "NOBODY"
         return f"{row['kind']} {row['key']!r} at {row['position']}: carried by {carried}"
@@ -203,3 +208,53 @@ def _audit_row(section: str, row: dict[str, Any]) -> str:
         subject = row.get("node_id") or row.get("marker_id")
         return f"v{row['version']} {subject} [{row['rules']}]: {rules}"
     return f"v{row['version']} " + " ".join(f"{k}={v}" for k, v in row.items() if k != "version")
+
+
+# -- ingest and compaction reviews -------------------------------------------------------
+def ingest_text(r: IngestResult) -> str:
+    """What ``tierlog ingest`` did with one transcript."""
+    done = "unchanged (already ingested)" if r.unchanged else "ingested"
+    lines = [
+        f"{r.session_id}: {done}, {_n(r.events, 'event')} from {r.path}",
+        f"  {_n(r.turns, 'turn')}, {_n(r.calls, 'call')} ({r.failed} failed, {r.rejected}"
+        f" rejected), {_n(r.interruptions, 'interruption')}, {_n(r.constraints, 'rule')} found,"
+        f" {_n(r.queued, 'queued text')}, {_n(len(r.compactions), 'compaction')}",
+    ]
+    for review in r.compactions:
+        row = attrs.asdict(review)
+        lines.append("  " + review_lines(row)[0])
+        missing = [f"{o['key']} ({o['detail']})" for o in row["obligations"] if not o["evidenced"]]
+        if missing:
+            lines.append(f"    not evidenced: {'; '.join(missing)} (tierlog audit shows where)")
+    return "\n".join(lines)
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def review_lines(row: dict[str, Any]) -> list[str]:
+    """A compaction review (as ``attrs.asdict`` gives it): a headline, one line per obligation."""
+    pre, occ = row["pre_tokens"], row["occupancy"]
+    drift = f" ({(occ - pre) / pre:+.2%})" if pre else ""
+    where = f" at line {row['line']} ({row['trigger']})" if row["line"] is not None else ""
+    rules = f" ({','.join(row['marker_rules'])})" if row["marker_rules"] else ""
+    if row["refused_rules"]:
+        marker = f"compaction refused ({','.join(row['refused_rules'])})"
+    elif row["marker_id"] is None:
+        marker = "no marker"
+    else:
+        marker = f"marker {row['marker_id']} {row['marker_status']}{rules}"
+    head = (
+        f"{row['node_id']}{where}: preTokens {'unknown' if pre is None else format(pre, ',')},"
+        f" occupancy {occ:,}{drift}; compacted {_n(row['turns_compacted'], 'turn')},"
+        f" {row['tokens_compacted']:,} tokens; summary {row['summary_chars']:,} chars,"
+        f" {row['summary_tokens']:,} tokens; {marker}"
+    )
+    lines = [head]
+    for o in row["obligations"]:
+        verdict = "evidenced    " if o["evidenced"] else "NOT evidenced"
+        detail = "" if o["kind"] == "constraint" else f" ({o['detail']})"
+        what = f"{o['kind']} {o['key']!r}{detail}"
+        lines.append(f"  {verdict} {what} at turn {o['raised_at_turn']}: {o['quote']}")
+    return lines

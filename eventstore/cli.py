@@ -20,6 +20,7 @@ import structlog
 from eventstore import _output as out
 from eventstore._audit import audit, has_findings, verify
 from eventstore._demo import run_demo
+from eventstore._ingest import FORMATS, Loaded, ingest_loaded, load
 from eventstore._journal import Journal, check_session_id
 from eventstore._transfer import export_lines, import_file
 from reducers import InvalidEvent, JournalError
@@ -241,6 +242,45 @@ def _import(args: argparse.Namespace) -> int:
         for skip in r.skipped:
             print(f"  skipped (impossible after re-decision): {skip}")
     return 0
+
+
+@command(
+    "ingest",
+    "real agent transcripts as sessions, their compactions and markers checked",
+    "tierlog ingest agent.db ~/.claude/projects/my-project/*.jsonl && tierlog audit agent.db",
+)
+@arg("db", help="journal file (created if missing)")
+@arg("files", nargs="+", metavar="FILE", help="transcripts, one session each")
+@arg("--format", default="claude-code", choices=FORMATS, help="transcript format")
+@arg("--json", action="store_true", help="print JSON")
+def _ingest(args: argparse.Namespace) -> int:
+    if not args.verbose:  # refused markers are the point: they are reported below
+        logging.getLogger("tierlog").setLevel(logging.ERROR)
+    loaded: list[Loaded] = []
+    bad = 0
+    for path in args.files:  # read every file before the journal is touched
+        try:
+            loaded.append(load(path, args.format))
+        except InvalidEvent as exc:
+            print(f"tierlog ingest: error: {path}: {exc}", file=sys.stderr)
+            bad += 1
+    results = []
+    if loaded:
+        with Journal(args.db) as journal:
+            for item in loaded:
+                try:
+                    results.append(ingest_loaded(journal, item))
+                except InvalidEvent as exc:
+                    print(f"tierlog ingest: error: {item.path}: {exc}", file=sys.stderr)
+                    bad += 1
+    for r in results:
+        for warning in r.warnings:
+            print(f"tierlog ingest: warning: {r.path}: {warning}", file=sys.stderr)
+    if args.json:
+        print(json.dumps([attrs.asdict(r) for r in results], indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(out.ingest_text(r) for r in results) or "nothing ingested")
+    return 2 if bad else 0
 
 
 # -- entry point ------------------------------------------------------------------------
