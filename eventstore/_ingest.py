@@ -374,7 +374,7 @@ def _compact(session: Session, boundary: cc.Boundary) -> None:
     with contextlib.suppress(UnrecoverableCompactionError):
         node = session.compact(
             tier=1,
-            input=(state.tail_start, state.end),
+            input=(0, state.end),
             covers=(0, state.end),
             tail_start=state.end,
             summary=boundary.summary,

@@ -92,3 +92,100 @@ def compact_summary(path: Path) -> str:
         if entry.get("isCompactSummary"):
             return _text(entry["message"]["content"])
     raise LookupError(f"{path} has no compact summary")
+
+
+class Script:
+    """A small transcript in Claude Code's format, entry by entry, chained by parentUuid."""
+
+    def __init__(self, session_id: str = "s-1", cwd: str = "/home/u/proj") -> None:
+        self.session_id, self.cwd = session_id, cwd
+        self.lines: list[dict[str, Any]] = []
+        self.parent: str | None = None
+        self.messages = 0
+
+    def entry(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Append one main-chain entry after the last one."""
+        uuid = f"u{len(self.lines)}"
+        entry = {
+            "parentUuid": self.parent,
+            "isSidechain": False,
+            "type": kind,
+            "sessionId": self.session_id,
+            "cwd": self.cwd,
+            "uuid": uuid,
+            "timestamp": f"2026-02-11T20:00:{len(self.lines) % 60:02d}.000Z",
+            **fields,
+        }
+        self.lines.append(entry)
+        self.parent = uuid
+        return entry
+
+    def user(self, text: str, **fields: Any) -> dict[str, Any]:
+        """A user message."""
+        return self.entry("user", message={"role": "user", "content": text}, **fields)
+
+    def assistant(self, *blocks: dict[str, Any], prompt: int = 100, output: int = 10) -> str:
+        """One API message written as one entry per block (as Claude Code does)."""
+        self.messages += 1
+        mid = f"msg_{self.messages}"
+        for i, block in enumerate(blocks):
+            usage = {
+                "input_tokens": 3,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": prompt - 3,
+                "output_tokens": output if i == len(blocks) - 1 else 1,
+            }
+            message = {"id": mid, "role": "assistant", "content": [block], "usage": usage}
+            self.entry("assistant", message=message)
+        return mid
+
+    @staticmethod
+    def text(text: str) -> dict[str, Any]:
+        """A text block."""
+        return {"type": "text", "text": text}
+
+    @staticmethod
+    def tool_use(call_id: str, name: str, **args: Any) -> dict[str, Any]:
+        """A tool_use block."""
+        return {"type": "tool_use", "id": call_id, "name": name, "input": args}
+
+    def result(
+        self, call_id: str, text: str, *, error: bool = False, rejected: bool = False
+    ) -> dict[str, Any]:
+        """A user entry holding one tool_result."""
+        block = {"type": "tool_result", "tool_use_id": call_id, "content": text, "is_error": error}
+        extra = {"toolUseResult": "User rejected tool use"} if rejected else {}
+        return self.entry("user", message={"role": "user", "content": [block]}, **extra)
+
+    def boundary(self, pre_tokens: int, summary: str) -> None:
+        """A compact_boundary and the summary message after it."""
+        last = self.parent
+        self.parent = None
+        self.entry(
+            "system",
+            subtype="compact_boundary",
+            content="Conversation compacted",
+            logicalParentUuid=last,
+            compactMetadata={"trigger": "auto", "preTokens": pre_tokens},
+        )
+        self.user(summary, isCompactSummary=True, isVisibleInTranscriptOnly=True)
+
+    def queue(self, text: str) -> None:
+        """Text typed while the agent works (no uuid: not part of the tree)."""
+        self.lines.append(
+            {
+                "type": "queue-operation",
+                "operation": "enqueue",
+                "sessionId": self.session_id,
+                "content": text,
+            }
+        )
+
+    def dump(self) -> str:
+        """The transcript's text."""
+        return "".join(json.dumps(line) + "\n" for line in self.lines)
+
+    def write(self, path: Path) -> Path:
+        """Write the transcript to ``path``."""
+        path.write_text(self.dump(), encoding="utf-8")
+        return path
