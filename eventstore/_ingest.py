@@ -20,6 +20,7 @@ The mapping (README, "Auditing real sessions"):
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -57,6 +58,7 @@ CHARS_PER_TOKEN = 4
 REASON_CHARS = 200
 _RULE = re.compile(r"\b(never|do not|don't|dont|always|must|only)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_QUIET = logging.Logger("tierlog.ingest.scratch", level=logging.CRITICAL + 1)  # not registered
 
 
 @attrs.frozen(kw_only=True)
@@ -134,6 +136,7 @@ def _check_same(journal: Journal, sid: str, plan: Plan, path: str | Path) -> Non
     """InvalidEvent unless the stored session is exactly what ``plan`` writes."""
     with tempfile.TemporaryDirectory() as folder:
         scratch = Journal(Path(folder) / "scratch.db", synchronous="normal", snapshot_every=0)
+        scratch.logger = _QUIET  # its refusals were logged when the session was first written
         with scratch:
             write(scratch.start_session(sid, CONFIG), plan)
             ours = list(scratch.store.read_payloads(sid))
