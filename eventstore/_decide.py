@@ -7,7 +7,7 @@ never disagree. The only effect, writing a spill file, is passed in.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 
 import attrs
 
@@ -20,15 +20,19 @@ from invariants import (
     validate,
 )
 from reducers import (
+    CallOpened,
     Compacted,
     CompactionRefused,
+    ConstraintStated,
     Event,
     InvalidEvent,
+    ItemDisposed,
     JournalError,
     MarkerEmitted,
     MarkerRefused,
     SessionState,
     Spilled,
+    Truncated,
     apply,
     fold,
 )
@@ -43,6 +47,40 @@ class Decision:
     events: tuple[Event, ...]
     error: JournalError | None = None
     state: SessionState | None = None  # the state after ``events``, when already folded
+
+
+# The plain events that can take an obligation out of the digest context: a
+# truncation evicts turns; an obligation raised (or a fact re-disposed) while the
+# last turn is already evicted is born outside it. Turns, resolutions, lifts and
+# checkpoints only ever add to the context or remove obligations.
+CAN_BREAK_MARKERS = (Truncated, CallOpened, ConstraintStated, ItemDisposed)
+
+
+def plain(state: SessionState, event: Event) -> Decision:
+    """Commit a plain event, with one ``MarkerInvalidated`` per marker it breaks."""
+    validate(state, event)
+    after = apply(state, event)
+    if not isinstance(event, CAN_BREAK_MARKERS):
+        return Decision(events=(event,), state=after)
+    broken = invalidations(after, cause=f"{type(event).__name__} at v{after.version}")
+    return Decision(events=(event, *broken), state=fold(broken, after) if broken else after)
+
+
+def batch(state: SessionState, events: Sequence[Event]) -> Decision:
+    """Commit plain events in order, each validated on the state before it.
+
+    With no valid marker (plain events never create one) nothing can be
+    invalidated, so the batch is folded in one pass; otherwise each event is
+    decided on its own and the invalidations it causes follow it.
+    """
+    if not any(m.valid for m in state.markers.values()):
+        return Decision(events=tuple(events), state=fold(events, state, check=validate))
+    out: list[Event] = []
+    for event in events:
+        decision = plain(state, event)
+        out += decision.events
+        state = decision.state or fold(decision.events, state)
+    return Decision(events=tuple(out), state=state)
 
 
 def node_id_for(state: SessionState) -> str:
@@ -70,7 +108,7 @@ def compaction(
     found = check_compaction(checked_against, proposal)
     if not found:
         after = apply(state, proposal)
-        broken = invalidations(after)
+        broken = invalidations(after, cause=f"Compacted {proposal.node_id}")
         return Decision(events=(proposal, *broken), state=fold(broken, after))
     events: list[Event] = []
     action = "halted"
@@ -115,3 +153,38 @@ def raw_checkpoint(state: SessionState, marker_id: str) -> int:
     """The nearest checkpoint at or below the marker node's ``covers_hi`` (0 if none)."""
     covers_hi = state.nodes[state.markers[marker_id].node_id].covers_hi
     return max((at for at in state.checkpoints if at <= covers_hi), default=0)
+
+
+def raw_turns(state: SessionState, at: int) -> Iterator[tuple[int, int]]:
+    """The turn index ranges of a raw context at checkpoint ``at``, in order.
+
+    Every turn that ends at or before ``at``, then each later turn that holds an
+    obligation still live (the turn at its position), so a raw fallback, like a
+    trusted digest, never lacks one. Nothing is summarised, nothing patched.
+    """
+    prefix = state.turns_before(at)
+    if prefix:
+        yield 0, prefix
+    positions = {
+        o.position
+        for group in (state.open_calls, state.constraints, state.dispositions)
+        for o in group.values()
+    }
+    later = sorted({i for p in positions for i in state.turns_at(p) if i >= prefix})
+    for i in later:
+        yield i, i + 1
+
+
+def resident_turns(state: SessionState) -> Iterator[tuple[int, int]]:
+    """The turn index ranges still resident verbatim: neither truncated nor summarised.
+
+    Zero-token turns at the end of a token-unit log are resident too.
+    """
+    lo = 0
+    for gone_lo, gone_hi in state.evicted:
+        if lo < gone_lo:
+            yield state.turn_index(lo), state.turn_index(gone_lo)
+        lo = max(lo, gone_hi)
+    first = state.turn_index(lo)
+    if first < state.turns:
+        yield first, state.turns

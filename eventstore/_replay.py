@@ -1,8 +1,8 @@
 """Re-deriving recorded decisions: the engine behind ``verify`` and ``import``.
 
-A recorded log is read back as *commands*: a compaction with the marker
-invalidations it caused, a refusal with the spill written before it, or a
-single event. Each command is decided again on the state before it, with the
+A recorded log is read back as *commands*: a compaction or a plain event with
+the marker invalidations it caused, a refusal with the spill written before it,
+or a single event. Each command is decided again on the state before it, with the
 same code the live session uses; ``verify`` compares the result to what was
 recorded, ``import`` commits it.
 """
@@ -51,7 +51,7 @@ def _continues(group: list[Event], event: Event) -> bool:
     if not group:
         return False
     if isinstance(event, MarkerInvalidated):
-        return isinstance(group[0], Compacted)
+        return isinstance(group[0], (Compacted, *_decide.CAN_BREAK_MARKERS))
     if isinstance(event, CompactionRefused) and event.action == "spilled":
         return len(group) == 1 and isinstance(group[0], Spilled)
     return False
@@ -92,11 +92,11 @@ def decide_again(
         context = session.context_for(state, head.marker_id)
         return _decide.Decision(events=(context.event(),))
     if isinstance(head, MarkerInvalidated):
-        raise InvalidEvent("MarkerInvalidated without the compaction that caused it")
-    validate(state, head)
+        raise InvalidEvent("MarkerInvalidated without the event that caused it")
     if isinstance(head, Spilled):
+        validate(state, head)
         return _decide.Decision(events=(spill(state, head.lo, head.hi),))
-    return _decide.Decision(events=(head,))
+    return _decide.plain(state, head)
 
 
 def _recorded_spill(head: Event) -> _decide.MakeSpill:
@@ -127,14 +127,16 @@ def divergences(
     """Replay ``events`` (the session's own by default) from version 1, re-deciding each
     command on the state before it; yield where the log and the decision differ.
 
-    Runs of plain events are validated and folded in one pass; decisions are re-derived
-    one by one. Stops at the first divergence; a bad spill file does not stop it.
+    Runs of plain events are validated and folded in one pass while no marker is valid
+    (no plain event can then invalidate one); decisions are re-derived one by one.
+    Stops at the first divergence; a bad spill file does not stop it.
     ``snapshot`` (version, sha256) is compared with the replayed state at that version.
     """
     state, plain = SessionState(), []
     watch = snapshot[0] if snapshot else -1
     for command in commands(session.events() if events is None else events):
-        if len(command) == 1 and type(command[0]) in PLAIN_EVENTS:
+        batchable = not any(m.valid for m in state.markers.values())
+        if batchable and len(command) == 1 and type(command[0]) in PLAIN_EVENTS:
             plain.append(command[0])
             if state.version + len(plain) != watch:
                 continue

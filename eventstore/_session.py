@@ -28,7 +28,7 @@ from eventstore._files import (
 )
 from eventstore._store import EventStore
 from eventstore._values import Context, Turn
-from invariants import check_range, floor, validate
+from invariants import check_range, floor
 from reducers import (
     PLAIN_EVENTS,
     CallOpened,
@@ -160,11 +160,7 @@ class Session:
         return new
 
     def _append(self, event: Event, expected_version: int | None) -> SessionState:
-        def decide(state: SessionState) -> _decide.Decision:
-            validate(state, event)
-            return _decide.Decision(events=(event,))
-
-        return self._commit(decide, expected_version)
+        return self._commit(lambda state: _decide.plain(state, event), expected_version)
 
     def _maybe_snapshot(self, state: SessionState) -> None:
         every = self.journal.snapshot_every
@@ -213,7 +209,8 @@ class Session:
         """Append many plain events (turns, calls, constraints, dispositions, truncations,
         checkpoints) in one transaction, each validated on the state before it.
 
-        Decisions (compactions, markers, resumes, spills) have their own commands.
+        Decisions (compactions, markers, resumes, spills) have their own commands. A
+        marker an event breaks is invalidated right after that event, in the batch.
         """
         batch = tuple(events)
         for event in batch:
@@ -222,10 +219,7 @@ class Session:
                     f"{type(event).__name__} is not a plain event: use its own command"
                 )
 
-        def decide(state: SessionState) -> _decide.Decision:
-            return _decide.Decision(events=batch, state=fold(batch, state, check=validate))
-
-        return self._commit(decide, expected_version)
+        return self._commit(lambda state: _decide.batch(state, batch), expected_version)
 
     def open_call(
         self, call_id: str, kind: str, name: str, *, expected_version: int | None = None
@@ -355,10 +349,11 @@ class Session:
         trusted, reason = _decide.resume_verdict(state, marker_id)
         if trusted:
             source, at = "digest", None
-            data = render_digest(state.live_nodes, self._resident_turns(state))
+            resident = _decide.resident_turns(state)
+            data = render_digest(state.live_nodes, self._turn_ranges(state, resident))
         else:
             source, at = "raw_checkpoint", _decide.raw_checkpoint(state, marker_id)
-            data = render_turns(self._turns(state, 0, state.turn_index(at)))
+            data = render_turns(self._turn_ranges(state, _decide.raw_turns(state, at)))
         return Context(
             marker_id=marker_id,
             source=source,
@@ -376,17 +371,16 @@ class Session:
         versions = state.turn_versions
         return self._store.turns(self.id, versions[lo], versions[hi - 1])
 
-    def _resident_turns(self, state: SessionState) -> Iterator[dict[str, Any]]:
-        lo = 0
-        for gone_lo, gone_hi in (*state.evicted, (state.end, state.end)):
-            if lo < gone_lo:
-                yield from self._turns(state, state.turn_index(lo), state.turn_index(gone_lo))
-            lo = max(lo, gone_hi)
+    def _turn_ranges(
+        self, state: SessionState, ranges: Iterable[tuple[int, int]]
+    ) -> Iterator[dict[str, Any]]:
+        for lo, hi in ranges:
+            yield from self._turns(state, lo, hi)
 
     def make_spill(self, state: SessionState, lo: int, hi: int) -> Spilled:
         """Write the raw range ``[lo, hi)`` of ``state``'s turns to a spill file (no commit)."""
         db = self._store.path
-        data = render_turns(self._turns(state, state.turn_index(lo), state.turn_index(hi)))
+        data = render_turns(self._turns(state, state.turn_index(lo), state.turn_stop(hi)))
         handle = spill_handle(db, self.id, state.version + 1, lo, hi)
         write_atomically(db.parent / handle, data)
         digest = hashlib.sha256(data).hexdigest()
