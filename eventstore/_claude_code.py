@@ -2,8 +2,8 @@
 
 Only the reading lives here: which lines are sound, which entries form the
 session's main chain, how an API message split over several entries is put
-back together, what a tool call's short key is. Mapping onto a journal is
-``_ingest``'s job.
+back together (content blocks and short keys: ``_claude_code_blocks``, whose
+values this module re-exports). Mapping onto a journal is ``_ingest``'s job.
 
 The main chain: walk ``parentUuid`` back from the last user or assistant entry,
 crossing a compaction through ``logicalParentUuid``. Claude Code writes parallel
@@ -24,15 +24,22 @@ from typing import Any, TypeAlias
 
 import attrs
 
+from eventstore._claude_code_blocks import KEY_CHARS as KEY_CHARS
+from eventstore._claude_code_blocks import REJECTED_TEXT as REJECTED_TEXT
+from eventstore._claude_code_blocks import Block as Block
+from eventstore._claude_code_blocks import Text as Text
+from eventstore._claude_code_blocks import ToolResult as ToolResult
+from eventstore._claude_code_blocks import ToolUse as ToolUse
+from eventstore._claude_code_blocks import blocks, text_of
+from eventstore._claude_code_blocks import command_head as command_head
+from eventstore._claude_code_blocks import short_key as short_key
 from reducers import InvalidEvent
 
 KNOWN_TYPES = frozenset(
     {"user", "assistant", "system", "progress", "file-history-snapshot", "queue-operation"}
     | {"summary"}  # older versions: a session title
 )
-REJECTED_TEXT = "The user doesn't want to proceed with this tool use"
 INTERRUPTED_TEXT = "[Request interrupted by user"
-KEY_CHARS = 60
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")  # as Journal.start_session
 
 Raw: TypeAlias = dict[str, Any]
@@ -44,37 +51,6 @@ class Usage:
 
     prompt: int  # input_tokens + cache_creation_input_tokens + cache_read_input_tokens
     output: int
-
-
-@attrs.frozen(kw_only=True)
-class Text:
-    """Text the model read or wrote; ``kind`` is ``text``, ``thinking`` or another block type."""
-
-    text: str
-    kind: str = "text"
-
-
-@attrs.frozen(kw_only=True)
-class ToolUse:
-    """A tool call: its id, tool name, short key and input as JSON."""
-
-    id: str
-    name: str
-    key: str
-    input: str
-
-
-@attrs.frozen(kw_only=True)
-class ToolResult:
-    """A tool call's result; ``rejected`` when the user refused to let it run."""
-
-    tool_use_id: str
-    text: str
-    is_error: bool
-    rejected: bool
-
-
-Block: TypeAlias = Text | ToolUse | ToolResult
 
 
 @attrs.frozen(kw_only=True)
@@ -281,6 +257,16 @@ def _session_id(entries: Sequence[_Entry], chain: set[int]) -> str:
     return value
 
 
+def _content(e: _Entry) -> tuple[Block, ...]:
+    cwd = e.raw.get("cwd")
+    return blocks(
+        e.message.get("content"),
+        line=e.line,
+        cwd=cwd if isinstance(cwd, str) else "",
+        refused=e.raw.get("toolUseResult") == "User rejected tool use",
+    )
+
+
 # -- items -------------------------------------------------------------------------------
 @attrs.define
 class _Group:
@@ -331,7 +317,7 @@ def _settle(items: list[Item], warnings: list[str]) -> list[Item]:
             else:
                 boundary = out[waiting]
                 assert isinstance(boundary, Boundary)
-                out[waiting] = attrs.evolve(boundary, summary=_text_of(item.blocks))
+                out[waiting] = attrs.evolve(boundary, summary=text_of(item.blocks))
                 waiting = None
             continue
         if isinstance(item, Boundary):
@@ -349,7 +335,7 @@ def _delivered(text: str, later: Sequence[Item]) -> bool:
     command = f"<command-name>{wanted.split()[0]}</command-name>" if wanted[:1] == "/" else None
     for item in later:
         if isinstance(item, Message) and item.role == "user":
-            said = _text_of(item.blocks).strip()
+            said = text_of(item.blocks).strip()
             if said == wanted or (command is not None and command in said):
                 return True
     return False
@@ -376,7 +362,7 @@ def _user(e: _Entry) -> Message:
     typed = (
         e.raw.get("isMeta") is not True
         and all(isinstance(b, Text) and b.kind == "text" for b in blocks)
-        and not _text_of(blocks).lstrip().startswith(("<", INTERRUPTED_TEXT))
+        and not text_of(blocks).lstrip().startswith(("<", INTERRUPTED_TEXT))
     )
     return Message(line=e.line, role="user", blocks=blocks, usage=None, typed=typed)
 
@@ -404,106 +390,3 @@ def _usage(raw: object) -> Usage | None:
     if not all(type(c) is int and c >= 0 for c in counts) or not any(counts):
         return None
     return Usage(prompt=sum(counts[:3]), output=counts[3])
-
-
-# -- content blocks ----------------------------------------------------------------------
-def _content(e: _Entry) -> tuple[Block, ...]:
-    content = e.message.get("content")
-    if isinstance(content, str):
-        return (Text(text=content),)
-    if not isinstance(content, list):
-        raise InvalidEvent(f"line {e.line}: message content is neither text nor a list")
-    return tuple(_block(e, b) for b in content)
-
-
-def _block(e: _Entry, b: object) -> Block:
-    if not isinstance(b, dict):
-        return Text(text=str(b))
-    kind = str(b.get("type"))
-    if kind == "text":
-        return Text(text=str(b.get("text", "")))
-    if kind == "thinking":
-        return Text(text=str(b.get("thinking", "")), kind="thinking")
-    if kind == "tool_use" and isinstance(b.get("id"), str):
-        name = str(b.get("name") or "tool")
-        raw_input = b.get("input")
-        args = raw_input if isinstance(raw_input, dict) else {}
-        cwd = e.raw.get("cwd")
-        return ToolUse(
-            id=b["id"],
-            name=name,
-            key=short_key(name, args, cwd if isinstance(cwd, str) else ""),
-            input=json.dumps(raw_input, ensure_ascii=False, sort_keys=True),
-        )
-    if kind == "tool_result" and isinstance(b.get("tool_use_id"), str):
-        text = _result_text(b.get("content"))
-        is_error = b.get("is_error") is True
-        rejected = is_error and (
-            text.startswith(REJECTED_TEXT) or e.raw.get("toolUseResult") == "User rejected tool use"
-        )
-        return ToolResult(
-            tool_use_id=b["tool_use_id"], text=text, is_error=is_error, rejected=rejected
-        )
-    return Text(text="", kind=kind)
-
-
-def _result_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(c.get("text", "")) if c.get("type") == "text" else f"[{c.get('type')}]"
-            for c in content
-            if isinstance(c, dict)
-        )
-    return "" if content is None else json.dumps(content, ensure_ascii=False)
-
-
-def _text_of(blocks: Sequence[Block]) -> str:
-    return "\n".join(b.text for b in blocks if isinstance(b, Text) and b.kind == "text")
-
-
-# -- short keys --------------------------------------------------------------------------
-_KEY_FIELDS = (
-    "file_path",
-    "notebook_path",
-    "command",
-    "skill",
-    "pattern",
-    "url",
-    "query",
-    "task_id",
-    "shell_id",
-    "subagent_type",
-    "description",
-    "path",
-    "prompt",
-)
-_SUBCOMMAND = re.compile(r"[a-z][a-z0-9._:-]*")
-_PREFIX = re.compile(r"^(?:\s*(?:cd\s+\S+\s*&&|[A-Za-z_][A-Za-z0-9_]*=\S*)\s*)+")
-_SHELL_STOP = re.compile(r"\s(?:\||&&|\|\||;|\d?>>?|<)|[;|]")
-
-
-def short_key(tool: str, args: Mapping[str, object], cwd: str = "") -> str:
-    """What a person calls this call: a file path (relative to ``cwd``), a command's
-    head (``git push``), a skill name, a pattern, a URL, a task id; ``""`` if none."""
-    for field in _KEY_FIELDS:
-        value = args.get(field)
-        if isinstance(value, str) and value.strip():
-            if field == "command" and tool == "Bash":
-                return command_head(value)
-            if field.endswith("path") and cwd and value.startswith(cwd.rstrip("/") + "/"):
-                value = value[len(cwd.rstrip("/")) + 1 :]
-            return " ".join(value.split())[:KEY_CHARS]
-    return ""
-
-
-def command_head(command: str) -> str:
-    """A shell command's first word, and its subcommand if it has one (``mix test``)."""
-    first = command.strip().splitlines()[0] if command.strip() else ""
-    first = _SHELL_STOP.split(_PREFIX.sub("", first), maxsplit=1)[0]
-    words = first.split()
-    if not words:
-        return ""
-    head = words[:2] if len(words) > 1 and _SUBCOMMAND.fullmatch(words[1]) else words[:1]
-    return " ".join(head)[:KEY_CHARS]

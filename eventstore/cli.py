@@ -256,14 +256,7 @@ def _import(args: argparse.Namespace) -> int:
 def _ingest(args: argparse.Namespace) -> int:
     if not args.verbose:  # refused markers are the point: they are reported below
         logging.getLogger("tierlog").setLevel(logging.ERROR)
-    loaded: list[Loaded] = []
-    bad = 0
-    for path in args.files:  # read every file before the journal is touched
-        try:
-            loaded.append(load(path, args.format))
-        except InvalidEvent as exc:
-            print(f"tierlog ingest: error: {path}: {exc}", file=sys.stderr)
-            bad += 1
+    loaded, bad = _load_transcripts(args.files, args.format)  # before the journal is touched
     results = []
     if loaded:
         with Journal(args.db) as journal:
@@ -281,6 +274,18 @@ def _ingest(args: argparse.Namespace) -> int:
     else:
         print("\n".join(out.ingest_text(r) for r in results) or "nothing ingested")
     return 2 if bad else 0
+
+
+def _load_transcripts(paths: list[str], fmt: str) -> tuple[list[Loaded], int]:
+    """Each file read and mapped; an unreadable one reported. Returns them and the bad count."""
+    loaded, bad = [], 0
+    for path in paths:
+        try:
+            loaded.append(load(path, fmt))
+        except InvalidEvent as exc:
+            print(f"tierlog ingest: error: {path}: {exc}", file=sys.stderr)
+            bad += 1
+    return loaded, bad
 
 
 # -- entry point ------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import eventstore
+from eventstore._ingest import CONFIG
 from eventstore._review import (
     BoundaryNote,
     boundary_note,
@@ -47,3 +48,24 @@ class TestReviewSession:
         with eventstore.open(db_path) as journal:
             new_session(journal)
             assert review_session(journal, "s") == ()
+
+    def test_a_refused_compaction_is_reviewed_without_a_marker(
+        self, journal: eventstore.Journal
+    ) -> None:
+        """A compaction C5 refuses shows its rules, no marker, and the obligation it drops."""
+        s = journal.start_session("cc", CONFIG)
+        s.append_turn("system", preamble("cc"), 100)
+        s.append_turn("user", "Never touch /etc.", 10)
+        s.state_constraint("heuristic: Never touch /etc.", "Never touch /etc.")
+        s.append_turn("assistant", "ok", 10)
+        s.truncate(0, 110, "budget")
+        with pytest.raises(eventstore.UnrecoverableCompactionError):
+            s.compact(tier=1, input=(0, 120), covers=(0, 120), tail_start=120, summary="", tokens=1)
+        (review,) = review_session(journal, "cc")
+        assert (review.refused_rules, review.marker_id, review.marker_status) == (
+            ("C3", "C5"),
+            None,
+            "none",
+        )
+        (rule,) = review.not_evidenced
+        assert (rule.kind, rule.raised_at_turn, review.occupancy) == ("constraint", 1, 10)
