@@ -166,7 +166,8 @@ class Draft:
 
     @property
     def estimate(self) -> int:
-        return max(1, len(self.content) // CHARS_PER_TOKEN)
+        """Tokens by the characters, for turns no usage block accounts for."""
+        return estimate(self.content)
 
 
 Step = Draft | cc.Boundary
@@ -180,7 +181,7 @@ class Plan:
     warnings: list[str] = attrs.field(factory=list)
     names: dict[str, str] = attrs.field(factory=dict)  # call id -> name
     open: set[str] = attrs.field(factory=set)
-    last_call: str | None = None
+    last_call: str | None = None  # the last call since the user's last request
     turns: int = 0
     calls: int = 0
     failed: int = 0
@@ -217,6 +218,8 @@ def _plan_message(plan: Plan, m: cc.Message) -> Draft:
     "[Request interrupted by user" is a ``rejected`` fact on what it interrupted, and a
     sentence the user typed with never/do not/don't/always/must/only a pending rule."""
     draft = Draft(role=m.role, content=render(m.blocks), usage=m.usage)
+    if m.typed:
+        plan.last_call = None  # a new request: an interruption from now on is of its work
     for b in m.blocks:
         if isinstance(b, cc.ToolUse):
             _open(plan, draft, b, m.line)

@@ -442,3 +442,18 @@ class TestCommandLine:
         assert main(["ingest", str(tmp_path / "c.db"), str(cut)]) == 0
         err = capsys.readouterr().err
         assert f"warning: {cut}: line 39: truncated or malformed last line skipped" in err
+
+
+class TestInterruptions:
+    def test_an_interruption_names_the_work_since_the_last_request(self, tmp_path: Path) -> None:
+        """A call before the user's last request is not what a later interruption stopped."""
+        s = Script()
+        s.user("check the build")
+        s.assistant(s.tool_use("t1", "Bash", command="make"), prompt=200)
+        s.result("t1", "ok")
+        s.user("now explain it")
+        s.assistant(s.text("The build ..."), prompt=300)
+        s.user("[Request interrupted by user]")
+        journal, _ = _run(tmp_path, s)
+        assert list(journal.session("s-1").state.dispositions) == ["interrupted: reply"]
+        journal.close()
