@@ -40,6 +40,7 @@ KNOWN_TYPES = frozenset(
     | {"summary"}  # older versions: a session title
 )
 INTERRUPTED_TEXT = "[Request interrupted by user"
+MAX_TOKENS = 10**9  # a usage count beyond this is not a context's: the block is ignored
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")  # as Journal.start_session
 
 Raw: TypeAlias = dict[str, Any]
@@ -109,6 +110,11 @@ class _Entry:
         return value if isinstance(value, str) else None
 
     @property
+    def message_id(self) -> str | None:
+        value = self.message.get("id")
+        return value if isinstance(value, str) else None
+
+    @property
     def message(self) -> Raw:
         message = self.raw.get("message")
         return message if isinstance(message, dict) else {}
@@ -143,7 +149,7 @@ def _entries(data: bytes, warnings: list[str]) -> Iterator[_Entry]:
         if raw is None:
             continue
         kind = raw.get("type")
-        if kind in KNOWN_TYPES:
+        if isinstance(kind, str) and kind in KNOWN_TYPES:
             yield _Entry(line=number, raw=raw)
         else:
             unknown.setdefault(repr(kind), []).append(number)
@@ -204,7 +210,7 @@ def _spine(leaf: _Entry, by_uuid: Mapping[str, _Entry], warnings: list[str]) -> 
     while entry is not None and entry.line not in lines:
         lines.add(entry.line)
         parent = entry.raw.get("parentUuid") or entry.raw.get("logicalParentUuid")
-        if parent is None:
+        if not isinstance(parent, str):
             break
         entry = by_uuid.get(parent)
         if entry is None:
@@ -217,10 +223,8 @@ def _spine(leaf: _Entry, by_uuid: Mapping[str, _Entry], warnings: list[str]) -> 
 
 def _widen(main: Sequence[_Entry], spine: set[int], warnings: list[str]) -> set[int]:
     """The spine plus the split parts of its messages and the results of its calls."""
-    message_ids = {
-        e.message.get("id") for e in main if e.line in spine and e.type == "assistant"
-    } - {None}
-    chain = {e.line for e in main if e.line in spine or e.message.get("id") in message_ids}
+    message_ids = {e.message_id for e in main if e.line in spine and e.type == "assistant"} - {None}
+    chain = {e.line for e in main if e.line in spine or e.message_id in message_ids}
     calls = {b["id"] for e in main if e.line in chain for b in _blocks(e, "tool_use")}
     for e in main:
         results = _blocks(e, "tool_result")
@@ -283,12 +287,12 @@ def _items(entries: Sequence[_Entry], chain: set[int], warnings: list[str]) -> I
     groups: dict[str, _Group] = {}
     for e in entries:
         if e.line in chain and e.type == "assistant":
-            mid = e.message.get("id")
-            group = groups.get(mid) if isinstance(mid, str) else None
+            mid = e.message_id
+            group = groups.get(mid) if mid is not None else None
             if group is None:
                 group = _Group(entries=[])
                 slots.append(group)
-                if isinstance(mid, str):
+                if mid is not None:
                     groups[mid] = group
             group.entries.append(e)
         elif e.line in chain:
@@ -387,6 +391,6 @@ def _usage(raw: object) -> Usage | None:
         return None
     fields = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     counts = [raw.get(f) or 0 for f in (*fields, "output_tokens")]
-    if not all(type(c) is int and c >= 0 for c in counts) or not any(counts):
+    if not all(type(c) is int and 0 <= c < MAX_TOKENS for c in counts) or not any(counts):
         return None
     return Usage(prompt=sum(counts[:3]), output=counts[3])

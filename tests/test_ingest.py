@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 import eventstore
 import reducers
@@ -457,3 +460,72 @@ class TestInterruptions:
         journal, _ = _run(tmp_path, s)
         assert list(journal.session("s-1").state.dispositions) == ["interrupted: reply"]
         journal.close()
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+_SHORT = [json.loads(line) for line in transcripts.SHORT.read_text().splitlines()]
+
+
+class TestAnyInput:
+    @given(
+        line=st.integers(0, len(_SHORT) - 1),
+        path=st.lists(
+            st.sampled_from(
+                [
+                    "message",
+                    "content",
+                    0,
+                    "type",
+                    "id",
+                    "usage",
+                    "input_tokens",
+                    "parentUuid",
+                    "uuid",
+                    "sessionId",
+                    "tool_use_id",
+                    "is_error",
+                    "input",
+                    "text",
+                ]
+            ),
+            min_size=1,
+            max_size=4,
+        ),
+        value=_JSON,
+    )
+    @example(line=3, path=["type"], value=[])  # an unhashable entry type
+    @example(line=4, path=["message", "id"], value={})  # an unhashable message id
+    @example(line=12, path=["parentUuid"], value=[1])  # an unhashable parent
+    @example(line=4, path=["message", "usage", "input_tokens"], value=2**70)  # overflow
+    def test_a_mangled_entry_ingests_or_is_invalid_input(
+        self, line: int, path: list[str | int], value: object
+    ) -> None:
+        """Any JSON value anywhere in a real entry: ingested (maybe warned) or InvalidEvent."""
+        entries = json.loads(json.dumps(_SHORT))
+        target = entries[line]
+        for step in path[:-1]:
+            nxt = target[step] if _has(target, step) else None
+            if not isinstance(nxt, dict | list):
+                break
+            target = nxt
+        else:
+            if isinstance(target, dict) or (isinstance(target, list) and _has(target, path[-1])):
+                target[path[-1]] = value  # type: ignore[index]
+        with tempfile.TemporaryDirectory() as folder:
+            transcript = Path(folder) / "t.jsonl"
+            transcript.write_text("".join(json.dumps(e) + "\n" for e in entries))
+            with eventstore.open(Path(folder) / "t.db", synchronous="normal") as journal:
+                try:
+                    eventstore.ingest(journal, transcript)
+                except eventstore.InvalidEvent:
+                    assert journal.sessions() == []
+
+
+def _has(container: object, key: object) -> bool:
+    if isinstance(container, dict):
+        return key in container
+    return isinstance(container, list) and isinstance(key, int) and key < len(container)
