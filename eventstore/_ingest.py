@@ -109,17 +109,17 @@ def load(path: str | Path, format: str = "claude-code") -> Loaded:  # noqa: A002
 def ingest_loaded(journal: Journal, loaded: Loaded) -> IngestResult:
     """Write a loaded transcript as its session (see :func:`ingest`)."""
     plan, sid = loaded.plan, loaded.transcript.session_id
-    unchanged = bool(journal.store.head(sid)[0])
+    unchanged = journal.has_session(sid)
     if unchanged:
         _check_same(journal, sid, plan, loaded.path)
     else:
-        with journal.store.transaction():
+        with journal.recorder.transaction():
             write(journal.start_session(sid, CONFIG), plan)
     return IngestResult(
         path=loaded.path,
         session_id=sid,
         unchanged=unchanged,
-        events=journal.store.head(sid)[0],
+        events=journal.recorder.head(sid).version,
         turns=plan.turns,
         calls=plan.calls,
         failed=plan.failed,
@@ -139,8 +139,8 @@ def _check_same(journal: Journal, sid: str, plan: Plan, path: str | Path) -> Non
         scratch.logger = _QUIET  # its refusals were logged when the session was first written
         with scratch:
             write(scratch.start_session(sid, CONFIG), plan)
-            ours = list(scratch.store.read_payloads(sid))
-    theirs = list(journal.store.read_payloads(sid))
+            ours = list(scratch.recorder.read_payloads(sid))
+    theirs = list(journal.recorder.read_payloads(sid))
     if ours != theirs:
         at = next(
             (v for v, (a, b) in enumerate(zip(ours, theirs, strict=False), 1) if a != b),

@@ -8,6 +8,7 @@ so replay and ``verify`` re-derive everything a review reads.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 
@@ -121,8 +122,8 @@ class CompactionReview:
 
 def review_session(journal: Journal, session_id: str) -> tuple[CompactionReview, ...]:
     """Every compaction of an ingested session (none for any other session)."""
-    first = next(journal.store.turns(session_id, 1, 3), None)
-    if first is None or not is_ingested(str(first["content"])):
+    first = next(journal.recorder.turn_payloads(session_id, 1, 3), None)
+    if first is None or not is_ingested(str(json.loads(first).get("content"))):
         return ()
     return tuple(_reviews(journal.session(session_id).events()))
 
