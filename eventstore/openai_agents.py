@@ -32,7 +32,6 @@ import bisect
 import inspect
 import json
 import logging
-import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -418,10 +417,7 @@ class TierlogSession:
         """``fn()`` on the journal's thread, from any thread."""
         self._check_open()
         if threading.get_ident() == self._owner:
-            try:
-                return fn()
-            except sqlite3.ProgrammingError as exc:  # a Journal opened on another thread
-                raise JournalError(f"the journal cannot be used from this thread: {exc}") from None
+            return fn()
         if self._executor is None:
             raise JournalError(
                 "this TierlogSession runs on the Journal it was given, which belongs to the"
@@ -537,12 +533,11 @@ class TierlogSession:
         return out
 
     def _texts(self, state: SessionState, lo: int, hi: int) -> Iterator[tuple[int, str, str]]:
-        """``(index, role, content)`` of turns ``lo <= index < hi``, straight from SQLite."""
+        """``(index, role, content)`` of the turns ``lo <= index < hi``."""
         if lo >= hi:
             return iter(())
-        first, last = state.turn_versions[lo], state.turn_versions[hi - 1]
-        rows = self._session.journal.store.turn_texts(self.session_id, first, last)
-        return ((i, role, text) for i, (role, text) in zip(range(lo, hi), rows, strict=True))
+        turns = self._session.effects.turns(state, [(lo, hi)])
+        return ((t["index"], t["role"], t["content"]) for t in turns)
 
     def _pop(self) -> Item | None:
         for attempt in range(_RETRIES):
@@ -668,10 +663,8 @@ class TierlogSession:
 # -- pure helpers -------------------------------------------------------------------------
 def _open_session(journal: Journal, session_id: str, config: SessionConfig | None) -> Session:
     """The journal session ``session_id``, started with ``config`` if it is new."""
-    try:
+    if journal.has_session(session_id):
         return journal.session(session_id)
-    except InvalidEvent:
-        pass
     try:
         return journal.start_session(session_id, config or DEFAULT_CONFIG)
     except InvalidEvent:  # another process started it in between

@@ -20,6 +20,7 @@ import invariants
 import reducers
 from eventstore import Session
 from eventstore._audit import verify
+from eventstore._decide import context_for
 from eventstore._replay import divergences
 from tests.helpers import config, fill, rows
 
@@ -134,7 +135,7 @@ class TestTheIssueScenario:
         assert after.markers[marker.marker_id].valid
         verdict = invariants.check_marker(after, marker.node_id, tier_depth=1)
         assert [(v.rule, v.name) for v in verdict] == [("M1", "closure")]
-        assert s.context_for(after, marker.marker_id).source == "raw_checkpoint"
+        assert context_for(after, marker.marker_id, s.effects).source == "raw_checkpoint"
 
 
 class TestTruncationBeforeEmission:
@@ -306,21 +307,25 @@ class TestZeroTokenTurns:
         assert (ctx.source, ctx.checkpoint_at) == ("raw_checkpoint", 60)
         assert [line["index"] for line in _lines(ctx)] == list(range(8))
 
-    def test_full_transcript_spill_holds_zero_token_turns(self, tokens: Session) -> None:
+    def test_full_transcript_spill_holds_zero_token_turns(
+        self, tokens: Session, journal: eventstore.Journal
+    ) -> None:
         """A refusal's full-transcript spill is byte-complete, zero-token turns included."""
         with pytest.raises(eventstore.UnrecoverableCompactionError):
             _compact(tokens, 0, 40, input=(30, 40))  # C2: the floor is not covered
         spill = tokens.state.spills[-1]
-        data = (tokens.journal.path.parent / spill.handle).read_text()
+        data = (journal.path.parent / spill.handle).read_text()
         assert [json.loads(line)["content"] for line in data.splitlines()][-2:] == [
             "zero-a",
             "zero-b",
         ]
 
-    def test_an_explicit_spill_to_the_end_holds_them(self, tokens: Session) -> None:
+    def test_an_explicit_spill_to_the_end_holds_them(
+        self, tokens: Session, journal: eventstore.Journal
+    ) -> None:
         """spill(lo, end) copies the zero-token turns at the end too."""
         spill = tokens.spill(50, 60)
-        data = (tokens.journal.path.parent / spill.handle).read_text()
+        data = (journal.path.parent / spill.handle).read_text()
         assert [json.loads(line)["index"] for line in data.splitlines()] == [5, 6, 7]
 
 
@@ -335,7 +340,7 @@ class TestReplay:
         assert verify(journal) == []
         events = list(s.events())
         without = [e for e in events if not isinstance(e, eventstore.MarkerInvalidated)]
-        (found,) = divergences(s, without)
+        (found,) = divergences(s.id, without, s.effects)
         assert "MarkerInvalidated" in found.problem
 
     def test_extend_invalidates_after_the_breaking_event(self, s: Session) -> None:

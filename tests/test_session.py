@@ -299,23 +299,27 @@ class TestWithdrawals:
             s.retract_turn(3)
         assert s.version == version
 
-    def test_verify_and_import_re_derive_them(self, db_path: Path, s: Session) -> None:
+    def test_verify_and_import_re_derive_them(
+        self, db_path: Path, s: Session, journal: eventstore.Journal
+    ) -> None:
         """A session with withdrawals verifies, and imports to the same sha256."""
         from eventstore import _audit, _transfer
 
         s.retract_turn(9)
         s.clear_context()
         s.append_turn("user", "again", 3)
-        assert _audit.verify(s.journal) == []
+        assert _audit.verify(journal) == []
         dump = db_path.with_name("dump.jsonl")
-        dump.write_text("".join(line + "\n" for line in _transfer.export_lines(s.journal, "s")))
+        dump.write_text("".join(line + "\n" for line in _transfer.export_lines(journal, "s")))
         with eventstore.open(db_path.with_name("copy.db")) as copy, dump.open() as f:
             _transfer.import_file(copy, f)
             assert copy.session("s").state.sha256 == s.state.sha256
 
 
 class TestWithdrawalsAndMarkers:
-    def test_retracting_the_turn_that_holds_an_obligation_invalidates(self, s: Session) -> None:
+    def test_retracting_the_turn_that_holds_an_obligation_invalidates(
+        self, s: Session, journal: eventstore.Journal
+    ) -> None:
         """A marker relying on a resident turn for a constraint is invalidated by its retraction."""
         from eventstore import _audit
 
@@ -329,9 +333,11 @@ class TestWithdrawalsAndMarkers:
         assert not s.state.markers[marker.marker_id].valid
         assert "withdrawn" in str(s.state.markers[marker.marker_id].invalidated_reason)
         assert s.resume(marker.marker_id).source == "raw_checkpoint"
-        assert _audit.verify(s.journal) == []
+        assert _audit.verify(journal) == []
 
-    def test_clear_invalidates_markers_on_the_summaries_it_takes(self, s: Session) -> None:
+    def test_clear_invalidates_markers_on_the_summaries_it_takes(
+        self, s: Session, journal: eventstore.Journal
+    ) -> None:
         """After a clear no live summary frames the session: its markers fail M3."""
         from eventstore import _audit
 
@@ -341,11 +347,13 @@ class TestWithdrawalsAndMarkers:
         m = s.state.markers[marker.marker_id]
         assert (m.valid, m.invalidated_rule) == (False, "M3")
         assert "cleared from the context" in str(m.invalidated_reason)
-        assert _audit.verify(s.journal) == []
+        assert _audit.verify(journal) == []
 
 
 class TestMarkerGate:
-    def test_gate_refuses_what_a_marker_would_refuse(self, db_path: Path, s: Session) -> None:
+    def test_gate_refuses_what_a_marker_would_refuse(
+        self, db_path: Path, s: Session, journal: eventstore.Journal
+    ) -> None:
         """With require_marker an uncarried open call is refused as M1, recorded, re-derived."""
         from eventstore import _audit
 
@@ -359,10 +367,10 @@ class TestMarkerGate:
         assert "'c1'" in refused.value.violations[0].message
         after = s.state
         assert (after.nodes, after.occupancy) == (before.nodes, before.occupancy)
-        assert _audit.verify(s.journal) == []
+        assert _audit.verify(journal) == []
         node = _compact(s, require_marker=True, unresolved_ids=["c1"], **span)
         assert node.live
-        assert _audit.verify(s.journal) == []
+        assert _audit.verify(journal) == []
 
     def test_without_the_gate_the_same_summary_commits(self, s: Session) -> None:
         """The gate is opt-in: a plain compaction of the same summary commits (0.1 behaviour)."""
