@@ -80,6 +80,8 @@ svg.tl { display: block; font: 11px system-ui, "DejaVu Sans", sans-serif; }
 .ot-dropped { fill: var(--bad); font-weight: 700; } .ot-ended { fill: #757575; }
 .rb-open { fill: var(--resident); } .rb-ended { fill: var(--ended); }
 .mark { cursor: pointer; }
+.in-resident, .in-summarised, .in-truncated, .in-spilled, .nt-live, .nt-replaced, .rt {
+  pointer-events: none; }
 .mark:hover rect, .mark:hover circle, .mark:hover path { filter: brightness(1.12); }
 .mark.selected rect, .mark.selected circle, .mark.selected path { stroke: #111; stroke-width: 2.5;
   stroke-dasharray: none; }

@@ -1,8 +1,12 @@
 """Build a :class:`Timeline` from a session's events: pure, no I/O.
 
 The events are folded with ``reducers.fold`` (the fold behind ``tierlog state
---at``); obligation positions, node and marker lifecycles are read off the folded
-states. Large sessions stay small: turns are described by runs that share their
+--at``) and every position is read off the folded state: an obligation sits where
+the fold put it (the start of the last turn before it, found in ``turn_versions``),
+a node covers what its ``Node`` covers. The events themselves only add what a state
+forgets: when a call was resolved, a marker invalidated, a node replaced.
+
+Large sessions stay small: turns are described by runs that share their
 first truncation and first spill versions (each turn keeps its details only up to
 ``DETAIL_TURNS``), and above ``MAX_PINS`` obligations the routine ones (ended before
 any truncation or live summary took their position out of the context) are counted
@@ -62,17 +66,15 @@ _OBLIGATION_EVENTS = (CallOpened, CallResolved, ConstraintStated, ConstraintLift
 
 @attrs.define
 class _Open:
-    """An obligation being built (private)."""
+    """An obligation being built (private); positions are filled in from the fold."""
 
     kind: str
     key: str
     detail: str
-    position: int
     version: int
     disposition: str = ""
     ended_at: int | None = None
     ended: str = ""
-    end_position: int | None = None
 
 
 @attrs.define
@@ -89,10 +91,14 @@ class _Builder:
     info: list[TurnInfo] = attrs.field(factory=list)
     types: list[str] = attrs.field(factory=list)
 
-    def record(self, version: int, event: Event, state: SessionState) -> None:
-        """Note ``event`` (the ``version``-th); ``state`` is the fold up to it."""
-        if isinstance(event, _OBLIGATION_EVENTS):
-            self._obligation(version, event, state)
+    def record(self, event: Event) -> None:
+        """Note the next event of the session."""
+        self.types.append(type(event).__name__)
+        version = len(self.types)
+        if isinstance(event, TurnAppended):
+            self._turn(event)
+        elif isinstance(event, _OBLIGATION_EVENTS):
+            self._obligation(version, event)
         elif isinstance(event, CompactionRefused):
             self.refusals.append((version, event))
         elif isinstance(event, MarkerRefused):
@@ -105,77 +111,92 @@ class _Builder:
         elif isinstance(event, Resumed):
             self.resumes.append((version, event))
 
-    def turn(self, event: TurnAppended) -> None:
+    def _turn(self, event: TurnAppended) -> None:
         """Keep a turn's details while the session is small enough to show them."""
-        if len(self.info) < DETAIL_TURNS + 1:
+        if len(self.info) <= DETAIL_TURNS:
             self.info.append(
                 TurnInfo(role=event.role, tokens=event.tokens, preview=_cut(event.content, PREVIEW))
             )
 
-    def _obligation(self, version: int, event: Event, state: SessionState) -> None:
+    def _obligation(self, version: int, event: Event) -> None:
         if isinstance(event, CallOpened):
-            call = state.open_calls[event.call_id]
-            self._raise(
-                version, "open_call", call.call_id, f"{call.kind} {call.name}", call.position
-            )
+            self._raise(version, "open_call", event.call_id, f"{event.kind} {event.name}")
         elif isinstance(event, CallResolved):
-            self._end("open_call", event.call_id, version, f"resolved: {event.outcome}", state)
+            self._end("open_call", event.call_id, version, f"resolved: {event.outcome}")
         elif isinstance(event, ConstraintStated):
-            c = state.constraints[event.key]
-            self._end("constraint", c.key, version, "stated again", state)
-            self._raise(version, "constraint", c.key, c.text, c.position)
+            self._end("constraint", event.key, version, "stated again")
+            self._raise(version, "constraint", event.key, event.text)
         elif isinstance(event, ConstraintLifted):
-            self._end("constraint", event.key, version, "lifted", state)
+            self._end("constraint", event.key, version, "lifted")
         elif isinstance(event, ItemDisposed):
-            d = state.dispositions[event.key]
-            self._end("negative_fact", d.key, version, f"superseded ({d.disposition})", state)
-            detail = f"{d.disposition}: {d.reason}"
-            self._raise(version, "negative_fact", d.key, detail, d.position, d.disposition)
+            self._end("negative_fact", event.key, version, f"superseded ({event.disposition})")
+            detail = f"{event.disposition}: {event.reason}"
+            self._raise(version, "negative_fact", event.key, detail, event.disposition)
 
-    def _raise(
-        self, version: int, kind: str, key: str, detail: str, position: int, disposition: str = ""
-    ) -> None:
-        item = _Open(
-            kind=kind,
-            key=key,
-            detail=detail,
-            position=position,
-            version=version,
-            disposition=disposition,
-        )
+    def _raise(self, version: int, kind: str, key: str, detail: str, disposition: str = "") -> None:
+        item = _Open(kind=kind, key=key, detail=detail, version=version, disposition=disposition)
         self.obligations.append(item)
         self.alive[kind, key] = item
 
-    def _end(self, kind: str, key: str, version: int, how: str, state: SessionState) -> None:
+    def _end(self, kind: str, key: str, version: int, how: str) -> None:
         item = self.alive.pop((kind, key), None)
         if item is not None:
             item.ended_at, item.ended = version, how
-            item.end_position = state.last_position
+
+
+_CHUNK = 8_192  # events folded at a time: the fold is linear, this only bounds memory
 
 
 def build(session_id: str, events: Iterable[Event]) -> Timeline:
     """The timeline of a session from its events (version 1 first)."""
     b = _Builder()
     state = SessionState()
-    pending: list[Event] = []
+    chunk: list[Event] = []
     for event in events:
-        b.types.append(type(event).__name__)
-        if isinstance(event, TurnAppended):
-            b.turn(event)
-        if isinstance(event, _OBLIGATION_EVENTS):  # positions come from the fold itself
-            pending.append(event)
-            state = fold(pending, state)
-            pending.clear()
-        else:
-            pending.append(event)
-        b.record(len(b.types), event, state)
-    state = fold(pending, state)
-    return _finish(session_id, state, b)
+        b.record(event)
+        chunk.append(event)
+        if len(chunk) == _CHUNK:
+            state = fold(chunk, state)
+            chunk.clear()
+    return _finish(session_id, fold(chunk, state), b)
+
+
+class Axis:
+    """A folded state's turn boundaries as plain lists, for many position look-ups."""
+
+    def __init__(self, state: SessionState) -> None:
+        self.by_turn = state.unit == "turns"
+        self.versions = list(state.turn_versions)
+        self.starts = list(state.tok_starts)
+        self.turns = state.turns
+        self.end = state.end
+
+    def position_of_turn(self, index: int) -> int:
+        """Turn ``index``'s start (``SessionState.position_of_turn``)."""
+        return index if self.by_turn else self.starts[index]
+
+    def turn_index(self, position: int) -> int:
+        """The turn starting at ``position`` (``SessionState.turn_index``)."""
+        return position if self.by_turn else bisect.bisect_left(self.starts, position)
+
+    def position_at(self, version: int) -> int:
+        """Where the fold put an obligation raised by the ``version``-th event: the start
+        of the last turn appended before it (``SessionState.last_position`` then)."""
+        before = bisect.bisect_left(self.versions, version)  # turns appended before it
+        return self.position_of_turn(before - 1) if before else 0
+
+    def turn_end(self, position: int) -> int:
+        """The end of the turn starting at ``position`` (``position`` with no turns)."""
+        if not self.turns:
+            return position
+        index = min(self.turn_index(position), self.turns - 1)
+        return self.position_of_turn(index + 1) if index + 1 < self.turns else self.end
 
 
 def _finish(session_id: str, state: SessionState, b: _Builder) -> Timeline:
     carriers = _Carriers(state)
-    obligations = [_pin(state, o, carriers) for o in b.obligations]
+    axis = Axis(state)
+    obligations = [_pin(axis, o, carriers) for o in b.obligations]
     routine: list[RoutineBand] = []
     if len(obligations) > MAX_PINS:
         born = {n.node_id: n.version for n in state.nodes.values()}
@@ -301,14 +322,6 @@ def _markers(state: SessionState, b: _Builder) -> Iterator[MarkerPin]:
         )
 
 
-def _turn_end(state: SessionState, position: int) -> int:
-    """The end of the turn starting at ``position`` (``position`` itself with no turns)."""
-    if not state.turns:
-        return position
-    index = min(state.turn_index(position), state.turns - 1)
-    return state.position_of_turn(index + 1) if index + 1 < state.turns else state.end
-
-
 class _Carriers:
     """Which nodes carry, and which nodes cover, an obligation: indexed once."""
 
@@ -336,20 +349,22 @@ class _Carriers:
         return tuple(node_id for *_, node_id in sorted(found, key=lambda s: s[2]))
 
 
-def _pin(state: SessionState, o: _Open, carriers: _Carriers) -> ObligationPin:
-    cut = _at(carriers.cuts, o.position)
-    stop = state.end if o.end_position is None else _turn_end(state, o.end_position)
+def _pin(axis: Axis, o: _Open, carriers: _Carriers) -> ObligationPin:
+    position = axis.position_at(o.version)
+    cut = _at(carriers.cuts, position)
+    ended = None if o.ended_at is None else axis.position_at(o.ended_at)
+    stop = axis.end if ended is None else axis.turn_end(ended)
     return ObligationPin(
         kind=o.kind,
         key=o.key,
         detail=o.detail,
-        position=o.position,
-        extent=max(stop, _turn_end(state, o.position)),
+        position=position,
+        extent=max(stop, axis.turn_end(position)),
         version=o.version,
         ended_at=o.ended_at,
         ended=o.ended,
         carried_by=carriers.carried(o),
-        covered_by=carriers.covered(o.position),
+        covered_by=carriers.covered(position),
         fell_out_at=None if cut is None else max(cut, o.version),
         row=0,
     )
