@@ -1,6 +1,7 @@
 """How long `tierlog report` takes on a large session, and how big the file is.
 
 Usage: python bench/report.py [--events 100000] [--unit tokens|turns] [--browser]
+       python bench/report.py --screenshot docs/report-incident-1.png
 
 Writes a session of about ``--events`` events shaped like a long agent run
 (turns, tool calls opened and resolved, constraints, negative facts, truncations
@@ -9,6 +10,8 @@ a refused compaction with its spill), then times, as medians of three runs:
 building the timeline, rendering the page, and the whole ``tierlog report``
 command. With ``--browser`` (playwright and /usr/bin/chromium) it also times
 loading the file until the timeline is drawn, and moving the slider.
+``--screenshot`` instead writes the README's picture: the demo's incident 1, its
+refused marker clicked.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import eventstore  # noqa: E402
 import reducers as r  # noqa: E402
+from eventstore._demo import run_demo  # noqa: E402
 from eventstore._html import render  # noqa: E402
 from eventstore._report import collect  # noqa: E402
 from eventstore._timeline_build import build  # noqa: E402
@@ -126,7 +131,7 @@ def _browser(page_path: Path) -> None:
         print("browser: playwright is not installed (pip install -e '.[browser]')")
         return
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = _launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         t0 = time.perf_counter()
         page.goto(page_path.as_uri())
@@ -143,6 +148,33 @@ def _browser(page_path: Path) -> None:
             f" slider step {step * 1000:.0f} ms"
         )
         browser.close()
+
+
+def _launch(p: Any) -> Any:
+    return p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+
+
+def screenshot(png: Path) -> None:
+    """The demo's incident 1 with its refused marker selected, as the README shows it."""
+    from playwright.sync_api import sync_playwright
+
+    logging.getLogger("tierlog").setLevel(logging.ERROR)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "demo.db"
+        run_demo(db, lambda _: None)
+        html = Path(tmp) / "incident-1.html"
+        main(["report", str(db), "incident-1-dropped-rejection", "-o", str(html)])
+        with sync_playwright() as p:
+            browser = _launch(p)
+            page = browser.new_page(viewport={"width": 1180, "height": 900})
+            page.goto(html.as_uri())
+            page.click(".mark.marker[data-status=refused] circle")
+            page.mouse.move(0, 0)
+            box = page.locator(".below").bounding_box()
+            height = int(box["y"] + box["height"] + 12) if box else 900
+            page.screenshot(path=png, clip={"x": 0, "y": 0, "width": 1180, "height": height})
+            browser.close()
+    print(f"wrote {png} ({png.stat().st_size:,} bytes)")
 
 
 def run(events: int, unit: str, browser: bool) -> None:
@@ -181,5 +213,9 @@ if __name__ == "__main__":
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--unit", choices=["tokens", "turns"], default="tokens")
     parser.add_argument("--browser", action="store_true")
+    parser.add_argument("--screenshot", type=Path, metavar="PNG")
     a = parser.parse_args()
-    run(a.events, a.unit, a.browser)
+    if a.screenshot:
+        screenshot(a.screenshot)
+    else:
+        run(a.events, a.unit, a.browser)

@@ -183,6 +183,22 @@ SCRIPT = r"""
       if (fit(options[i], px) === options[i]) return options[i];
     return fit(options[options.length - 1], px);
   }
+  function missingOf(node) {
+    var out = Object.keys(node.required_dispositions)
+      .filter(function (k) {
+        return node.dispositions[k] !== node.required_dispositions[k];
+      })
+      .map(function (k) {
+        return k + "=" + node.required_dispositions[k];
+      });
+    node.required_calls.forEach(function (c) {
+      if (node.calls.indexOf(c) < 0) out.push("call " + c);
+    });
+    node.required_constraints.forEach(function (c) {
+      if (node.constraints.indexOf(c) < 0) out.push("constraint " + c);
+    });
+    return out;
+  }
   function span(lo, hi) {
     return "[" + fmt(lo) + ", " + fmt(hi) + ")";
   }
@@ -1150,19 +1166,7 @@ SCRIPT = r"""
           })
           .join(", ") || "none",
       );
-      var missing = Object.keys(o.required_dispositions).filter(function (k) {
-        return o.dispositions[k] !== o.required_dispositions[k];
-      });
-      missing = missing.map(function (k) {
-        return k + "=" + o.required_dispositions[k];
-      });
-      o.required_calls.forEach(function (c) {
-        if (o.calls.indexOf(c) < 0) missing.push("call " + c);
-      });
-      o.required_constraints.forEach(function (c) {
-        if (o.constraints.indexOf(c) < 0) missing.push("constraint " + c);
-      });
-      row("required but not carried (M1/M2)", missing.join(", ") || "none");
+      row("required but not carried (M1/M2)", missingOf(o).join(", ") || "none");
     } else if (kind === "refusal") {
       title = "REFUSED compaction " + o.node_id + " (L" + o.tier + ")";
       row("refused at", "v" + o.version + " (CompactionRefused, " + o.action + ")");
@@ -1179,6 +1183,25 @@ SCRIPT = r"""
       );
       row("depth", "L" + o.tier_depth);
       row("points at", "the seam of " + o.node_id + ", position " + fmt(o.position));
+      var node = this.d.nodes.filter(function (n) {
+        return n.node_id === o.node_id;
+      })[0];
+      if (node) {
+        row(
+          o.node_id,
+          "L" +
+            node.tier +
+            " \u201c" +
+            node.summary.slice(0, 120) +
+            "\u201d; does not carry: " +
+            (missingOf(node).join(", ") || "nothing it must"),
+        );
+      }
+      this.d.points.forEach(function (p) {
+        if (p.marker_id !== o.marker_id || p.version > v) return;
+        var raw = p.kind === "resume_raw_checkpoint";
+        row("resumed v" + p.version, raw ? "raw checkpoint at " + fmt(p.position) : "the digest");
+      });
       if (o.invalidated_at)
         row(
           "invalidated at",
