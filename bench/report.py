@@ -17,6 +17,8 @@ refused marker clicked.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import logging
 import statistics
 import sys
@@ -199,7 +201,8 @@ def run(events: int, unit: str, browser: bool) -> None:
             t_render = _median(lambda: render(report))
             size = len(render(report).encode())
         out = Path(tmp) / "big.html"
-        t_cli = _median(lambda: main(["report", str(db), "big", "-o", str(out)]))
+        with contextlib.redirect_stdout(io.StringIO()):
+            t_cli = _median(lambda: main(["report", str(db), "big", "-o", str(out)]))
         print(
             f"build {t_build:.2f} s, render {t_render:.2f} s, tierlog report {t_cli:.2f} s;"
             f" file {size / 1e6:.2f} MB"
