@@ -19,6 +19,8 @@ from typing import Any
 
 import attrs
 
+from eventstore._audit import SessionAudit
+from eventstore._recorder import SessionSummary
 from eventstore._report import Report, SessionReport
 from eventstore._report_assets import CSS, SCRIPT
 from eventstore._timeline import Timeline
@@ -106,16 +108,16 @@ def render(report: Report) -> str:
     return "\n".join(parts)
 
 
-def _listing(rows: Sequence[dict[str, Any]]) -> Iterator[str]:
+def _listing(rows: Sequence[SessionSummary]) -> Iterator[str]:
     e = html.escape
+    names = [a.name for a in attrs.fields(SessionSummary)]
     yield '<nav class="listing"><h2>Sessions</h2><table class="grid"><thead><tr>'
-    names = list(rows[0]) if rows else ["session_id"]
     yield "".join(f"<th>{e(n.replace('_', ' '))}</th>" for n in names) + "</tr></thead><tbody>"
     for row in rows:
-        sid = str(row["session_id"])
+        sid = row.session_id
         cells = [f'<a href="#" data-open="{e(sid)}">{e(sid)}</a>']
-        cells += [e(str(row[n] if row[n] is not None else 0)) for n in names[1:]]
-        bad = any(row.get(k) for k in ("refusals", "invalidations", "raw_fallbacks"))
+        cells += [e(str(getattr(row, n))) for n in names[1:]]
+        bad = row.refusals or row.invalidations or row.raw_fallbacks
         yield f'<tr class="{"bad" if bad else ""}">' + "".join(f"<td>{c}</td>" for c in cells)
         yield "</tr>"
     yield "</tbody></table></nav>"
@@ -178,13 +180,13 @@ _SECTIONS = {
 }
 
 
-def _audit(sections: dict[str, list[dict[str, Any]]]) -> Iterator[str]:
+def _audit(sections: SessionAudit) -> Iterator[str]:
     e = html.escape
-    total = sum(len(rows) for rows in sections.values())
+    total = sum(len(getattr(sections, key)) for key in _SECTIONS)
     yield '<div class="audit"><h3>Audit <small>(as <code>tierlog audit</code>, at the'
-    yield f" latest version: {total} finding(s))</small></h3>"
+    yield f" latest version: {total} row(s))</small></h3>"
     for key, title in _SECTIONS.items():
-        rows = sections.get(key, [])
+        rows = [attrs.asdict(row) for row in getattr(sections, key)]
         yield f'<h4 class="{"bad" if rows and key != "evicted_obligations" else ""}">'
         yield f"{e(title)} ({len(rows)})</h4>"
         if rows:
@@ -212,7 +214,7 @@ def _audit_cell(name: str, value: Any) -> str:
     e = html.escape
     if name == "version":
         return f'<a href="#" data-goto="{int(value)}">v{int(value)}</a>'
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return e(", ".join(map(str, value))) or "<b>nobody</b>"
     return e("" if value is None else str(value))
 

@@ -2,19 +2,18 @@
 
 The data comes through the same doors as the other commands: ``Session.events``
 (folded by ``eventstore._timeline_build.build``), ``eventstore._audit.audit`` and
-the ``tierlog sessions`` query. Rendering is ``eventstore._html.render``.
+the recorder's session summaries (what ``tierlog sessions`` prints).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import attrs
 
-from eventstore import _output
-from eventstore._audit import audit
+from eventstore._audit import SessionAudit, audit
 from eventstore._journal import Journal
+from eventstore._recorder import SessionSummary
 from eventstore._timeline import Timeline
 from eventstore._timeline_build import build
 from reducers import InvalidEvent
@@ -26,7 +25,7 @@ class SessionReport:
 
     timeline: Timeline
     at: int
-    audit: dict[str, list[dict[str, Any]]]
+    audit: SessionAudit
 
 
 @attrs.frozen(kw_only=True)
@@ -35,7 +34,7 @@ class Report:
 
     journal: str
     sessions: tuple[SessionReport, ...]
-    listing: tuple[dict[str, Any], ...] | None
+    listing: tuple[SessionSummary, ...] | None
 
 
 def collect(journal: Journal, session_id: str | None = None, at: int | None = None) -> Report:
@@ -44,8 +43,9 @@ def collect(journal: Journal, session_id: str | None = None, at: int | None = No
         raise InvalidEvent("--at needs a SESSION: versions belong to one session")
     ids = journal.sessions() if session_id is None else [session_id]
     sessions = tuple(_session(journal, sid, at) for sid in ids)
-    listing = None if session_id else tuple(_output.query(journal, _output.SESSIONS_SQL))
-    return Report(journal=Path(journal.path).name, sessions=sessions, listing=listing)
+    listing = None if session_id else tuple(journal.recorder.summaries())
+    name = Path(journal.recorder.location).name
+    return Report(journal=name, sessions=sessions, listing=listing)
 
 
 def _session(journal: Journal, session_id: str, at: int | None) -> SessionReport:
@@ -53,7 +53,7 @@ def _session(journal: Journal, session_id: str, at: int | None) -> SessionReport
     timeline = build(session_id, session.events())
     if at is not None and not 0 <= at <= timeline.version:
         raise InvalidEvent(f"version {at} is outside 0..{timeline.version}")
-    sections = audit(journal, [session_id])["sessions"][session_id]
+    sections = audit(journal, [session_id]).sessions[session_id]
     return SessionReport(
         timeline=timeline, at=timeline.version if at is None else at, audit=sections
     )

@@ -156,4 +156,4 @@ class TestCollect:
         s.truncate(0, 2, "budget")
         s.state_constraint("k", "rule")
         report = collect(journal, "s")
-        assert report.sessions[0].audit == audit(journal, ["s"])["sessions"]["s"]
+        assert report.sessions[0].audit == audit(journal, ["s"]).sessions["s"]
