@@ -973,17 +973,49 @@ SCRIPT = r"""
     return n ? this.lanes[n.tier] + 4 + n.row * ROW : null;
   };
 
+  // Pixels free after each item before the next one in its row (or the right edge).
+  Session.prototype.roomAfter = function (items, xOf, rowOf) {
+    var self = this,
+      room = new Map(),
+      rows = {};
+    items.forEach(function (it) {
+      (rows[rowOf(it)] = rows[rowOf(it)] || []).push(it);
+    });
+    Object.keys(rows).forEach(function (r) {
+      var row = rows[r].sort(function (a, b) {
+        return xOf(a) - xOf(b);
+      });
+      row.forEach(function (it, i) {
+        var next = i + 1 < row.length ? xOf(row[i + 1]) - 12 : self.width - RIGHT;
+        room.set(it, next - xOf(it) - 12);
+      });
+    });
+    return room;
+  };
+
   Session.prototype.drawMarkers = function (root, st, lanes) {
     var self = this,
+      level = new Map(),
       stack = {};
-    this.d.markers.forEach(function (m) {
-      if (m.version > st.v) return;
-      var status = self.markerAt(m, st.v),
-        k = (stack[m.position] = (stack[m.position] || 0) + 1);
+    var shown = this.d.markers.filter(function (m) {
+      return m.version <= st.v;
+    });
+    shown.forEach(function (m) {
+      stack[m.position] = (stack[m.position] || 0) + 1;
+      level.set(m, stack[m.position] - 1);
+    });
+    var xOf = function (p) {
+      return self.x(p.position);
+    };
+    var room = this.roomAfter(shown, xOf, function (m) {
+      return level.get(m);
+    });
+    shown.forEach(function (m) {
+      var status = self.markerAt(m, st.v);
       var g = self.mark(root, "marker", m, m.version, status);
       g.setAttribute("data-id", m.marker_id);
       var x = self.x(m.position),
-        cy = lanes.markers + 4 + (k - 1) * ROW + ROW / 2 - 2;
+        cy = lanes.markers + 4 + level.get(m) * ROW + ROW / 2 - 2;
       var ny = self.nodeY(m.node_id);
       if (ny !== null)
         svg("line", { x1: x, x2: x, y1: cy + 7, y2: ny, class: "link link-" + status }, g);
@@ -998,28 +1030,43 @@ SCRIPT = r"""
           : status === "refused"
             ? " REFUSED " + rules(m.violations)
             : " INVALIDATED " + m.rule;
-      var t = svg("text", { x: x + 11, y: cy + 4, class: "mt-" + status }, g);
-      t.textContent = m.marker_id + " on " + m.node_id + what;
+      var label = fitFirst(
+        [m.marker_id + " on " + m.node_id + what, m.marker_id + what, m.marker_id],
+        room.get(m),
+      );
+      if (label.length > 1)
+        svg("text", { x: x + 11, y: cy + 4, class: "mt-" + status }, g).textContent = label;
     });
     var row = this.rows.markers,
-      below = {};
-    this.d.points.forEach(function (p) {
-      if (p.kind === "checkpoint" || p.version > st.v) return;
+      below = new Map(),
+      count = {};
+    var resumes = this.d.points.filter(function (p) {
+      return p.kind !== "checkpoint" && p.version <= st.v;
+    });
+    resumes.forEach(function (p) {
+      count[p.position] = (count[p.position] || 0) + 1;
+      below.set(p, count[p.position] - 1);
+    });
+    var space = this.roomAfter(resumes, xOf, function (p) {
+      return below.get(p);
+    });
+    resumes.forEach(function (p) {
       var raw = p.kind === "resume_raw_checkpoint",
         status = raw ? "raw" : "digest";
-      var k = (below[p.position] = (below[p.position] || 0) + 1);
       var g = self.mark(root, "resume", p, p.version, status);
       var x = self.x(p.position),
-        cy = lanes.markers + 4 + (row + k - 1) * ROW + ROW / 2 - 2;
+        cy = lanes.markers + 4 + (row + below.get(p)) * ROW + ROW / 2 - 2;
       svg("circle", { cx: x, cy: cy, r: 6, class: "g-resume-" + status }, g);
-      svg("text", { x: x + 9, y: cy + 4, class: "mt-resume" }, g).textContent =
-        "\u21ba resume " +
-        p.marker_id +
-        " \u2192 " +
-        (raw ? "raw checkpoint" : "digest") +
-        " (v" +
-        p.version +
-        ")";
+      var to = raw ? "raw checkpoint" : "digest";
+      var label = fitFirst(
+        [
+          "\u21ba resume " + p.marker_id + " \u2192 " + to + " (v" + p.version + ")",
+          "\u21ba " + p.marker_id + " \u2192 " + to,
+          "\u21ba",
+        ],
+        space.get(p),
+      );
+      svg("text", { x: x + 9, y: cy + 4, class: "mt-resume" }, g).textContent = label;
     });
   };
 
@@ -1030,20 +1077,15 @@ SCRIPT = r"""
       shown = this.d.obligations.filter(function (o) {
         return o.version <= st.v;
       });
-    var room = new Map(),
-      byRow = {};
-    shown.forEach(function (o) {
-      (byRow[o.row] = byRow[o.row] || []).push(o);
-    });
-    Object.keys(byRow).forEach(function (r) {
-      var row = byRow[r].sort(function (a, b) {
-        return a.position - b.position;
-      });
-      row.forEach(function (o, i) {
-        var next = i + 1 < row.length ? self.x(row[i + 1].position) - 12 : self.width - RIGHT;
-        room.set(o, next - self.x(o.position) - 10);
-      });
-    });
+    var room = this.roomAfter(
+      shown,
+      function (o) {
+        return self.x(o.position);
+      },
+      function (o) {
+        return o.row;
+      },
+    );
     shown.forEach(function (o) {
       var status = self.obligationAt(o, st.v, st.live);
       var g = self.mark(root, "obligation", o, o.version, status);

@@ -179,15 +179,8 @@ class Timeline:
         """Turns appended by ``version``."""
         return len(self.turn_versions)
 
-    def position_of_turn(self, index: int) -> int:
-        """Turn ``index``'s start (or the log's end) in the session's unit."""
-        return index if self.unit == "turns" else self.tok_starts[index]
-
 
 # -- the state at one version -----------------------------------------------------------
-TURN_STATES = ("resident", "summarised", "truncated", "spilled")
-
-
 @attrs.frozen(kw_only=True)
 class View:
     """What the timeline shows at one version: the same answers ``state --at`` gives."""

@@ -226,12 +226,12 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more chars)"
 
 
-def _rows(spans: Iterable[tuple[int, int]], gap: int = 0) -> list[int]:
+def _rows(spans: Iterable[tuple[int, int]]) -> list[int]:
     """Greedy interval packing: the row of each span (in the order given, sorted by start)."""
     ends: list[int] = []
     out = []
     for lo, hi in spans:
-        row = next((i for i, end in enumerate(ends) if end + gap <= lo), len(ends))
+        row = next((i for i, end in enumerate(ends) if end <= lo), len(ends))
         if row == len(ends):
             ends.append(hi)
         ends[row] = max(hi, lo + 1)
