@@ -23,6 +23,7 @@ from eventstore._audit import SessionAudit
 from eventstore._recorder import SessionSummary
 from eventstore._report import Report, SessionReport
 from eventstore._report_assets import CSS, SCRIPT
+from eventstore._review import CompactionReview
 from eventstore._timeline import Timeline
 
 _JSON_ESCAPES = {
@@ -191,7 +192,47 @@ def _audit(sections: SessionAudit) -> Iterator[str]:
         yield f"{e(title)} ({len(rows)})</h4>"
         if rows:
             yield from _audit_table(key, rows)
+    if sections.compaction_reviews:
+        yield from _reviews(sections.compaction_reviews)
     yield "</div>"
+
+
+_REVIEW_COLUMNS = (
+    "version",
+    "node_id",
+    "trigger",
+    "pre_tokens",
+    "occupancy",
+    "turns_compacted",
+    "tokens_compacted",
+    "summary_chars",
+    "summary_tokens",
+    "marker_id",
+    "marker_status",
+    "marker_rules",
+)
+
+
+def _reviews(reviews: Sequence[CompactionReview]) -> Iterator[str]:
+    """Each compaction of an ingested session, and what its summary evidences."""
+    e = html.escape
+    yield f"<h4>Compactions of the ingested transcript ({len(reviews)})</h4>"
+    head = "".join(f"<th>{e(n.replace('_', ' '))}</th>" for n in _REVIEW_COLUMNS)
+    yield f'<table class="grid audit-compaction_reviews"><thead><tr>{head}</tr></thead><tbody>'
+    for r in reviews:
+        cells = [_audit_cell(n, getattr(r, n)) for n in _REVIEW_COLUMNS]
+        yield "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+        if r.obligations:
+            items = "".join(
+                f'<li class="{"" if o.evidenced else "bad"}">'
+                f"<b>{'evidenced' if o.evidenced else 'NOT evidenced'}</b> {e(o.kind)}"
+                f" {e(o.key)} ({e(o.detail)}), raised at turn {o.raised_at_turn}:"
+                f" <q>{e(o.quote)}</q></li>"
+                for o in r.obligations
+            )
+            span = len(_REVIEW_COLUMNS)
+            yield f'<tr><td colspan="{span}"><ul class="reviews">{items}</ul></td></tr>'
+    yield "</tbody></table>"
 
 
 def _audit_table(key: str, rows: list[dict[str, Any]]) -> Iterator[str]:

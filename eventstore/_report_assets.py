@@ -115,6 +115,8 @@ ul.rules { margin: 6px 0 0; padding-left: 18px; } .rules li { margin: 2px 0; }
   border: 1px solid #9fb3c8; border-radius: 6px; padding: 6px 10px;
   box-shadow: 0 4px 14px rgba(0, 0, 0, 0.15); pointer-events: none; font-size: 12px; }
 .tip .dtable { font-size: 12px; }
+ul.reviews { margin: 2px 0; padding-left: 18px; } .reviews li { margin: 1px 0; }
+.reviews li.bad b { color: var(--bad); } .reviews q { color: var(--muted); }
 """
 
 SCRIPT = r"""
@@ -687,7 +689,7 @@ SCRIPT = r"""
       c.open + " / " + c.carried + " / " + c.dropped,
       c.dropped ? "bad" : "",
     );
-    if (this.d.routine.length) item("routine calls open", String(st.routineOpen));
+    if (this.d.routine.length) item("routine obligations open", String(st.routineOpen));
     item("refused compactions", String(st.refusals), st.refusals ? "bad" : "");
   };
 

@@ -22,7 +22,6 @@ from eventstore.cli import main
 from tests import transcripts
 from tests.helpers import fill, new_session
 from tests.test_html import HOSTILE
-from tests.test_real_transcripts import REAL, _compact_everything
 from tests.timelines import expected
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -34,9 +33,7 @@ ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-LONG_SESSION = (
-    Path(__file__).resolve().parent / "data" / "claude-code" / transcripts.LONG_SESSION.name
-)
+_RAISES = (r.CallOpened, r.ConstraintStated, r.ItemDisposed)
 
 
 def _missing() -> str | None:
@@ -221,24 +218,33 @@ class TestHostileContent:
 
 
 class TestRealTranscript:
-    def test_a_real_session_draws_the_journal(self, browser: Any, tmp_path: Path) -> None:
-        """A real Claude Code session with its auto-compaction: counts match the journal."""
+    def test_an_ingested_session_draws_the_journal(self, browser: Any, tmp_path: Path) -> None:
+        """A real Claude Code session, ingested: counts match the journal at its compaction,
+        and its refused marker shows the rules the audit's review names."""
         db = tmp_path / "real.db"
-        journal = eventstore.open(db, synchronous="normal")
-        s = journal.start_session("real", REAL)
-        transcripts.replay(s, LONG_SESSION, on_boundary=_compact_everything)
-        page = _Page(browser, _report(db, "real"))
-        (node,) = s.state.nodes.values()
-        for v in (0, node.version - 1, node.version, node.version + 1, s.version):
-            drawn = page.at(v)
-            _matches(drawn, s, v)
-            calls = sum(isinstance(e, r.CallOpened) for e in s.events(stop=v))
-            assert len(drawn["obligations"]) + drawn["ended"] + drawn["routine"] == calls
-        page.page.click(".mark.node rect")
-        assert node.summary[:60] in page.details()
-        page.page.screenshot(path=tmp_path / "real.png", full_page=True)
-        assert page.errors == []
-        journal.close()
+        path = transcripts.plain_copy(transcripts.LONG_SESSION, tmp_path)
+        with eventstore.open(db, synchronous="normal") as journal:
+            result = eventstore.ingest(journal, path)
+            s = journal.session(result.session_id)
+            page = _Page(browser, _report(db, result.session_id))
+            (node,) = s.state.nodes.values()
+            for v in (0, node.version - 1, node.version, node.version + 1, s.version):
+                drawn = page.at(v)
+                _matches(drawn, s, v)
+                raised = sum(isinstance(e, _RAISES) for e in s.events(stop=v))
+                assert len(drawn["obligations"]) + drawn["ended"] + drawn["routine"] == raised
+            (review,) = result.compactions
+            assert review.marker_status == "refused"
+            page.page.click(".mark.marker[data-status=refused] circle")
+            text = " ".join(page.details().split())
+            for rule in review.marker_rules:
+                assert rule in text
+            for missing in review.not_evidenced:
+                assert missing.key in text
+            page.page.click(".mark.node rect")
+            assert " ".join(node.summary.split())[:80] in " ".join(page.details().split())
+            page.page.screenshot(path=tmp_path / "real.png", full_page=True)
+            assert page.errors == []
 
     def test_many_turns_are_drawn_as_bands(
         self, browser: Any, journal: eventstore.Journal, db_path: Path

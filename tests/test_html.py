@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,7 @@ import eventstore
 from eventstore._html import render, script_json
 from eventstore._report import collect
 from eventstore._report_assets import CSS, SCRIPT
+from tests import transcripts
 from tests.helpers import fill, new_session
 
 HOSTILE = (
@@ -135,6 +138,21 @@ class TestRender:
         assert 'class="listing"' in every
         assert every.count('class="session"') == 2
         assert every.count("data-open=") == 2
+
+
+class TestReviews:
+    def test_an_ingested_compaction_is_reviewed_in_the_audit(
+        self, journal: eventstore.Journal, tmp_path: Path
+    ) -> None:
+        """The real compaction's review lists each obligation its summary does not evidence."""
+        path = transcripts.plain_copy(transcripts.LONG_SESSION, tmp_path)
+        (review,) = eventstore.ingest(journal, path).compactions
+        page = render(collect(journal))
+        assert 'class="grid audit-compaction_reviews"' in page
+        assert review.not_evidenced
+        for o in review.not_evidenced:
+            assert html.escape(o.key) in page
+        assert page.count("NOT evidenced") == len(review.not_evidenced)
 
 
 class TestCollect:
