@@ -97,6 +97,7 @@ _INTS = {
     "tail_start",
     "tier_depth",
     "checkpoint_at",
+    "before",
 }
 
 
@@ -196,6 +197,13 @@ VIEWS: dict[str, str] = {
         "Resumed", _fields("marker_id", "source", "checkpoint_at", "context_sha256", "reason")
     ),
     "obligations": _OBLIGATIONS,
+    # not a SPEC view: turns the runtime took back (pop_item) and context clears
+    "withdrawals": f"""SELECT {_COMMON},
+    CASE type WHEN 'TurnRetracted' THEN 'retracted' ELSE 'cleared' END AS kind,
+    coalesce({_field("index")}, 0) AS from_turn,
+    coalesce({_field("index")} + 1, {_field("before")}) AS to_turn,
+    {_field("reason")} AS reason
+FROM events WHERE type IN ('TurnRetracted', 'ContextCleared')""",
 }
 
 
@@ -213,12 +221,30 @@ def install(conn: Any) -> None:
     """Create the schema in an empty current schema; accept a current journal; refuse
     anything else. Concurrent installs serialise on an advisory lock."""
     if _is_journal(conn):
+        _add_missing_views(conn)
         return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, _INSTALL_KEY))
         if not _is_journal(conn):  # another process may have won the race
             for statement in statements():
                 conn.execute(statement.encode())
+
+
+def _add_missing_views(conn: Any) -> None:
+    """Views added after a journal was created (same schema version: views only read)."""
+    have = {
+        row[0]
+        for row in conn.execute(
+            "SELECT viewname FROM pg_views WHERE schemaname = current_schema()"
+        ).fetchall()
+    }
+    if set(VIEWS) <= have:
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, _INSTALL_KEY))
+        for name, sql in VIEWS.items():
+            if name not in have:
+                conn.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
 
 
 def check(conn: Any) -> None:
