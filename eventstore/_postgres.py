@@ -8,10 +8,8 @@ lock on that session alone, so writers on different sessions commit in parallel
 and writers on one session queue behind each other: nobody sees "database is
 locked", and a stale expected version is a :class:`ConcurrencyError`.
 
-Round trips are the cost of a server: a transaction's ``BEGIN`` waits for its first
-statement, and its writes wait for the next read or the ``COMMIT``, each sent with
-them in one pipeline. A checked commit is two round trips: ``BEGIN``, lock, head;
-then ``INSERT``, ``COMMIT``.
+The connection and its round trips are ``_pg_wire.Wire``'s: a checked commit is two
+(``BEGIN``, lock, head; then ``INSERT``, ``COMMIT``).
 
 Reads page through the rows by version (no cursor stays open between pages), so a
 caller may query again while it iterates, as ``verify`` does.
@@ -19,11 +17,10 @@ caller may query again while it iterates, as ``verify`` does.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from decimal import Decimal
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -31,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 from eventstore import _pg_schema
 from eventstore._chain import GENESIS, Recorded, check_links, link
 from eventstore._errors import ConcurrencyError, IntegrityError
+from eventstore._pg_wire import Wire, first_line
 from eventstore._recorder import (
     AuditRows,
     CompactionRefusalRow,
@@ -135,15 +133,11 @@ class PostgresRecorder:
         self.url = url
         self.readonly = readonly
         self._clock = clock
-        self._depth = 0
-        self._locked: set[str] = set()  # sessions locked by the open transaction
-        self._begin = False  # a BEGIN waits for the transaction's first statement
-        self._pending: list[tuple[str, Sequence[object]]] = []  # writes not sent yet
-        self._flushes = 0
         try:
             self.conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
         except psycopg.Error as exc:
-            raise JournalError(f"cannot connect to {redact(url)}: {_first_line(exc)}") from None
+            raise JournalError(f"cannot connect to {redact(url)}: {first_line(exc)}") from None
+        self.wire = Wire(psycopg, self.conn, self.location)
         try:
             if readonly:
                 self.conn.execute("SET default_transaction_read_only = on")
@@ -154,7 +148,7 @@ class PostgresRecorder:
                 self.conn.execute("SET synchronous_commit = off")
         except psycopg.Error as exc:
             self.conn.close()
-            raise JournalError(f"cannot use {self.location}: {_first_line(exc)}") from None
+            raise JournalError(f"cannot use {self.location}: {first_line(exc)}") from None
         except JournalError:
             self.conn.close()
             raise
@@ -171,16 +165,17 @@ class PostgresRecorder:
     # -- writing -----------------------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]:
         """One transaction: commit on success, roll back on error; nested, a savepoint."""
-        return _Transaction(self)
+        return self.wire.transaction()
 
     def head(self, session_id: str) -> Head:
         """The session's last version and hash; inside a write transaction, first lock
         the session against other writers until that transaction ends."""
-        lock = self._depth and session_id not in self._locked
+        wire = self.wire
+        lock = wire.depth and session_id not in wire.locked
         statements = [(_LOCK, (_pg_schema.LOCK_SPACE, session_id))] if lock else []
-        row = self._send(*statements, (_HEAD, (session_id,))).fetchone()
+        row = wire.send(*statements, (_HEAD, (session_id,))).fetchone()
         if lock:
-            self._locked.add(session_id)
+            wire.locked.add(session_id)
         return Head(row[0], row[1]) if row else Head(0, GENESIS)
 
     def append(
@@ -192,7 +187,7 @@ class PostgresRecorder:
         head_hash: str | None = None,
     ) -> int:
         """Append ``events`` atomically after ``expected_version``; returns the new version."""
-        if self._depth:
+        if self.wire.depth:
             return self._insert(session_id, events, expected_version, head_hash)
         if head_hash is not None:
             raise JournalError("head_hash is only trusted inside the caller's transaction")
@@ -202,7 +197,7 @@ class PostgresRecorder:
     def _insert(
         self, session_id: str, events: Sequence[Event], expected_version: int, prev: str | None
     ) -> int:
-        if prev is None or session_id not in self._locked:
+        if prev is None or session_id not in self.wire.locked:
             version, prev = self.head(session_id)
         else:
             version = expected_version
@@ -236,53 +231,13 @@ class PostgresRecorder:
             )
             for r in rows
         ]
-        if len(values) < COPY_MIN:  # sent with the next read or the COMMIT
-            self._pending += [(_INSERT, value) for value in values]
-            return
-        self._send()
-        with self._mapped(), self.conn.cursor() as cur, cur.copy(_COPY) as copy:
-            for value in values:
-                copy.write_row(value)
-
-    # -- sending -----------------------------------------------------------------------
-    def _send(self, *statements: tuple[str, Sequence[object]]) -> Any:
-        """Run a waiting BEGIN, the writes not sent yet and ``statements`` in one round
-        trip; the last statement's cursor (``None`` if nothing was sent).
-
-        Several statements go as one simple query, their parameters quoted by psycopg
-        (``ClientCursor.mogrify``); a lone one as a prepared statement.
-        """
-        queue: list[tuple[str, Sequence[object]]] = [("BEGIN", ())] if self._begin else []
-        queue += self._pending
-        queue += statements
-        self._begin, self._pending = False, []
-        if not queue:
-            return None
-        self._flushes += 1
-        with self._mapped():
-            if len(queue) == 1:
-                return self.conn.execute(*queue[0])
-            quote = self._pg.ClientCursor(self.conn).mogrify
-            cursor = self.conn.execute(";\n".join(quote(sql, params) for sql, params in queue))
-            while cursor.nextset():
-                pass
-            return cursor
+        if len(values) < COPY_MIN:
+            self.wire.defer(*[(_INSERT, value) for value in values])
+        else:
+            self.wire.copy(_COPY, values)
 
     def _run(self, sql: str, params: Sequence[object] = ()) -> Any:
-        return self._send((sql, params))
-
-    @contextmanager
-    def _mapped(self) -> Iterator[None]:
-        """psycopg's errors as tierlog's: a duplicate version is a ConcurrencyError."""
-        errors = self._pg.errors
-        try:
-            yield
-        except errors.UniqueViolation as exc:  # only a writer that bypassed the lock
-            raise ConcurrencyError(f"{self.location}: {_first_line(exc)}") from None
-        except errors.ReadOnlySqlTransaction:
-            raise JournalError(f"{self.location} is open read-only") from None
-        except self._pg.Error as exc:
-            raise JournalError(f"{self.location}: {_first_line(exc)}") from None
+        return self.wire.send((sql, params))
 
     def _pages(
         self, columns: str, session_id: str, start: int, stop: int | None
@@ -359,25 +314,25 @@ class PostgresRecorder:
     ) -> None:
         """Replace the session's snapshot header and the ledger chunks that changed
         (sent with the transaction's next statement)."""
-        self._pending.append(
+        self.wire.defer(
             (
                 "INSERT INTO snapshots (session_id, version, sha256, state)"
                 " VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE"
                 " SET version = excluded.version, sha256 = excluded.sha256,"
                 " state = excluded.state",
                 (session_id, version, sha256, header),
-            )
+            ),
+            *[
+                (
+                    "INSERT INTO snapshot_chunks (session_id, ledger, chunk, data)"
+                    " VALUES (%s, %s, %s, %s) ON CONFLICT (session_id, ledger, chunk)"
+                    " DO UPDATE SET data = excluded.data",
+                    (session_id, name, k, data),
+                )
+                for name, k, data in chunks
+            ],
         )
-        self._pending += [
-            (
-                "INSERT INTO snapshot_chunks (session_id, ledger, chunk, data)"
-                " VALUES (%s, %s, %s, %s) ON CONFLICT (session_id, ledger, chunk)"
-                " DO UPDATE SET data = excluded.data",
-                (session_id, name, k, data),
-            )
-            for name, k, data in chunks
-        ]
-        if not self._depth:
+        if not self.wire.depth:
             with self.transaction():
                 pass
 
@@ -401,7 +356,7 @@ class PostgresRecorder:
         """Store a spill's bytes under ``handle`` (joins the open transaction); the same
         bytes again are a no-op, other bytes under a taken handle an IntegrityError."""
         digest = hashlib.sha256(data).hexdigest()
-        (stored,) = self._send(
+        (stored,) = self.wire.send(
             (
                 "INSERT INTO spill_data (handle, sha256, bytes, data) VALUES (%s, %s, %s, %s)"
                 " ON CONFLICT (handle) DO NOTHING",
@@ -423,7 +378,7 @@ class PostgresRecorder:
         READ ONLY transaction, cancelled after ``timeout`` seconds."""
         if not sql.strip():
             raise InvalidEvent("empty query")
-        if self._depth or self._pending:
+        if self.wire.depth or self.wire.pending:
             raise JournalError("query() runs in its own transaction, not inside another")
         hint = " (tierlog sql is read-only: SELECT and WITH queries only)"
         if not _READ_ONLY_START.match(sql):
@@ -443,9 +398,9 @@ class PostgresRecorder:
         except errors.QueryCanceled:
             raise InvalidEvent(f"query stopped after {timeout:g} s (--timeout)") from None
         except (errors.ReadOnlySqlTransaction, errors.InsufficientPrivilege) as exc:
-            raise InvalidEvent(f"query failed: {_first_line(exc)}{hint}") from None
+            raise InvalidEvent(f"query failed: {first_line(exc)}{hint}") from None
         except self._pg.Error as exc:
-            raise InvalidEvent(f"query failed: {_first_line(exc)}") from None
+            raise InvalidEvent(f"query failed: {first_line(exc)}") from None
         return QueryResult(columns=names, rows=rows)
 
     def integrity_problems(self) -> list[str]:
@@ -458,76 +413,3 @@ def _plain(value: object) -> object:
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     return value
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
-class _Transaction:
-    """The context manager behind :meth:`PostgresRecorder.transaction`.
-
-    The outermost one sends ``BEGIN`` with its first statement and its last writes
-    with ``COMMIT``; a nested one is a savepoint, dropped unsent if nothing of it
-    went to the server before it failed.
-    """
-
-    __slots__ = ("_flushes", "_mark", "_rec", "_savepoint")
-
-    def __init__(self, recorder: PostgresRecorder) -> None:
-        self._rec = recorder
-        self._savepoint = ""
-        self._mark = 0
-        self._flushes = 0
-
-    def __enter__(self) -> None:
-        rec = self._rec
-        if rec._depth:
-            self._savepoint = f"tierlog_{rec._depth}"
-            self._mark, self._flushes = len(rec._pending), rec._flushes
-            rec._pending.append((f"SAVEPOINT {self._savepoint}", ()))
-        else:
-            rec._begin, rec._pending = True, []
-        rec._depth += 1
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
-    ) -> None:
-        rec = self._rec
-        rec._depth -= 1
-        if self._savepoint:
-            self._exit_savepoint(exc_type is not None)
-            return
-        rec._locked.clear()
-        if exc_type is not None:
-            rec._begin, rec._pending = False, []
-            self._rollback()
-            return
-        if rec._begin and not rec._pending:
-            rec._begin = False
-            return  # nothing was sent: nothing to commit
-        try:
-            rec._send(("COMMIT", ()))
-        except JournalError:
-            self._rollback()
-            raise
-        finally:
-            rec._begin, rec._pending = False, []
-
-    def _exit_savepoint(self, failed: bool) -> None:
-        rec, name = self._rec, self._savepoint
-        if not failed:
-            rec._pending.append((f"RELEASE {name}", ()))
-        elif rec._flushes == self._flushes:  # nothing of it reached the server
-            del rec._pending[self._mark :]
-        else:
-            rec._locked.clear()  # a lock taken inside may be gone with it
-            rec._pending.clear()
-            rec._send((f"ROLLBACK TO {name}", ()), (f"RELEASE {name}", ()))
-
-    def _rollback(self) -> None:
-        """End the server's transaction, if one was begun."""
-        rec = self._rec
-        if rec.conn.info.transaction_status != rec._pg.pq.TransactionStatus.IDLE:
-            with contextlib.suppress(rec._pg.Error):
-                rec.conn.execute("ROLLBACK")
