@@ -6,12 +6,14 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import eventstore
 import reducers as r
+from eventstore._incidents import dropped_rejection, evicted_constraint
 from eventstore._postgres import PostgresRecorder, redact
 from tests.helpers import fill, new_session
 from tests.targets import PostgresTarget
@@ -210,3 +212,31 @@ class TestQuery:
                 timeout=5,
             )
         assert result.rows == [("s", 1, 2)]
+
+
+class TestSameOnBothBackends:
+    def test_the_incidents_fold_to_the_same_state_on_both(
+        self, tmp_path: Path, pg_url: str
+    ) -> None:
+        """Both incidents, run on a file and on PostgreSQL, record the same events and
+        reach the same state sha256 (spill handles aside: they name where bytes live)."""
+        states = []
+        for location in (str(tmp_path / "file.db"), pg_url):
+            with eventstore.open(location) as journal:
+                dropped_rejection(journal, lambda _: None)
+                evicted_constraint(journal, lambda _: None)
+                states.append(
+                    {
+                        sid: (
+                            journal.session(sid).state.sha256,
+                            [type(e).__name__ for e in journal.session(sid).events()],
+                        )
+                        for sid in journal.sessions()
+                    }
+                )
+        file, server = states
+        assert {k: v[1] for k, v in server.items()} == {k: v[1] for k, v in file.items()}
+        spill_free = [sid for sid in file if sid.startswith("incident-1")]
+        assert {sid: server[sid][0] for sid in spill_free} == {
+            sid: file[sid][0] for sid in spill_free
+        }
