@@ -2,9 +2,8 @@
 
 Round trips are the cost of a server. A transaction's ``BEGIN`` waits for its first
 statement, and its writes (``defer``) wait for the next read or the ``COMMIT``;
-whatever waits is sent with it as one simple query, parameters quoted by psycopg.
-A checked commit is then two round trips: ``BEGIN``, lock, head; ``INSERT``,
-``COMMIT``. Nested transactions are savepoints, dropped unsent if nothing of them
+whatever waits is sent with it in one pipeline of prepared statements. A checked
+commit is then two round trips: ``BEGIN``, lock, head; ``INSERT``, ``COMMIT``. Nested transactions are savepoints, dropped unsent if nothing of them
 reached the server before they failed. psycopg's errors leave as tierlog's.
 """
 
@@ -38,6 +37,7 @@ class Wire:
         self.begin = False  # a BEGIN waits for the transaction's first statement
         self.pending: list[Statement] = []  # writes not sent yet
         self.flushes = 0
+        self.pipelines = bool(driver.Pipeline.is_supported())
 
     def transaction(self) -> Transaction:
         """One transaction: commit on success, roll back on error; nested, a savepoint."""
@@ -49,11 +49,8 @@ class Wire:
 
     def send(self, *statements: Statement) -> Any:
         """Run a waiting BEGIN, the writes not sent yet and ``statements`` in one round
-        trip; the last statement's cursor (``None`` if nothing was sent).
-
-        Several statements go as one simple query, their parameters quoted by psycopg
-        (``ClientCursor.mogrify``); a lone one as a prepared statement.
-        """
+        trip (a pipeline of prepared statements); the last statement's cursor
+        (``None`` if nothing was sent)."""
         queue: list[Statement] = [("BEGIN", ())] if self.begin else []
         queue += self.pending
         queue += statements
@@ -64,11 +61,11 @@ class Wire:
         with self.mapped():
             if len(queue) == 1:
                 return self.conn.execute(*queue[0])
-            quote = self.pg.ClientCursor(self.conn).mogrify
-            cursor = self.conn.execute(";\n".join(quote(sql, params) for sql, params in queue))
-            while cursor.nextset():
-                pass
-            return cursor
+            if not self.pipelines:  # libpq < 14: one round trip each
+                return [self.conn.execute(sql, params) for sql, params in queue][-1]
+            with self.conn.pipeline():
+                cursors = [self.conn.execute(sql, params) for sql, params in queue]
+            return cursors[-1]
 
     def copy(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
         """``COPY ... FROM STDIN`` the rows, after whatever waits."""
