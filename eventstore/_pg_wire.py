@@ -3,8 +3,9 @@
 Round trips are the cost of a server. A transaction's ``BEGIN`` waits for its first
 statement, and its writes (``defer``) wait for the next read or the ``COMMIT``;
 whatever waits is sent with it in one pipeline of prepared statements. A checked
-commit is then two round trips: ``BEGIN``, lock, head; ``INSERT``, ``COMMIT``. Nested transactions are savepoints, dropped unsent if nothing of them
-reached the server before they failed. psycopg's errors leave as tierlog's.
+commit is then two round trips: ``BEGIN``, lock, head; ``INSERT``, ``COMMIT``.
+Nested transactions are savepoints, dropped unsent if nothing of them reached the
+server before they failed. psycopg's errors leave as tierlog's.
 """
 
 from __future__ import annotations
