@@ -213,6 +213,23 @@ def render(rows: dict[str, Any] | str) -> list[str]:
     ]
 
 
+def main() -> None:
+    """``python -m bench.pg [--quick]``: the PostgreSQL rows alone."""
+    quick = "--quick" in sys.argv
+    rows = run_pg(quick=quick, reps=3 if quick else 5)
+    if isinstance(rows, dict):
+        for name, row in rows.items():
+            if "ratio" in row:
+                print(
+                    f"{name:<16} tierlog {row['tierlog']:>8,}  floor {row['floor']:>8,}"
+                    f"  schema floor {row['schema_floor']:>8,}  ratio {row['ratio']:.3f}"
+                    f"  {row['unit']}"
+                )
+    print("\n".join(render(rows)))
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "write":
+    if sys.argv[1:2] == ["write"]:
         write(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5])
+    else:
+        main()
