@@ -154,6 +154,14 @@ def _extend(command: Extend, state: SessionState, _: Effects) -> Decision[Sessio
     return Decision(events=tuple(out), state=state, result=state)
 
 
+def would_invalidate(before: SessionState, event: Event) -> tuple[Event, ...]:
+    """The ``MarkerInvalidated`` events a plain ``event`` would bring on ``before``
+    (cheap unless it may break a valid marker): what replay expects after it."""
+    if not any(m.valid for m in before.markers.values()) or not _may_break(before, event):
+        return ()
+    return _plain(before, event)[0][1:]
+
+
 class _Suspect(Exception):
     """Stops a fold before an event that may break a valid marker."""
 

@@ -348,6 +348,7 @@ class TestReplay:
         without = [e for e in events if not isinstance(e, eventstore.MarkerInvalidated)]
         (found,) = divergences(s.id, without, s.effects)
         assert "MarkerInvalidated" in found.problem
+        assert "a journal written by 0.1 that reached this state was honest" in found.problem
 
     def test_extend_invalidates_after_the_breaking_event(self, s: Session) -> None:
         """In a batch, the invalidation follows the event that broke the marker."""
