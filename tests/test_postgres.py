@@ -142,6 +142,31 @@ class TestImmutability:
         )
 
 
+class TestSpills:
+    def test_a_spill_rolls_back_with_its_transaction(self, pg: PostgresTarget) -> None:
+        """Spill bytes are written in the open transaction: if it fails, none remain."""
+        with eventstore.open(pg.location) as journal:
+            recorder = journal.recorder
+            assert isinstance(recorder, PostgresRecorder)
+            with pytest.raises(RuntimeError), recorder.transaction():
+                recorder.write_spill("s/v00000002_0-1.jsonl", b"turns\n")
+                raise RuntimeError("the decision failed after the spill")
+            recorder.write_spill("s/v00000003_0-1.jsonl", b"kept\n")  # its own commit
+        assert pg.rows("SELECT handle, bytes FROM spill_data") == [("s/v00000003_0-1.jsonl", 5)]
+
+    def test_other_bytes_under_a_taken_handle_are_refused(self, pg: PostgresTarget) -> None:
+        """The same handle again with the same bytes is a no-op; with others, an error."""
+        with eventstore.open(pg.location) as journal:
+            recorder = journal.recorder
+            assert isinstance(recorder, PostgresRecorder)
+            with recorder.transaction():
+                recorder.write_spill("h.jsonl", b"one\n")
+                recorder.write_spill("h.jsonl", b"one\n")
+            with pytest.raises(eventstore.IntegrityError, match="other bytes"):
+                recorder.write_spill("h.jsonl", b"two\n")
+        assert pg.spill("h.jsonl") == b"one\n"
+
+
 class TestLocking:
     def test_writers_on_other_sessions_do_not_wait(self, pg: PostgresTarget) -> None:
         """A transaction holding session a's lock does not delay a commit on session b."""
