@@ -148,9 +148,14 @@ class TestSpills:
         with eventstore.open(pg.location) as journal:
             recorder = journal.recorder
             assert isinstance(recorder, PostgresRecorder)
-            with pytest.raises(RuntimeError), recorder.transaction():
-                recorder.write_spill("s/v00000002_0-1.jsonl", b"turns\n")
-                raise RuntimeError("the decision failed after the spill")
+
+            def spill_then_fail() -> None:
+                with recorder.transaction():
+                    recorder.write_spill("s/v00000002_0-1.jsonl", b"turns\n")
+                    raise RuntimeError("the decision failed after the spill")
+
+            with pytest.raises(RuntimeError):
+                spill_then_fail()
             recorder.write_spill("s/v00000003_0-1.jsonl", b"kept\n")  # its own commit
         assert pg.rows("SELECT handle, bytes FROM spill_data") == [("s/v00000003_0-1.jsonl", 5)]
 
