@@ -11,6 +11,9 @@ from types import TracebackType
 import attrs
 
 from eventstore._session import Session
+from eventstore._snapshots import EVERY as SNAPSHOT_EVERY
+from eventstore._snapshots import Snapshots
+from eventstore._spills import SpillStore
 from eventstore._store import EventStore, utc_now
 from invariants import validate
 from reducers import (
@@ -18,15 +21,10 @@ from reducers import (
     SessionConfig,
     SessionStarted,
     SessionState,
-    chunk_rows,
     fold,
-    from_snapshot,
-    ledger_lengths,
-    to_snapshot,
 )
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
-SNAPSHOT_EVERY = 1000
 
 
 def check_session_id(session_id: object) -> str:
@@ -57,6 +55,8 @@ class Journal:
         self.path = self.store.path
         self.snapshot_every = snapshot_every
         self.logger = logging.getLogger("tierlog")
+        self.spills = SpillStore.beside(self.path, on_write=self.store.on_rollback)
+        self.snapshots = Snapshots(self.store, snapshot_every, self.logger)
 
     def __enter__(self) -> Journal:
         return self
@@ -95,32 +95,8 @@ class Journal:
         check_session_id(session_id)
         if not self.store.head(session_id)[0]:
             raise InvalidEvent(f"no session {session_id!r} in {self.path}")
-        state, lengths = self._snapshot(session_id)
+        state, lengths = self.snapshots.load(session_id)
         return Session(self, session_id, state, snapshot_lengths=lengths)
-
-    def _snapshot(self, session_id: str) -> tuple[SessionState, dict[str, int]]:
-        """The cached state, or the empty one when there is none or it cannot be trusted."""
-        found = self.store.load_snapshot(session_id)
-        if found is None:
-            return SessionState(), {}
-        version, _, header, chunks = found
-        try:
-            state = from_snapshot(header, chunk_rows(chunks))
-        except (ValueError, TypeError, KeyError) as exc:
-            self.logger.warning("snapshot of %s unreadable, replaying: %s", session_id, exc)
-            return SessionState(), {}
-        if state.version != version or version > self.store.head(session_id)[0]:
-            self.logger.warning("snapshot of %s is ahead of its log, replaying", session_id)
-            return SessionState(), {}
-        return state, ledger_lengths(state)
-
-    def save_snapshot(
-        self, session_id: str, state: SessionState, since: dict[str, int] | None = None
-    ) -> dict[str, int]:
-        """Cache ``state`` (joins an open transaction); returns its ledger lengths."""
-        header, chunks = to_snapshot(state, since)
-        self.store.save_snapshot(session_id, state.version, state.sha256, header, chunks)
-        return ledger_lengths(state)
 
 
 def open(  # noqa: A001 - the SPEC's name

@@ -19,13 +19,7 @@ import structlog
 from eventstore import _decide
 from eventstore._codec import from_payload
 from eventstore._errors import ConcurrencyError, IntegrityError
-from eventstore._files import (
-    file_problem,
-    render_digest,
-    render_turns,
-    spill_handle,
-    write_atomically,
-)
+from eventstore._files import render_digest, render_turns
 from eventstore._store import EventStore
 from eventstore._values import Context, Turn
 from invariants import check_range, floor, validate
@@ -50,6 +44,10 @@ from reducers import (
     Truncated,
     TurnAppended,
     fold,
+    require_count,
+    require_name,
+    require_sequence,
+    require_span,
 )
 
 if TYPE_CHECKING:
@@ -71,7 +69,7 @@ class Session:
         self.id = session_id
         self._state = state
         self._snapshot_version = state.version
-        self._snapshot_lengths = snapshot_lengths or {}
+        self._snapshot_lengths = snapshot_lengths  # None: the next snapshot rewrites every chunk
         self._log = structlog.wrap_logger(
             journal.logger, wrapper_class=structlog.stdlib.BoundLogger
         ).bind(session_id=session_id)
@@ -96,6 +94,7 @@ class Session:
 
     def state_at(self, version: int) -> SessionState:
         """The state after the first ``version`` events, replayed from the log."""
+        version = require_count("version", version)
         head = self.state.version
         if not 0 <= version <= head:
             raise InvalidEvent(f"version {version} is outside 0..{head}")
@@ -103,6 +102,12 @@ class Session:
 
     def events(self, *, start: int = 1, stop: int | None = None) -> Iterator[Event]:
         """The session's decoded events in version order, streamed."""
+        require_count("start", start)
+        if stop is not None:
+            require_count("stop", stop)
+        return self._events(start, stop)
+
+    def _events(self, start: int, stop: int | None) -> Iterator[Event]:
         rows = self._store.read_payloads(self.id, start=start, stop=stop)
         try:
             for type_name, payload in rows:
@@ -112,8 +117,9 @@ class Session:
 
     def turns(self, lo: int = 0, hi: int | None = None) -> list[Turn]:
         """Raw turns with ``lo <= index < hi``, truncated ones included."""
+        require_count("lo", lo)
         state = self.state
-        stop = state.turns if hi is None else min(hi, state.turns)
+        stop = state.turns if hi is None else min(require_count("hi", hi), state.turns)
         return [
             Turn(**t, tok_start=state.tok_starts[t["index"]]) for t in self._turns(state, lo, stop)
         ]
@@ -141,6 +147,9 @@ class Session:
         commands here (and ``import``, which re-decides with the same code) call it.
         The decision's error, if any, is raised after the commit.
         """
+        if expected_version is not None:
+            require_count("expected_version", expected_version)
+        lengths = self._snapshot_lengths
         with self._store.transaction():
             head, head_hash = self._store.head(self.id)
             state = self._catch_up_to(head)
@@ -152,7 +161,10 @@ class Session:
             decision = decide(state)
             new = decision.state or fold(decision.events, state)
             self._store.append(self.id, decision.events, expected_version=head, head_hash=head_hash)
-            self._maybe_snapshot(new)
+            if self.journal.snapshots.due(new.version, self._snapshot_version):
+                lengths = self.journal.snapshots.save(self.id, new, lengths)
+        if lengths is not self._snapshot_lengths:  # saved, and now committed
+            self._snapshot_lengths, self._snapshot_version = lengths, new.version
         self._state = new
         self._log_decision(new, decision)
         if decision.error is not None:
@@ -165,14 +177,6 @@ class Session:
             return _decide.Decision(events=(event,))
 
         return self._commit(decide, expected_version)
-
-    def _maybe_snapshot(self, state: SessionState) -> None:
-        every = self.journal.snapshot_every
-        if every and state.version - self._snapshot_version >= every:
-            self._snapshot_lengths = self.journal.save_snapshot(
-                self.id, state, self._snapshot_lengths
-            )
-            self._snapshot_version = state.version
 
     def _log_decision(self, state: SessionState, decision: _decide.Decision) -> None:
         """Refusals and invalidations at WARNING; every commit at DEBUG (only if enabled)."""
@@ -215,7 +219,7 @@ class Session:
 
         Decisions (compactions, markers, resumes, spills) have their own commands.
         """
-        batch = tuple(events)
+        batch = require_sequence("events", events)
         for event in batch:
             if type(event) not in PLAIN_EVENTS:
                 raise InvalidEvent(
@@ -293,12 +297,14 @@ class Session:
         expected_version: int | None = None,
     ) -> Node:
         """Propose a summary node; commit it, or refuse it with UnrecoverableCompactionError."""
+        input_lo, input_hi = require_span("input", input)
+        covers_lo, covers_hi = require_span("covers", covers)
         fields: dict[str, Any] = {
             "tier": tier,
-            "input_lo": input[0],
-            "input_hi": input[1],
-            "covers_lo": covers[0],
-            "covers_hi": covers[1],
+            "input_lo": input_lo,
+            "input_hi": input_hi,
+            "covers_lo": covers_lo,
+            "covers_hi": covers_hi,
             "tail_start": tail_start,
             "summary": summary,
             "tokens": tokens,
@@ -328,6 +334,7 @@ class Session:
 
     def emit_marker(self, node_id: str, *, expected_version: int | None = None) -> Marker:
         """Emit a recovery marker on a node, or refuse it with MarkerInvalid."""
+        require_name("node_id", node_id)
         ids: list[str] = []
 
         def decide(state: SessionState) -> _decide.Decision:
@@ -350,7 +357,7 @@ class Session:
     # -- effects the decisions need ------------------------------------------------------
     def context_for(self, state: SessionState, marker_id: str) -> Context:
         """The context a resume of ``marker_id`` on ``state`` returns (no write)."""
-        if marker_id not in state.markers:
+        if require_name("marker_id", marker_id) not in state.markers:
             raise InvalidEvent(f"unknown marker {marker_id!r}")
         trusted, reason = _decide.resume_verdict(state, marker_id)
         if trusted:
@@ -384,17 +391,19 @@ class Session:
             lo = max(lo, gone_hi)
 
     def make_spill(self, state: SessionState, lo: int, hi: int) -> Spilled:
-        """Write the raw range ``[lo, hi)`` of ``state``'s turns to a spill file (no commit)."""
-        db = self._store.path
+        """Write the raw range ``[lo, hi)`` of ``state``'s turns to the spill store (no
+        commit; the file goes again if the transaction does not commit)."""
         data = render_turns(self._turns(state, state.turn_index(lo), state.turn_index(hi)))
-        handle = spill_handle(db, self.id, state.version + 1, lo, hi)
-        write_atomically(db.parent / handle, data)
-        digest = hashlib.sha256(data).hexdigest()
-        return Spilled(lo=lo, hi=hi, handle=handle, sha256=digest, bytes=len(data))
+        return self.journal.spills.write(data, lo=lo, hi=hi, earlier=state.spills)
 
     def spill_problem(self, spill: Spill | Spilled) -> str | None:
-        """Why a spill's file no longer holds its recorded bytes, or ``None``."""
-        return file_problem(self._store.path.parent / spill.handle, spill.sha256, spill.bytes)
+        """Why a spill no longer reads back as its recorded bytes, or ``None``."""
+        return self.journal.spills.problem(spill)
+
+    def read_spill(self, spill: Spill | Spilled) -> bytes:
+        """A spill's bytes, checked against its recorded size and sha256 (else
+        :class:`IntegrityError`)."""
+        return self.journal.spills.read(spill)
 
     def verified(self, state: SessionState, proposal: Compacted) -> SessionState:
         """``state`` with only the spills C3 may trust for ``proposal``: those that reach
@@ -403,13 +412,11 @@ class Session:
         Spills outside the floor cannot excuse anything, so their files are not read.
         """
         window = floor(state, proposal)
+        check = self.journal.spills.checker()
         good = [
             s
             for s in state.spills
-            if window is not None
-            and s.lo < window[1]
-            and s.hi > window[0]
-            and self.spill_problem(s) is None
+            if window is not None and s.lo < window[1] and s.hi > window[0] and check(s) is None
         ]
         if len(good) == len(state.spills):
             return state

@@ -232,7 +232,7 @@ class TestVerify:
 
     def test_tampered_spill_file(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
         """A spill file that no longer matches its sha256 fails verify."""
-        spill = next(demo_db.parent.glob("demo.db.spills/*/*.jsonl"))
+        spill = next(demo_db.parent.glob("demo.db.spills/*/*.spill"))
         spill.write_bytes(spill.read_bytes().replace(b"/etc", b"/tmp"))
         code, out, _ = run(capsys, "verify", str(demo_db))
         assert code == 1

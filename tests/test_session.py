@@ -116,7 +116,7 @@ class TestRefusals:
         """C3 only needs spills reaching into the floor; a broken one elsewhere is harmless."""
         s.truncate(0, 2, "budget")
         spill = s.spill(0, 2)
-        (db_path.parent / spill.handle).unlink()
+        (s.journal.spills.root / spill.handle).unlink()
         assert _compact(s).live  # floor [6, 8): the missing file never mattered
 
     def test_tampered_spill_no_longer_excuses_c3(self, db_path: Path, s: Session) -> None:
@@ -124,7 +124,7 @@ class TestRefusals:
         s.truncate(6, 7, "budget")
         spill = s.spill(6, 7)
         _compact(s)
-        (db_path.parent / spill.handle).write_text("edited")
+        (s.journal.spills.root / spill.handle).write_text("edited")
         with pytest.raises(eventstore.UnrecoverableCompactionError) as err:
             _compact(s, covers=(0, 8), replaces=["n14"])
         assert [v.rule for v in err.value.violations] == ["C3"]
@@ -237,7 +237,7 @@ class TestSnapshots:
         self, db_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """With tiny chunks, many incremental snapshots still reopen to the replayed state."""
-        monkeypatch.setattr("reducers._snapshot.CHUNK", 3)
+        monkeypatch.setattr("eventstore._snapshots.CHUNK", 3)
         with eventstore.open(db_path, snapshot_every=4) as journal:
             s = new_session(journal, "snap")
             for i in range(40):
