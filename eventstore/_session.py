@@ -204,6 +204,7 @@ class Session:
 
         def decide(state: SessionState) -> _decide.Decision:
             turn = TurnAppended(index=state.turns, role=role, content=content, tokens=tokens)
+            validate(state, turn)  # the session's token total stays a 63-bit count
             return _decide.Decision(events=(turn,))
 
         state = self._commit(decide, expected_version)

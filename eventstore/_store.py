@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -115,6 +116,8 @@ class EventStore:
         synchronous = str(synchronous).lower()
         if synchronous not in SYNCHRONOUS:
             raise InvalidEvent(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
+        if not isinstance(path, (str, os.PathLike)):
+            raise JournalError(f"a journal path must be a str or a path, not {type(path).__name__}")
         self.path = Path(path)
         self.readonly = readonly
         self._clock = clock
@@ -123,7 +126,7 @@ class EventStore:
         self._undo: list[list[Callable[[], None]]] = []
         try:
             self.conn = _connect(self.path, readonly=readonly, timeout=busy_timeout)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, ValueError, OSError) as exc:  # ValueError: NUL, surrogates
             raise JournalError(f"cannot open {self.path}: {exc}") from None
         try:
             self._configure(synchronous, busy_timeout)
