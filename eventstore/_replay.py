@@ -15,6 +15,7 @@ import attrs
 
 from eventstore import _decide
 from eventstore._session import Session
+from eventstore._spills import Checker
 from invariants import validate
 from reducers import (
     PLAIN_EVENTS,
@@ -133,6 +134,7 @@ def divergences(
     """
     state, plain = SessionState(), []
     watch = snapshot[0] if snapshot else -1
+    check = session.journal.spills.checker()  # one pass: spills sharing bases read once
     for command in commands(session.events() if events is None else events):
         if len(command) == 1 and type(command[0]) in PLAIN_EVENTS:
             plain.append(command[0])
@@ -146,7 +148,7 @@ def divergences(
         if found is not None:
             yield found
             return
-        yield from _spill_problems(session, state.version + 1, command)
+        yield from _spill_problems(session.id, check, state.version + 1, command)
         state = fold(command, state)
         if snapshot and state.version == watch and state.sha256 != snapshot[1]:
             yield Divergence(
@@ -190,10 +192,12 @@ def _redecide(session: Session, state: SessionState, command: list[Event]) -> Di
     return None
 
 
-def _spill_problems(session: Session, version: int, command: list[Event]) -> Iterator[Divergence]:
+def _spill_problems(
+    session_id: str, check: Checker, version: int, command: list[Event]
+) -> Iterator[Divergence]:
     for event in command:
-        if isinstance(event, Spilled) and (problem := session.spill_problem(event)):
-            yield Divergence(session_id=session.id, version=version, problem=problem, check="spill")
+        if isinstance(event, Spilled) and (problem := check(event)):
+            yield Divergence(session_id=session_id, version=version, problem=problem, check="spill")
 
 
 def _mismatch(recorded: list[Event], derived: tuple[Event, ...]) -> str:

@@ -407,18 +407,29 @@ class Session:
         return self.journal.spills.read(spill)
 
     def verified(self, state: SessionState, proposal: Compacted) -> SessionState:
-        """``state`` with only the spills C3 may trust for ``proposal``: those that reach
-        into its floor and whose file still matches its size and sha256.
+        """``state`` with only the spills C3 may trust for ``proposal``: spills whose file
+        still reads back as its recorded bytes, read newest first until they hold every
+        truncated part of the floor.
 
-        Spills outside the floor cannot excuse anything, so their files are not read.
+        Nothing else can excuse anything, so no other file is read: none at all when no
+        truncation reaches into the floor.
         """
         window = floor(state, proposal)
+        need = [] if window is None else _clip(state.truncated, *window)
         check = self.journal.spills.checker()
-        good = [
-            s
-            for s in state.spills
-            if window is not None and s.lo < window[1] and s.hi > window[0] and check(s) is None
-        ]
+        good = []
+        for s in reversed(state.spills):
+            if not need:
+                break
+            if any(s.lo < hi and s.hi > lo for lo, hi in need) and check(s) is None:
+                good.append(s)
+                need = [p for lo, hi in need for p in ((lo, min(hi, s.lo)), (max(lo, s.hi), hi))]
+                need = [(lo, hi) for lo, hi in need if lo < hi]
         if len(good) == len(state.spills):
             return state
-        return attrs.evolve(state, spills=Ledger.of(good))
+        return attrs.evolve(state, spills=Ledger.of(good[::-1]))
+
+
+def _clip(spans: Iterable[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    """The parts of ``spans`` inside ``[lo, hi)``."""
+    return [(max(a, lo), min(b, hi)) for a, b in spans if a < hi and b > lo]

@@ -124,7 +124,7 @@ class SpillStore:
     def _store(self, handle: str, content: bytes) -> None:
         """Write ``content`` durably at ``handle``: temp file, fsync, rename, fsync."""
         try:
-            path = self._resolve(handle)
+            path = Path(self._resolve(handle, self._real_root()))
         except SpillProblem as exc:
             raise JournalError(f"cannot write spill {handle}: {exc}") from None
         existed = os.path.lexists(path)
@@ -149,7 +149,7 @@ class SpillStore:
         """
         parts: list[bytes] = []
         try:
-            self._walk(Ref.of(spill), parts, None)
+            self._walk(Ref.of(spill), self._real_root(), parts, None)
         except SpillProblem as exc:
             raise IntegrityError(str(exc)) from None
         return b"".join(parts)
@@ -162,7 +162,9 @@ class SpillStore:
         """Why the spill no longer reads back as its recorded bytes, or ``None``."""
         return self.checker()(spill)
 
-    def _walk(self, ref: Ref, sink: list[bytes] | None, memo: dict[Ref, Any] | None) -> None:
+    def _walk(
+        self, ref: Ref, root: str, sink: list[bytes] | None, memo: dict[Ref, Any] | None
+    ) -> None:
         """Read the chain from ``ref`` down to its first file, then hash (and collect) the
         bytes upwards, checking each file's size and sha256 on the way."""
         levels: list[tuple[Ref, bytes]] = []
@@ -171,7 +173,7 @@ class SpillStore:
             if memo is not None and cur in memo:
                 hasher = memo[cur].copy()
                 break
-            base, body = self._level(cur)
+            base, body = self._level(cur, root)
             levels.append((cur, body))
             if base is None:
                 break
@@ -186,9 +188,9 @@ class SpillStore:
             if memo is not None:
                 memo[level] = hasher.copy()
 
-    def _level(self, ref: Ref) -> tuple[Ref | None, bytes]:
+    def _level(self, ref: Ref, root: str) -> tuple[Ref | None, bytes]:
         """One file of a chain: the base it names and the bytes it adds, sizes checked."""
-        path = self._resolve(ref.handle)
+        path = self._resolve(ref.handle, root)
         if is_legacy(ref.handle):
             base, body = None, _read_bounded(path, ref.bytes + 1)
         else:
@@ -199,19 +201,31 @@ class SpillStore:
             raise SpillProblem(f"spill {ref.handle} has {got} bytes, {ref.bytes} recorded")
         return base, body
 
-    def _resolve(self, handle: str) -> Path:
-        """The file a handle names, inside the root (no ``..``, no symlink leaving it)."""
+    def _real_root(self) -> str:
+        """The root with every symlink resolved (it may itself be a link elsewhere)."""
+        return os.path.realpath(self.root)
+
+    @staticmethod
+    def _resolve(handle: str, root: str) -> str:
+        """The file a handle names inside the (real) root: a canonical relative path that
+        no symlink leads out of; SpillProblem otherwise."""
         problem = handle_problem(handle)
         if problem is not None:
             raise SpillProblem(f"spill handle {handle!r}: {problem}")
-        parts = handle.split("/")
-        if is_legacy(handle):
-            parts = parts[1:]
-        root = os.path.realpath(self.root)
-        real = os.path.realpath(os.path.join(root, *parts))
-        if not real.startswith(root + os.sep):
-            raise SpillProblem(f"spill handle {handle!r} leads out of the spill root")
-        return Path(real)
+        parts = handle.split("/")[1:] if is_legacy(handle) else handle.split("/")
+        path = root
+        for part in parts:
+            path = os.path.join(path, part)
+            try:
+                if not stat.S_ISLNK(os.lstat(path).st_mode):
+                    continue
+            except OSError:  # missing: nothing further can be a link
+                break
+            real = os.path.realpath(os.path.join(root, *parts))
+            if not real.startswith(root + os.sep):
+                raise SpillProblem(f"spill handle {handle!r} leads out of the spill root")
+            return real
+        return os.path.join(root, *parts)
 
     # -- orphans ------------------------------------------------------------------------
     def orphans(self, handles: Iterable[str]) -> list[str]:
@@ -219,39 +233,34 @@ class SpillStore:
         paths relative to the root: left by a crash between writing and committing."""
         if not self.root.is_dir():
             return []
-        reached = set()
+        root = self._real_root()
+        reached: set[str] = set()
         for handle in handles:
-            reached |= self._chain_files(handle)
-        return sorted(rel for rel, real in self._files() if real not in reached)
+            self._reach(handle, root, reached)
+        return sorted(rel for rel, real in _files(root) if real not in reached)
 
     def remove(self, names: Iterable[str]) -> None:
         """Remove files (relative to the root, as ``orphans`` names them) and the folders
         this leaves empty."""
-        root = Path(os.path.realpath(self.root))
+        root = Path(self._real_root())
         for name in names:
             path = root / name
             path.unlink(missing_ok=True)
             _remove_dirs([p for p in path.parents if p != root and root in p.parents])
 
-    def _chain_files(self, handle: str) -> set[str]:
-        """The real paths of a handle's file and of its bases (as far as they read)."""
-        found: set[str] = set()
+    def _reach(self, handle: str, root: str, reached: set[str]) -> None:
+        """Add the files of a handle and of its bases (as far as they read) to ``reached``,
+        stopping at one already there."""
         cur: str | None = handle
-        while cur is not None and cur not in found:
+        while cur is not None:
             try:
-                path = self._resolve(cur)
+                path = self._resolve(cur, root)
             except SpillProblem:
-                break
-            found.add(str(path))
-            cur = None if is_legacy(cur) else _base_handle(path)
-        return found
-
-    def _files(self) -> Iterator[tuple[str, str]]:
-        root = os.path.realpath(self.root)
-        for folder, _, names in os.walk(root):
-            for name in names:
-                full = os.path.join(folder, name)
-                yield os.path.relpath(full, root), full
+                return
+            if path in reached:
+                return
+            reached.add(path)
+            cur = None if is_legacy(cur) else _base_handle(Path(path))
 
 
 class Checker:
@@ -260,12 +269,13 @@ class Checker:
 
     def __init__(self, store: SpillStore) -> None:
         self._store = store
+        self._root = store._real_root()
         self._memo: dict[Ref, Any] = {}
 
     def __call__(self, spill: Spill | Spilled) -> str | None:
         """Why the spill does not read back as its recorded bytes, or ``None``."""
         try:
-            self._store._walk(Ref.of(spill), None, self._memo)
+            self._store._walk(Ref.of(spill), self._root, None, self._memo)
         except SpillProblem as exc:
             return str(exc)
         return None
@@ -314,7 +324,15 @@ def _base_handle(path: Path) -> str | None:
     return handle if isinstance(handle, str) else None
 
 
-def _read_bounded(path: Path, limit: int) -> bytes:
+def _files(root: str) -> Iterator[tuple[str, str]]:
+    """Every file under ``root`` (symlinks not followed): relative and full path."""
+    for folder, _, names in os.walk(root):
+        for name in names:
+            full = os.path.join(folder, name)
+            yield os.path.relpath(full, root), full
+
+
+def _read_bounded(path: str | Path, limit: int) -> bytes:
     """At most ``limit`` bytes of the regular file at ``path`` (no FIFO, device, link)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
     try:

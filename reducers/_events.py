@@ -8,6 +8,7 @@ session's history (a range inside the log, a known call) live in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
@@ -24,6 +25,8 @@ REFUSAL_ACTIONS: Final = ("spilled", "halted")
 RESUME_SOURCES: Final = ("digest", "raw_checkpoint")
 MAX_COUNT: Final = 2**63 - 1  # SQLite's and the turn tables' largest integer
 MAX_HANDLE: Final = 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NOT_CANONICAL = re.compile(r"(?:^|/)\.{0,2}(?:/|$)")  # an empty, "." or ".." component
 
 _Validator: TypeAlias = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
@@ -73,9 +76,9 @@ def handle_problem(handle: object) -> str | None:
         return f"must be at most {MAX_HANDLE} characters"
     if handle.startswith("/") or "\\" in handle:
         return "must be a relative path with / separators"
-    if any(ord(c) < 32 or ord(c) == 127 for c in handle):
+    if _CONTROL.search(handle):
         return "must not hold control characters"
-    if any(part in ("", ".", "..") for part in handle.split("/")):
+    if _NOT_CANONICAL.search(handle):
         return "must be a canonical path: no empty, '.' or '..' component"
     return None
 

@@ -9,21 +9,25 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
+
 import eventstore
 import reducers as r
 from eventstore import ConcurrencyError
 from eventstore._store import EventStore
 from eventstore._transfer import import_file
-from tests.helpers import fill, refuse, refusing_session
+from tests.helpers import config, fill, refuse, refusing_session
 
 
 def contend(db: str, session_id: str, name: str, count: int) -> None:
     """Append ``count`` events at the head, retrying on ConcurrencyError; print conflicts.
 
     Each append reads the head, "thinks" a little, then appends at that version,
-    as a runtime deciding on what it read would. Starts when ``<db>.go`` exists.
+    as a runtime deciding on what it read would. Prints "ready", then starts when
+    ``<db>.go`` exists.
     """
     store = EventStore(db, synchronous="normal", busy_timeout=30.0)
+    print("ready", flush=True)
     go = Path(f"{db}.go")
     while not go.exists():
         time.sleep(0.001)
@@ -45,8 +49,11 @@ def stream(db: str, session_id: str) -> None:
     """Append turns forever, printing each committed version: the parent kills us."""
     store = EventStore(db, synchronous="full")
     version = store.head(session_id)[0]
+    if version == 0:
+        started = r.SessionStarted(**attrs.asdict(config()))
+        version = store.append(session_id, [started], expected_version=0)
     while True:
-        event = r.TurnAppended(index=version, role="tool", content="x" * 200, tokens=50)
+        event = r.TurnAppended(index=version - 1, role="tool", content="x" * 200, tokens=50)
         version = store.append(session_id, [event], expected_version=version)
         print(version, flush=True)
 
