@@ -23,6 +23,7 @@ header) resolve inside the same root, whatever the database is called now.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -45,6 +46,10 @@ Undo = Callable[[], None]
 
 class SpillProblem(Exception):
     """Why a handle cannot be read back as its recorded bytes."""
+
+
+class _Symlink(SpillProblem):
+    """The last part of a path is a symlink (opened with O_NOFOLLOW)."""
 
 
 @attrs.frozen
@@ -124,7 +129,7 @@ class SpillStore:
     def _store(self, handle: str, content: bytes) -> None:
         """Write ``content`` durably at ``handle``: temp file, fsync, rename, fsync."""
         try:
-            path = Path(self._resolve(handle, self._real_root()))
+            path = Path(self.checker().resolve(handle))
         except SpillProblem as exc:
             raise JournalError(f"cannot write spill {handle}: {exc}") from None
         existed = os.path.lexists(path)
@@ -147,33 +152,111 @@ class SpillStore:
 
         Raises :class:`IntegrityError` saying why they cannot be read back.
         """
-        parts: list[bytes] = []
         try:
-            self._walk(Ref.of(spill), self._real_root(), parts, None)
+            return self.checker().read(Ref.of(spill))
         except SpillProblem as exc:
             raise IntegrityError(str(exc)) from None
-        return b"".join(parts)
 
     def checker(self) -> Checker:
         """A check of spills that remembers what it verified (use one per pass)."""
-        return Checker(self)
+        return Checker(os.path.realpath(self.root))
 
     def problem(self, spill: Spill | Spilled) -> str | None:
         """Why the spill no longer reads back as its recorded bytes, or ``None``."""
         return self.checker()(spill)
 
-    def _walk(
-        self, ref: Ref, root: str, sink: list[bytes] | None, memo: dict[Ref, Any] | None
-    ) -> None:
+    # -- orphans ------------------------------------------------------------------------
+    def orphans(self, handles: Iterable[str]) -> list[str]:
+        """Files in the root that no recorded handle (nor a base of one) reaches, as
+        paths relative to the root: left by a crash between writing and committing."""
+        if not self.root.is_dir():
+            return []
+        check = self.checker()
+        reached: set[str] = set()
+        for handle in handles:
+            check.reach(handle, reached)
+        return sorted(rel for rel, real in _files(check.root) if real not in reached)
+
+    def remove(self, names: Iterable[str]) -> None:
+        """Remove files (relative to the root, as ``orphans`` names them) and the folders
+        this leaves empty."""
+        root = Path(os.path.realpath(self.root))
+        for name in names:
+            path = root / name
+            path.unlink(missing_ok=True)
+            _remove_dirs([p for p in path.parents if p != root and root in p.parents])
+
+
+class Checker:
+    """One pass over a spill root: resolves handles and checks spills, remembering the
+    folders it resolved and each verified file's running hash, so that many spills
+    sharing bases read every file once."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root  # every symlink resolved
+        self._folders: dict[str, str] = {}
+        self._memo: dict[Ref, Any] = {}
+
+    def __call__(self, spill: Spill | Spilled) -> str | None:
+        """Why the spill does not read back as its recorded bytes, or ``None``."""
+        try:
+            self._walk(Ref.of(spill), None)
+        except SpillProblem as exc:
+            return str(exc)
+        return None
+
+    def read(self, ref: Ref) -> bytes:
+        """The bytes of ``ref``, checked (SpillProblem otherwise)."""
+        parts: list[bytes] = []
+        self._walk(ref, parts)
+        return b"".join(parts)
+
+    def resolve(self, handle: str) -> str:
+        """The file a handle names inside the root: a canonical relative path that no
+        symlink leads out of (the last part is opened without following links)."""
+        problem = handle_problem(handle)
+        if problem is not None:
+            raise SpillProblem(f"spill handle {handle!r}: {problem}")
+        *folders, name = handle.split("/")[1:] if is_legacy(handle) else handle.split("/")
+        folder = self.root
+        for part in folders:
+            folder = self._folder(handle, os.path.join(folder, part))
+        return os.path.join(folder, name)
+
+    def _folder(self, handle: str, path: str) -> str:
+        """``path`` with a symlink resolved, checked to stay inside the root; cached."""
+        real = self._folders.get(path)
+        if real is None:
+            real = os.path.realpath(path) if os.path.islink(path) else path
+            if not real.startswith(self.root + os.sep):
+                raise SpillProblem(f"spill handle {handle!r} leads out of the spill root")
+            self._folders[path] = real
+        return real
+
+    def reach(self, handle: str, reached: set[str]) -> None:
+        """Add the files of a handle and of its bases (as far as they read) to ``reached``,
+        stopping at one already there."""
+        cur: str | None = handle
+        while cur is not None:
+            try:
+                path = self._open_path(cur, self.resolve(cur))
+            except SpillProblem:
+                return
+            if path in reached:
+                return
+            reached.add(path)
+            cur = None if is_legacy(cur) else _base_handle(path)
+
+    def _walk(self, ref: Ref, sink: list[bytes] | None) -> None:
         """Read the chain from ``ref`` down to its first file, then hash (and collect) the
         bytes upwards, checking each file's size and sha256 on the way."""
         levels: list[tuple[Ref, bytes]] = []
         hasher, cur = None, ref
         while True:
-            if memo is not None and cur in memo:
-                hasher = memo[cur].copy()
+            if sink is None and cur in self._memo:
+                hasher = self._memo[cur].copy()
                 break
-            base, body = self._level(cur, root)
+            base, body = self._level(cur)
             levels.append((cur, body))
             if base is None:
                 break
@@ -185,100 +268,36 @@ class SpillStore:
                 sink.append(body)
             if hasher.hexdigest() != level.sha256:
                 raise SpillProblem(f"spill {level.handle} does not match its recorded sha256")
-            if memo is not None:
-                memo[level] = hasher.copy()
+            self._memo[level] = hasher.copy()
 
-    def _level(self, ref: Ref, root: str) -> tuple[Ref | None, bytes]:
+    def _level(self, ref: Ref) -> tuple[Ref | None, bytes]:
         """One file of a chain: the base it names and the bytes it adds, sizes checked."""
-        path = self._resolve(ref.handle, root)
+        path = self.resolve(ref.handle)
         if is_legacy(ref.handle):
-            base, body = None, _read_bounded(path, ref.bytes + 1)
+            base, body = None, self._read(ref.handle, path, ref.bytes + 1)
         else:
-            base, body = _parse(ref, _read_bounded(path, HEADER_MAX + ref.bytes + 1))
+            base, body = _parse(ref, self._read(ref.handle, path, HEADER_MAX + ref.bytes + 1))
         added = ref.bytes - (base.bytes if base else 0)
         if len(body) != added:
             got = len(body) + (base.bytes if base else 0)
             raise SpillProblem(f"spill {ref.handle} has {got} bytes, {ref.bytes} recorded")
         return base, body
 
-    def _real_root(self) -> str:
-        """The root with every symlink resolved (it may itself be a link elsewhere)."""
-        return os.path.realpath(self.root)
-
-    @staticmethod
-    def _resolve(handle: str, root: str) -> str:
-        """The file a handle names inside the (real) root: a canonical relative path that
-        no symlink leads out of; SpillProblem otherwise."""
-        problem = handle_problem(handle)
-        if problem is not None:
-            raise SpillProblem(f"spill handle {handle!r}: {problem}")
-        parts = handle.split("/")[1:] if is_legacy(handle) else handle.split("/")
-        path = root
-        for part in parts:
-            path = os.path.join(path, part)
-            try:
-                if not stat.S_ISLNK(os.lstat(path).st_mode):
-                    continue
-            except OSError:  # missing: nothing further can be a link
-                break
-            real = os.path.realpath(os.path.join(root, *parts))
-            if not real.startswith(root + os.sep):
-                raise SpillProblem(f"spill handle {handle!r} leads out of the spill root")
-            return real
-        return os.path.join(root, *parts)
-
-    # -- orphans ------------------------------------------------------------------------
-    def orphans(self, handles: Iterable[str]) -> list[str]:
-        """Files in the root that no recorded handle (nor a base of one) reaches, as
-        paths relative to the root: left by a crash between writing and committing."""
-        if not self.root.is_dir():
-            return []
-        root = self._real_root()
-        reached: set[str] = set()
-        for handle in handles:
-            self._reach(handle, root, reached)
-        return sorted(rel for rel, real in _files(root) if real not in reached)
-
-    def remove(self, names: Iterable[str]) -> None:
-        """Remove files (relative to the root, as ``orphans`` names them) and the folders
-        this leaves empty."""
-        root = Path(self._real_root())
-        for name in names:
-            path = root / name
-            path.unlink(missing_ok=True)
-            _remove_dirs([p for p in path.parents if p != root and root in p.parents])
-
-    def _reach(self, handle: str, root: str, reached: set[str]) -> None:
-        """Add the files of a handle and of its bases (as far as they read) to ``reached``,
-        stopping at one already there."""
-        cur: str | None = handle
-        while cur is not None:
-            try:
-                path = self._resolve(cur, root)
-            except SpillProblem:
-                return
-            if path in reached:
-                return
-            reached.add(path)
-            cur = None if is_legacy(cur) else _base_handle(Path(path))
-
-
-class Checker:
-    """Checks spills, remembering each verified file's running hash: one pass over many
-    spills that share bases reads every file once."""
-
-    def __init__(self, store: SpillStore) -> None:
-        self._store = store
-        self._root = store._real_root()
-        self._memo: dict[Ref, Any] = {}
-
-    def __call__(self, spill: Spill | Spilled) -> str | None:
-        """Why the spill does not read back as its recorded bytes, or ``None``."""
+    def _read(self, handle: str, path: str, limit: int) -> bytes:
+        """At most ``limit`` bytes of the file; a symlink is followed only inside the root."""
         try:
-            self._store._walk(Ref.of(spill), self._root, None, self._memo)
-        except SpillProblem as exc:
-            return str(exc)
-        return None
+            return _read_bounded(path, limit)
+        except _Symlink:
+            return _read_bounded(self._open_path(handle, path), limit)
+
+    def _open_path(self, handle: str, path: str) -> str:
+        """``path``, or where it links to when that stays inside the root."""
+        if not os.path.islink(path):
+            return path
+        real = os.path.realpath(path)
+        if not real.startswith(self.root + os.sep):
+            raise SpillProblem(f"spill handle {handle!r} leads out of the spill root")
+        return real
 
 
 def _parse(ref: Ref, data: bytes) -> tuple[Ref | None, bytes]:
@@ -313,7 +332,7 @@ def _header(line: bytes) -> dict[str, Any] | None:
     return header if isinstance(header, dict) else None
 
 
-def _base_handle(path: Path) -> str | None:
+def _base_handle(path: str) -> str | None:
     """The base a spill file's header names, if it can be read."""
     try:
         header = _header(_read_bounded(path, HEADER_MAX).partition(b"\n")[0])
@@ -338,7 +357,8 @@ def _read_bounded(path: str | Path, limit: int) -> bytes:
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        raise SpillProblem(f"cannot read {path}: {exc.strerror}") from None
+        kind = _Symlink if exc.errno == errno.ELOOP else SpillProblem
+        raise kind(f"cannot read {path}: {exc.strerror}") from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise SpillProblem(f"{path} is not a regular file")
