@@ -72,7 +72,7 @@ def run(refusals: int, turns: int, size: int, db: Path) -> None:
         _refuse(s)
         if n in marks:
             now = time.perf_counter()
-            stored, files = _stored(journal.spills.root)
+            stored, files = _stored(Path(journal.spills.location))
             spills = s.state.spills
             transcript, copies = spills[-1].bytes, sum(sp.bytes for sp in spills)
             per = (now - last) / (n - last_n) * 1000

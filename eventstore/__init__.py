@@ -8,7 +8,9 @@ Everything a user needs is importable from here::
 """
 
 from eventstore._errors import ConcurrencyError, IntegrityError
+from eventstore._ingest import IngestResult, ingest
 from eventstore._journal import Journal, open
+from eventstore._review import CompactionReview, ObligationReview
 from eventstore._session import Session
 from eventstore._values import Context, Turn
 from invariants import MarkerInvalid, UnrecoverableCompactionError
@@ -46,11 +48,13 @@ __all__ = [
     "Checkpointed",
     "Compacted",
     "CompactionRefused",
+    "CompactionReview",
     "ConcurrencyError",
     "ConstraintLifted",
     "ConstraintStated",
     "Context",
     "Event",
+    "IngestResult",
     "IntegrityError",
     "InvalidEvent",
     "ItemDisposed",
@@ -62,6 +66,7 @@ __all__ = [
     "MarkerInvalidated",
     "MarkerRefused",
     "Node",
+    "ObligationReview",
     "Resumed",
     "Session",
     "SessionConfig",
@@ -74,5 +79,6 @@ __all__ = [
     "TurnAppended",
     "UnrecoverableCompactionError",
     "Violation",
+    "ingest",
     "open",
 ]

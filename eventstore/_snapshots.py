@@ -32,7 +32,7 @@ import attrs
 import cattrs
 import structlog
 
-from eventstore._store import EventStore
+from eventstore._recorder import Recorder
 from reducers import (
     JournalError,
     Ledger,
@@ -50,7 +50,7 @@ from reducers import (
 )
 
 T = TypeVar("T")
-EVERY = 1000  # events between two snapshots of a session
+SNAPSHOT_EVERY = 1000  # events between two snapshots of a session
 CHUNK = 65_536
 INT_LEDGERS = ("tok_starts", "turn_versions", "checkpoints")
 OBJECT_LEDGERS: dict[str, type[Any]] = {"call_ids": str, "truncations": Truncation, "spills": Spill}
@@ -218,14 +218,14 @@ class Checked:
 class Snapshots:
     """The snapshot cache of one journal: when to save, how to save, what to trust."""
 
-    def __init__(self, store: EventStore, every: int, logger: logging.Logger) -> None:
-        self.store = store
+    def __init__(self, recorder: Recorder, every: int, logger: logging.Logger) -> None:
+        self.recorder = recorder
         self.every = every
         self._log = structlog.wrap_logger(logger, wrapper_class=structlog.stdlib.BoundLogger)
 
-    def due(self, version: int, last: int) -> bool:
-        """Whether a state at ``version`` should be saved, the last one being at ``last``."""
-        return bool(self.every) and version - last >= self.every
+    def due(self, state: SessionState, last: int) -> bool:
+        """Whether a commit reaching ``state`` takes a snapshot (the last was at ``last``)."""
+        return bool(self.every) and state.version - last >= self.every
 
     def save(
         self, session_id: str, state: SessionState, since: Mapping[str, int] | None
@@ -233,23 +233,23 @@ class Snapshots:
         """Save ``state`` (inside the caller's transaction, after its events); returns the
         ledger lengths to pass as ``since`` next time. ``since=None`` rewrites every chunk.
         """
-        version, head_hash = self.store.head(session_id)
+        version, head_hash = self.recorder.head(session_id)
         if version != state.version:
             raise JournalError(f"snapshot of {session_id!r} at {state.version}, log at {version}")
         header, chunks = encode(state, head_hash, since)
-        self.store.save_snapshot(
+        self.recorder.save_snapshot(
             session_id, state.version, state.sha256, header, chunks, replace=since is None
         )
         return ledger_lengths(state)
 
     def check(self, session_id: str) -> Checked | None:
         """The session's stored snapshot, checked; ``None`` when there is none."""
-        found = self.store.load_snapshot(session_id)
+        found = self.recorder.load_snapshot(session_id)
         if found is None:
             return None
-        version, sha256, header, rows = found
+        version, sha256 = found.version, found.sha256
         try:
-            state, head_hash = decode(header, chunk_rows(rows))
+            state, head_hash = decode(found.header, chunk_rows(found.chunks))
         except SnapshotError as exc:
             return Checked(
                 version=version, sha256=sha256, state=None, problem=str(exc), chained=True
@@ -276,7 +276,7 @@ class Snapshots:
             return f"it holds version {state.version}, recorded as {version}"
         if state.sha256 != sha256:
             return "its state does not hash to its recorded sha256 (edited?)"
-        at = self.store.hash_at(session_id, version)
+        at = self.recorder.hash_at(session_id, version)
         if at is None:
             return f"it stands for version {version}, which the log does not hold"
         if head_hash is not None and at != head_hash:

@@ -77,8 +77,8 @@ def is_legacy(handle: str) -> bool:
     return bool(sep) and first.endswith(_LEGACY_ROOT)
 
 
-class SpillStore:
-    """The spill root of one journal.
+class FolderSpills:
+    """The spill root of one SQLite journal: a folder beside it.
 
     ``on_write(undo)`` is told how to remove each file a write creates, so that the
     caller's transaction can take it back if it does not commit.
@@ -89,9 +89,14 @@ class SpillStore:
         self._on_write = on_write
 
     @classmethod
-    def beside(cls, db: Path, on_write: Callable[[Undo], None] | None = None) -> SpillStore:
+    def beside(cls, db: Path, on_write: Callable[[Undo], None] | None = None) -> FolderSpills:
         """The spill root of the SQLite journal at ``db``: ``<db file>.spills/``."""
         return cls(db.with_name(db.name + _LEGACY_ROOT), on_write)
+
+    @property
+    def location(self) -> str:
+        """The spill folder, for messages."""
+        return str(self.root)
 
     # -- write ----------------------------------------------------------------------------
     def write(self, data: bytes, *, lo: int, hi: int, earlier: Iterable[Spill]) -> Spilled:

@@ -18,9 +18,10 @@ import attrs
 import structlog
 
 from eventstore import _output as out
-from eventstore._audit import audit, clean_spills, has_findings, verify
+from eventstore._audit import audit, clean_spills, verify
 from eventstore._demo import run_demo
-from eventstore._journal import Journal, check_session_id
+from eventstore._ingest import FORMATS, Loaded, ingest_loaded, load
+from eventstore._journal import Journal
 from eventstore._transfer import export_lines, import_file
 from reducers import InvalidEvent, JournalError
 
@@ -65,8 +66,8 @@ def _session_ids(journal: Journal, session_id: str | None) -> list[str] | None:
     """``[session_id]`` if it names a session of the journal; ``None`` (all) if not given."""
     if session_id is None:
         return None
-    if not journal.store.head(check_session_id(session_id))[0]:
-        raise InvalidEvent(f"no session {session_id!r} in {journal.path}")
+    if not journal.has_session(session_id):
+        raise InvalidEvent(f"no session {session_id!r} in {journal.recorder.location}")
     return [session_id]
 
 
@@ -93,7 +94,7 @@ def _demo(args: argparse.Namespace) -> int:
 @arg("--json", action="store_true", help="print JSON")
 def _sessions(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
-        rows = out.query(journal, out.SESSIONS_SQL)
+        rows = [attrs.asdict(s) for s in journal.recorder.summaries()]
     out.emit(rows, args.json)
     return 0
 
@@ -109,7 +110,7 @@ def _sessions(args: argparse.Namespace) -> int:
 def _log(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
         journal.session(args.session)
-        for row in journal.store.read(args.session, start=args.start, stop=args.stop):
+        for row in journal.recorder.read(args.session, start=args.start, stop=args.stop):
             print(out.log_line(row, args.json))
     return 0
 
@@ -192,8 +193,11 @@ def _verify(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
         report = audit(journal, _session_ids(journal, args.session))
-    print(json.dumps(report, indent=2, sort_keys=True) if args.json else out.audit_text(report))
-    return 1 if has_findings(report) else 0
+    if args.json:
+        print(json.dumps(attrs.asdict(report), indent=2, sort_keys=True))
+    else:
+        print(out.audit_text(report))
+    return 1 if report.findings else 0
 
 
 @command(
@@ -203,10 +207,17 @@ def _audit(args: argparse.Namespace) -> int:
 )
 @arg("db", help="journal file")
 @arg("query", help="SQL (the audit views: turns, compactions, markers, ...)")
+@arg(
+    "--timeout",
+    type=float,
+    default=30.0,
+    metavar="SECONDS",
+    help="stop the query after this long (default: %(default)s)",
+)
 @arg("--json", action="store_true", help="print JSON")
 def _sql(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
-        rows = out.query(journal, args.query, read_only=True)
+        rows = out.rows_of(journal.recorder.query(args.query, timeout=args.timeout))
     out.emit(rows, args.json)
     return 0
 
@@ -249,6 +260,50 @@ def _import(args: argparse.Namespace) -> int:
         for skip in r.skipped:
             print(f"  skipped (impossible after re-decision): {skip}")
     return 0
+
+
+@command(
+    "ingest",
+    "real agent transcripts as sessions, their compactions and markers checked",
+    "tierlog ingest agent.db ~/.claude/projects/my-project/*.jsonl && tierlog audit agent.db",
+)
+@arg("db", help="journal file (created if missing)")
+@arg("files", nargs="+", metavar="FILE", help="transcripts, one session each")
+@arg("--format", default="claude-code", choices=FORMATS, help="transcript format")
+@arg("--json", action="store_true", help="print JSON")
+def _ingest(args: argparse.Namespace) -> int:
+    if not args.verbose:  # refused markers are the point: they are reported below
+        logging.getLogger("tierlog").setLevel(logging.ERROR)
+    loaded, bad = _load_transcripts(args.files, args.format)  # before the journal is touched
+    results = []
+    if loaded:
+        with Journal(args.db) as journal:
+            for item in loaded:
+                try:
+                    results.append(ingest_loaded(journal, item))
+                except InvalidEvent as exc:
+                    print(f"tierlog ingest: error: {item.path}: {exc}", file=sys.stderr)
+                    bad += 1
+    for r in results:
+        for warning in r.warnings:
+            print(f"tierlog ingest: warning: {r.path}: {warning}", file=sys.stderr)
+    if args.json:
+        print(json.dumps([attrs.asdict(r) for r in results], indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(out.ingest_text(r) for r in results) or "nothing ingested")
+    return 2 if bad else 0
+
+
+def _load_transcripts(paths: list[str], fmt: str) -> tuple[list[Loaded], int]:
+    """Each file read and mapped; an unreadable one reported. Returns them and the bad count."""
+    loaded, bad = [], 0
+    for path in paths:
+        try:
+            loaded.append(load(path, fmt))
+        except InvalidEvent as exc:
+            print(f"tierlog ingest: error: {path}: {exc}", file=sys.stderr)
+            bad += 1
+    return loaded, bad
 
 
 # -- entry point ------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 
 import eventstore
 from eventstore._audit import verify
-from eventstore._store import EventStore
+from eventstore._sqlite import SqliteRecorder
 from eventstore._transfer import export_lines
 from tests.helpers import fill, refuse, refusing_session, rows
 
@@ -37,9 +37,9 @@ def _kill_after(argv: list[str], lines: int) -> list[str]:
 
 
 def _appends(db: Path, round_: int) -> None:
-    EventStore(db).close()
+    SqliteRecorder(db).close()
     seen = _kill_after(["stream", str(db), "s"], 50 + 37 * (round_ % 10))
-    assert EventStore(db).head("s")[0] >= int(seen[-1])
+    assert SqliteRecorder(db).head("s").version >= int(seen[-1])
     TALLY["events acknowledged"] += int(seen[-1])
 
 

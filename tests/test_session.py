@@ -120,7 +120,7 @@ class TestRefusals:
         """C3 only needs spills reaching into the floor; a broken one elsewhere is harmless."""
         s.truncate(0, 2, "budget")
         spill = s.spill(0, 2)
-        (s.journal.spills.root / spill.handle).unlink()
+        (Path(f"{db_path}.spills") / spill.handle).unlink()
         assert _compact(s).live  # floor [6, 8): the missing file never mattered
 
     def test_tampered_spill_no_longer_excuses_c3(self, db_path: Path, s: Session) -> None:
@@ -128,7 +128,7 @@ class TestRefusals:
         s.truncate(6, 7, "budget")
         spill = s.spill(6, 7)
         _compact(s)
-        (s.journal.spills.root / spill.handle).write_text("edited")
+        (Path(f"{db_path}.spills") / spill.handle).write_text("edited")
         with pytest.raises(eventstore.UnrecoverableCompactionError) as err:
             _compact(s, covers=(0, 8), replaces=["n14"])
         assert [v.rule for v in err.value.violations] == ["C3"]
@@ -171,13 +171,23 @@ class TestResume:
         assert [json.loads(line)["index"] for line in ctx.content.splitlines()] == list(range(6))
 
     def test_raw_fallback_without_checkpoint_is_empty(self, s: Session) -> None:
-        """With no checkpoint at or below covers_hi, the raw context is empty (position 0)."""
+        """With no checkpoint at or below covers_hi and no live obligation, the raw
+        context is empty (position 0)."""
+        node = _compact(s)
+        marker = s.emit_marker(node.node_id)
+        _compact(s, tier=2, replaces=[node.node_id])
+        ctx = s.resume(marker.marker_id)
+        assert (ctx.source, ctx.checkpoint_at, ctx.content) == ("raw_checkpoint", 0, "")
+
+    def test_raw_fallback_holds_the_turns_of_live_obligations(self, s: Session) -> None:
+        """Past the checkpoint, a raw context holds the turn of each live obligation."""
         s.dispose("plan-a", "rejected", "no")
         node = _compact(s, input=(0, 10), covers=(0, 10), tail_start=10)
         with pytest.raises(eventstore.MarkerInvalid) as err:
             s.emit_marker(node.node_id)
         ctx = s.resume(err.value.marker_id)
-        assert (ctx.source, ctx.checkpoint_at, ctx.content) == ("raw_checkpoint", 0, "")
+        assert (ctx.source, ctx.checkpoint_at) == ("raw_checkpoint", 0)
+        assert [json.loads(line)["index"] for line in ctx.content.splitlines()] == [9]
 
 
 def _open_twice(s: Session) -> None:
@@ -325,4 +335,4 @@ class TestJunkInput:
                     continue  # refusals are recorded: that is their point
                 except eventstore.JournalError:
                     assert s.version == before, f"{method} wrote despite its error"
-            assert j.spills.orphans(j.store.spill_handles()) == []
+            assert j.spills.orphans(j.recorder.spill_handles()) == []

@@ -33,7 +33,7 @@ def _snapshotted(db: Path) -> str:
         fill(s, 6)
         s.truncate(0, 2, "budget")
         fill(s, 1)
-        assert journal.store.load_snapshot("s") is not None
+        assert journal.recorder.load_snapshot("s") is not None
         return s.state.sha256
 
 

@@ -14,10 +14,8 @@ import pytest
 
 import eventstore
 import reducers
-from eventstore import Session
 from eventstore._audit import clean_spills, orphan_spills, verify
-from eventstore._replay import divergences
-from eventstore._store import EventStore
+from eventstore._sqlite import SqliteRecorder
 from eventstore._transfer import export_lines, import_file
 from tests.helpers import fill, refuse, refusing_session, rows
 
@@ -159,9 +157,9 @@ class TestLinearStorage:
         for _ in range(40):
             fill(s, 3)
             spill = refuse(s)
-            with (journal.spills.root / spill.handle).open("rb") as f:
+            with (Path(journal.spills.location) / spill.handle).open("rb") as f:
                 headers += len(f.readline())
-            stored.append(_stored_bytes(journal.spills.root))
+            stored.append(_stored_bytes(Path(journal.spills.location)))
         assert stored[-1] == s.state.spills[-1].bytes + headers
         growth = [b - a for a, b in itertools.pairwise(stored)]
         assert max(growth) <= 3 * 64 + 512  # three short turns and a header, at any N
@@ -181,13 +179,9 @@ class TestLinearStorage:
         """Refusing twice with no new turn records the same handle and writes nothing new."""
         s = refusing_session(journal)
         first = refuse(s)
-        before = _files(journal.spills.root)
+        before = _files(Path(journal.spills.location))
         assert refuse(s).handle == first.handle
-        assert _files(journal.spills.root) == before
-
-
-def _paths(s: Session) -> list[Path]:
-    return [s.journal.spills.root / sp.handle for sp in s.state.spills]
+        assert _files(Path(journal.spills.location)) == before
 
 
 class TestCheckedReads:
@@ -203,7 +197,7 @@ class TestCheckedReads:
             s = refusing_session(journal)
             version = s.version
         forged = '{"bytes":5,"handle":"../../../../etc/hostname","hi":1,"lo":0,"sha256":"%s"}'
-        store = EventStore(db_path)
+        store = SqliteRecorder(db_path)
         row = ("r", version + 1, "Spilled", 1, forged % ("0" * 64), "t")
         _insert_raw(store, row)
         with eventstore.open(db_path, readonly=True) as journal:
@@ -218,10 +212,10 @@ class TestCheckedReads:
         """A spill file replaced by a symlink leading out of the root is not followed."""
         s = refusing_session(journal)
         spill = refuse(s)
-        path = journal.spills.root / spill.handle
+        path = Path(journal.spills.location) / spill.handle
         path.unlink()
         path.symlink_to(target)
-        assert "out of the spill root" in (s.spill_problem(spill) or "")
+        assert "out of the spill root" in (s.effects.spill_problem(spill) or "")
         with pytest.raises(eventstore.IntegrityError, match="out of the spill root"):
             s.read_spill(spill)
 
@@ -229,10 +223,10 @@ class TestCheckedReads:
         """A FIFO in place of a spill file is refused without blocking."""
         s = refusing_session(journal)
         spill = refuse(s)
-        path = journal.spills.root / spill.handle
+        path = Path(journal.spills.location) / spill.handle
         path.unlink()
         os.mkfifo(path)
-        assert "not a regular file" in (s.spill_problem(spill) or "")
+        assert "not a regular file" in (s.effects.spill_problem(spill) or "")
 
     def test_reads_stop_after_the_recorded_size(
         self, journal: eventstore.Journal, monkeypatch: pytest.MonkeyPatch
@@ -241,7 +235,7 @@ class TestCheckedReads:
         (and its header)."""
         s = refusing_session(journal)
         spill = refuse(s)
-        path = journal.spills.root / spill.handle
+        path = Path(journal.spills.location) / spill.handle
         with path.open("ab") as f:
             f.truncate(1 << 30)  # sparse: 1 GiB
         read = []
@@ -253,7 +247,7 @@ class TestCheckedReads:
             return data
 
         monkeypatch.setattr(os, "read", counting)
-        assert "bytes" in (s.spill_problem(spill) or "")
+        assert "bytes" in (s.effects.spill_problem(spill) or "")
         assert sum(read) <= spill.bytes + 1 + 4096
 
     def test_broken_base_shows_and_heals(self, journal: eventstore.Journal) -> None:
@@ -263,25 +257,25 @@ class TestCheckedReads:
         first = refuse(s)
         fill(s, 2)
         second = refuse(s)
-        (journal.spills.root / first.handle).unlink()
-        assert first.handle.split("/")[1][:12] in (s.spill_problem(second) or "")
+        (Path(journal.spills.location) / first.handle).unlink()
+        assert first.handle.split("/")[1][:12] in (s.effects.spill_problem(second) or "")
         fill(s, 2)
         third = refuse(s)
-        assert s.spill_problem(third) is None
+        assert s.effects.spill_problem(third) is None
 
     def test_header_naming_itself_is_no_loop(self, journal: eventstore.Journal) -> None:
         """A spill whose header names itself (or a longer base) as its base is a problem."""
         s = refusing_session(journal)
         spill = refuse(s)
-        path = journal.spills.root / spill.handle
+        path = Path(journal.spills.location) / spill.handle
         header = {"base": {"bytes": spill.bytes, "handle": spill.handle, "sha256": spill.sha256}}
         path.write_bytes(json.dumps({**header, "format": "tierlog-spill/1"}).encode() + b"\n")
-        assert "base" in (s.spill_problem(spill) or "")
+        assert "base" in (s.effects.spill_problem(spill) or "")
 
 
-def _insert_raw(store: EventStore, row: tuple[str, int, str, int, str, str]) -> None:
+def _insert_raw(store: SqliteRecorder, row: tuple[str, int, str, int, str, str]) -> None:
     """Append a row with a correct chain link, bypassing every check (a forger's write)."""
-    from eventstore._store import chain_hash
+    from eventstore._chain import chain_hash
 
     sid, version, type_name, schema, payload, at = row
     prev = store.head(sid)[1]
@@ -302,7 +296,7 @@ class TestNothingLeftBehind:
             for i in range(40):
                 s.append_turn("tool", f"{i} " + "x" * 4000, 10)
             version = s.version
-        store = EventStore(db_path)
+        store = SqliteRecorder(db_path)
         store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         store.close()
         out = subprocess.run(
@@ -323,16 +317,18 @@ class TestNothingLeftBehind:
         s = refusing_session(journal)
         for _i in range(30):
             s.append_turn("tool", "y" * 3000, 10)
-        before = (s.version, _files(journal.spills.root))
-        pages = journal.store.conn.execute("PRAGMA page_count").fetchone()[0]
-        journal.store.conn.execute(f"PRAGMA max_page_count = {pages}")
+        before = (s.version, _files(Path(journal.spills.location)))
+        assert isinstance(journal.recorder, SqliteRecorder)
+        conn = journal.recorder.conn  # the limit is per connection
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")
         with pytest.raises(eventstore.JournalError, match="full") as err:
             refuse(s)
         assert not isinstance(err.value, eventstore.UnrecoverableCompactionError)
-        assert (s.version, _files(journal.spills.root)) == before
-        journal.store.conn.execute(f"PRAGMA max_page_count = {pages * 10}")
+        assert (s.version, _files(Path(journal.spills.location))) == before
+        conn.execute(f"PRAGMA max_page_count = {pages * 10}")
         refuse(s)  # and the journal goes on
-        assert s.spill_problem(s.state.spills[-1]) is None
+        assert s.effects.spill_problem(s.state.spills[-1]) is None
 
     def test_orphans_are_noted_and_cleaned(self, journal: eventstore.Journal) -> None:
         """A spill written but never committed (a crash) is noted, not fatal; --clean
@@ -342,15 +338,15 @@ class TestNothingLeftBehind:
         fill(s, 2)
         refuse(s)
         fill(s, 2)
-        orphan = s.make_spill(s.state, 0, s.state.end)  # written, never recorded
-        (journal.spills.root / "ab").mkdir()
-        (journal.spills.root / "ab" / "x.spill.tmp").write_bytes(b"half")
+        orphan = s.effects.write_spill(s.state, 0, s.state.end)  # written, never recorded
+        (Path(journal.spills.location) / "ab").mkdir()
+        (Path(journal.spills.location) / "ab" / "x.spill.tmp").write_bytes(b"half")
         notes = orphan_spills(journal)
         assert [n.fatal for n in notes] == [False, False]
         assert orphan.handle in notes[1].problem
         assert [f.fatal for f in verify(journal)] == [False, False]
         assert len(clean_spills(journal)) == 2
         assert orphan_spills(journal) == []
-        assert not (journal.spills.root / "ab").exists()
+        assert not (Path(journal.spills.location) / "ab").exists()
         assert s.read_spill(kept)
-        assert list(divergences(s)) == []
+        assert [f for f in verify(journal) if f.fatal] == []

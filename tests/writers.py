@@ -14,7 +14,7 @@ import attrs
 import eventstore
 import reducers as r
 from eventstore import ConcurrencyError
-from eventstore._store import EventStore
+from eventstore._sqlite import SqliteRecorder
 from eventstore._transfer import import_file
 from tests.helpers import config, fill, refuse, refusing_session
 
@@ -26,7 +26,7 @@ def contend(db: str, session_id: str, name: str, count: int) -> None:
     as a runtime deciding on what it read would. Prints "ready", then starts when
     ``<db>.go`` exists.
     """
-    store = EventStore(db, synchronous="normal", busy_timeout=30.0)
+    store = SqliteRecorder(db, synchronous="normal", busy_timeout=30.0)
     print("ready", flush=True)
     go = Path(f"{db}.go")
     while not go.exists():
@@ -35,7 +35,7 @@ def contend(db: str, session_id: str, name: str, count: int) -> None:
     for i in range(count):
         while True:
             version, _ = store.head(session_id)
-            time.sleep(random.random() / 2000)
+            time.sleep(random.random() / 400)  # wide enough to overlap on a busy machine
             event = r.CallOpened(call_id=f"{name}-{i}", kind="tool_call", name=name)
             try:
                 store.append(session_id, [event], expected_version=version)
@@ -47,7 +47,7 @@ def contend(db: str, session_id: str, name: str, count: int) -> None:
 
 def stream(db: str, session_id: str) -> None:
     """Append turns forever, printing each committed version: the parent kills us."""
-    store = EventStore(db, synchronous="full")
+    store = SqliteRecorder(db, synchronous="full")
     version = store.head(session_id)[0]
     if version == 0:
         started = r.SessionStarted(**attrs.asdict(config()))
