@@ -22,6 +22,7 @@ from reducers import (
     CompactionRefused,
     ConstraintLifted,
     ConstraintStated,
+    ContextCleared,
     Event,
     InvalidEvent,
     ItemDisposed,
@@ -39,6 +40,7 @@ from reducers import (
     Spilled,
     Truncated,
     TurnAppended,
+    TurnRetracted,
     Violation,
 )
 
@@ -53,6 +55,7 @@ __all__ = [
     "ConstraintLifted",
     "ConstraintStated",
     "Context",
+    "ContextCleared",
     "Event",
     "IngestResult",
     "IntegrityError",
@@ -77,6 +80,7 @@ __all__ = [
     "Truncated",
     "Turn",
     "TurnAppended",
+    "TurnRetracted",
     "UnrecoverableCompactionError",
     "Violation",
     "ingest",

@@ -18,6 +18,7 @@ import attrs
 from eventstore._commands import (
     AppendTurn,
     Checkpoint,
+    ClearContext,
     Command,
     Compact,
     EmitMarker,
@@ -46,6 +47,7 @@ from reducers import (
     Compacted,
     CompactionRefused,
     ConstraintStated,
+    ContextCleared,
     Event,
     InvalidEvent,
     ItemDisposed,
@@ -56,6 +58,8 @@ from reducers import (
     SessionState,
     Truncated,
     TurnAppended,
+    TurnRetracted,
+    Violation,
     apply,
     fold,
 )
@@ -87,8 +91,16 @@ def decide(command: Command[R], state: SessionState, effects: Effects) -> Decisi
 # The plain events that can take an obligation out of the digest context: a
 # truncation evicts turns; an obligation raised (or a fact re-disposed) while the
 # last turn is already evicted is born outside it. Turns, resolutions, lifts and
-# checkpoints only ever add to the context or remove obligations.
-CAN_BREAK_MARKERS = (Truncated, CallOpened, ConstraintStated, ItemDisposed)
+# checkpoints only ever add to the context or remove obligations. A retraction or a
+# clear withdraws turns (and a clear the live summaries) from the context.
+CAN_BREAK_MARKERS = (
+    Truncated,
+    CallOpened,
+    ConstraintStated,
+    ItemDisposed,
+    TurnRetracted,
+    ContextCleared,
+)
 
 
 def _plain(state: SessionState, event: Event) -> tuple[tuple[Event, ...], SessionState]:
@@ -123,6 +135,11 @@ def _extend(command: Extend, state: SessionState, _: Effects) -> Decision[Sessio
         events, state = _plain(state, event)
         out += events
     return Decision(events=tuple(out), state=state, result=state)
+
+
+def _clear_context(command: ClearContext, state: SessionState, _: Effects) -> Decision[None]:
+    events, after = _plain(state, ContextCleared(before=state.turns, reason=command.reason))
+    return Decision(events=events, state=after, result=None)
 
 
 def _append_turn(command: AppendTurn, state: SessionState, _: Effects) -> Decision[Turn]:
@@ -166,6 +183,8 @@ def _compact(command: Compact, state: SessionState, effects: Effects) -> Decisio
     proposal = command.proposal(node_id_for(state))
     validate(state, proposal)
     found = check_compaction(verified(state, proposal, effects), proposal)
+    if command.require_marker:
+        found += marker_gate(state, proposal)
     if not found:
         after = apply(state, proposal)
         broken = invalidations(after, cause=f"Compacted {proposal.node_id}")
@@ -184,6 +203,24 @@ def _compact(command: Compact, state: SessionState, effects: Effects) -> Decisio
         state=fold(events, state),
         result=None,
         error=UnrecoverableCompactionError(found, action=action),
+    )
+
+
+def marker_gate(state: SessionState, proposal: Compacted) -> list[Violation]:
+    """The M rules a marker on ``proposal``'s node would break right after it commits.
+
+    M3 is left out: a new node is live, and its tier is the runtime's choice. A runtime
+    that replaces its history with the summary (the OpenAI Agents session) proposes
+    with this gate, so a summary that drops an open call or a negative fact is refused
+    before anything it replaces leaves the context.
+    """
+    return [v for v in check_marker(apply(state, proposal), proposal.node_id) if v.rule != "M3"]
+
+
+def was_gated(recorded: Event) -> bool:
+    """Whether a recorded compaction refusal came from the marker gate (an M rule)."""
+    return isinstance(recorded, CompactionRefused) and any(
+        v.rule.startswith("M") for v in recorded.violations
     )
 
 
@@ -341,6 +378,7 @@ _DECIDERS: dict[type[Any], Callable[[Any, SessionState, Effects], Decision[Any]]
     Extend: _extend,
     AppendTurn: _append_turn,
     Checkpoint: _checkpoint,
+    ClearContext: _clear_context,
     WriteSpill: _write_spill,
     Compact: _compact,
     EmitMarker: _emit_marker,

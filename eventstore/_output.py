@@ -82,8 +82,12 @@ def describe_state(state: SessionState) -> str:
         f"constraints  {sorted(state.constraints)}",
         f"negatives    {sorted(f'{k}={d.disposition}' for k, d in state.dispositions.items())}",
     ]
+    if state.withdrawn:
+        lines.append(f"withdrawn    turns {list(state.withdrawn)} (retracted or cleared)")
     for n in sorted(state.nodes.values(), key=lambda n: n.version):
         status = "live" if n.live else f"replaced by {n.replaced_by}"
+        if not n.live and n.replaced_by is None:
+            status = "cleared"
         lines.append(
             f"node {n.node_id:<7} L{n.tier} [{n.covers_lo}, {n.covers_hi}) {status}: "
             f"{_short(n.summary)}"

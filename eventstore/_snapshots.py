@@ -93,13 +93,15 @@ def encode(
     state: SessionState, head_hash: str, since: Mapping[str, int] | None = None
 ) -> tuple[bytes, list[Chunk]]:
     """The header and the ledger chunks that changed since lengths ``since``."""
-    head = {
+    head: dict[str, Any] = {
         "version": state.version,
         "head_hash": head_hash,
         "config": None if state.config is None else attrs.asdict(state.config),
         "lengths": ledger_lengths(state),
         **{name: _dump(getattr(state, name)) for name in _MAPPINGS},
     }
+    if state.withdrawn:  # absent before 0.2: old snapshots read as "nothing withdrawn"
+        head["withdrawn"] = [list(span) for span in state.withdrawn]
     chunks = [
         (name, k, _encode_chunk(name, getattr(state, name), k))
         for name in LEDGERS
@@ -136,6 +138,7 @@ def _decode(
         version=_int(head["version"]),
         config=None if config is None else SessionConfig(**config),
         truncated=merge_spans((t.lo, t.hi) for t in ledgers["truncations"]),
+        withdrawn=tuple((lo, hi) for lo, hi in head.get("withdrawn", ())),
         **ledgers,
         **fields,
     )

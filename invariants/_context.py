@@ -72,7 +72,9 @@ def _why(state: SessionState, live: tuple[Node, ...], pos: int) -> str:
     cut = next((t for t in state.truncations if t.lo <= pos < t.hi), None)
     if cut is not None:
         return f"truncated [{cut.lo}, {cut.hi}) at v{cut.version}"
-    node = next(n for n in live if n.covers_lo <= pos < n.covers_hi)
+    node = next((n for n in live if n.covers_lo <= pos < n.covers_hi), None)
+    if node is None:
+        return "withdrawn from the context (retracted or cleared)"
     return f"folded into {node.node_id}, which does not carry it"
 
 

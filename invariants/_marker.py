@@ -126,7 +126,9 @@ def _depth(state: SessionState, node: Node, depth: int) -> list[Violation]:
             Violation(
                 rule="M3",
                 name="depth_mismatch",
-                message=f"node {node.node_id} was replaced by {node.replaced_by}",
+                message=f"node {node.node_id} was replaced by {node.replaced_by}"
+                if node.replaced_by
+                else f"node {node.node_id} was cleared from the context",
                 lo=node.covers_lo,
                 hi=node.covers_hi,
             )

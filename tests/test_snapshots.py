@@ -8,6 +8,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given
 
@@ -70,6 +71,15 @@ class TestEncoding:
         header, chunks = encode(state, "ab" * 32)
         again, head_hash = decode(header, chunk_rows((name, data) for name, _, data in chunks))
         assert (again, again.sha256, head_hash) == (state, state.sha256, "ab" * 32)
+
+    def test_keeps_what_was_withdrawn(self) -> None:
+        """encode -> decode carries the withdrawn spans and the sha256."""
+        start = r.SessionStarted(**attrs.asdict(config()))
+        turns = [r.TurnAppended(index=i, role="u", content="", tokens=5) for i in range(3)]
+        state = r.fold([start, *turns, r.TurnRetracted(index=2, reason="")])
+        header, chunks = encode(state, "cd" * 32)
+        again, _ = decode(header, chunk_rows((name, data) for name, _, data in chunks))
+        assert (again, again.sha256, again.withdrawn) == (state, state.sha256, ((2, 3),))
 
 
 class TestTrust:
