@@ -4,121 +4,51 @@ A decision reads raw turns back (to render a context or fill a spill) and writes
 and checks spills. ``Effects`` is that interface; ``SessionEffects`` is the real
 one (turns from the recorder, spill bytes in the journal's ``SpillStore``),
 ``RecordedSpills`` the one ``verify`` uses, which writes nothing. Where spills
-live is the journal's business: a folder beside a SQLite file (``FolderSpills``),
-a table in the same database for a server journal (``TableSpills``), where a spill
-is written in the transaction of the event that records it.
+live is the journal's business: a folder beside a SQLite file (``FolderSpills``
+in ``_spills``: content-addressed, chained, every read checked).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
-from eventstore._errors import IntegrityError
-from eventstore._files import file_problem, render_turns, write_atomically
+from eventstore._files import render_turns
 from reducers import InvalidEvent, SessionState, Spill, Spilled
+
+SpillCheck = Callable[[Spill | Spilled], str | None]
 
 
 class SpillStore(Protocol):
-    """Where spill bytes are kept, by handle."""
+    """Where spill bytes are kept: write, read back, check."""
 
-    def handle(self, session_id: str, version: int, lo: int, hi: int) -> str:
-        """The handle a spill of ``[lo, hi)`` written at ``version`` gets."""
+    def write(self, data: bytes, *, lo: int, hi: int, earlier: Iterable[Spill]) -> Spilled:
+        """Store ``data`` (the raw range ``[lo, hi)``) durably; the event recording it.
+        ``earlier`` spills may be reused; JournalError if it cannot be written."""
 
-    def write(self, handle: str, data: bytes) -> None:
-        """Store ``data`` durably under ``handle``."""
+    def read(self, spill: Spill | Spilled) -> bytes:
+        """The spill's bytes, checked (IntegrityError when they do not read back)."""
 
-    def problem(self, handle: str, sha256: str, size: int) -> str | None:
-        """Why ``handle`` does not hold exactly the recorded bytes, or ``None``."""
+    def adopt(self, spill: Spill | Spilled, data: bytes, earlier: Iterable[Spill] = ()) -> None:
+        """Store bytes recorded elsewhere under their recorded handle (``tierlog ship``);
+        IntegrityError if they are not the recorded bytes."""
 
-    def read(self, handle: str, sha256: str, size: int) -> bytes:
-        """The bytes under ``handle``; IntegrityError unless they are the recorded ones."""
+    def problem(self, spill: Spill | Spilled) -> str | None:
+        """Why the spill does not read back as its recorded bytes, or ``None``."""
 
+    def checker(self) -> SpillCheck:
+        """``problem`` for one pass over many spills (shared files read once)."""
 
-def checked(handle: str, data: bytes | None, sha256: str, size: int) -> bytes:
-    """``data`` if it is the recorded spill, else IntegrityError saying why not."""
-    if data is None:
-        raise IntegrityError(f"spill {handle} is missing")
-    if len(data) != size:
-        raise IntegrityError(f"spill {handle} has {len(data)} bytes, {size} recorded")
-    if hashlib.sha256(data).hexdigest() != sha256:
-        raise IntegrityError(f"spill {handle} does not match its recorded sha256")
-    return data
+    @property
+    def location(self) -> str:
+        """Where the spills live, for messages."""
 
+    def orphans(self, handles: Iterable[str]) -> list[str]:
+        """Stored items no recorded handle (nor a base of one) uses."""
 
-class FolderSpills:
-    """Spill files in ``<db file>.spills/`` beside a SQLite journal."""
-
-    def __init__(self, db_path: Path) -> None:
-        self.db_path = db_path
-
-    def handle(self, session_id: str, version: int, lo: int, hi: int) -> str:
-        """``<db>.spills/<session>/v<version>_<lo>-<hi>.jsonl``, relative to the db's folder."""
-        return f"{self.db_path.name}.spills/{session_id}/v{version:08d}_{lo}-{hi}.jsonl"
-
-    def write(self, handle: str, data: bytes) -> None:
-        """Write the file atomically and durably."""
-        write_atomically(self._path(handle), data)
-
-    def problem(self, handle: str, sha256: str, size: int) -> str | None:
-        """Why the file is missing or differs from its recorded size and sha256."""
-        try:
-            path = self._path(handle)
-        except IntegrityError as exc:
-            return str(exc)
-        return file_problem(path, sha256, size)
-
-    def read(self, handle: str, sha256: str, size: int) -> bytes:
-        """The file's bytes, checked against its recorded size and sha256."""
-        path = self._path(handle)
-        try:
-            data = path.read_bytes() if path.is_file() else None
-        except OSError as exc:
-            raise IntegrityError(f"cannot read {path}: {exc.strerror}") from None
-        return checked(handle, data, sha256, size)
-
-    def _path(self, handle: str) -> Path:
-        """The file of a handle; IntegrityError for one that leaves the db's folder."""
-        parts = handle.split("/")
-        if handle.startswith("/") or "\\" in handle or any(p in ("", ".", "..") for p in parts):
-            raise IntegrityError(f"spill handle {handle!r} is not a plain relative path")
-        return self.db_path.parent / handle
-
-
-class _SpillTable(Protocol):
-    def write_spill(self, handle: str, data: bytes) -> None: ...
-    def read_spill(self, handle: str) -> bytes | None: ...
-
-
-class TableSpills:
-    """Spill bytes in the journal's own database (``spill_data``), keyed by handle and
-    written in the open transaction: a rolled-back refusal leaves no spill behind."""
-
-    def __init__(self, table: _SpillTable) -> None:
-        self.table = table
-
-    def handle(self, session_id: str, version: int, lo: int, hi: int) -> str:
-        """``<session>/v<version>_<lo>-<hi>.jsonl``: nothing in it names the database."""
-        return f"{session_id}/v{version:08d}_{lo}-{hi}.jsonl"
-
-    def write(self, handle: str, data: bytes) -> None:
-        """Insert the bytes in the open transaction."""
-        self.table.write_spill(handle, data)
-
-    def problem(self, handle: str, sha256: str, size: int) -> str | None:
-        """Why the stored bytes are missing or differ from the recorded ones."""
-        try:
-            self.read(handle, sha256, size)
-        except IntegrityError as exc:
-            return str(exc)
-        return None
-
-    def read(self, handle: str, sha256: str, size: int) -> bytes:
-        """The stored bytes, checked against their recorded size and sha256."""
-        return checked(handle, self.table.read_spill(handle), sha256, size)
+    def remove(self, names: Iterable[str]) -> None:
+        """Remove items ``orphans`` named."""
 
 
 class Effects(Protocol):
@@ -135,8 +65,11 @@ class Effects(Protocol):
     def spill_problem(self, spill: Spill | Spilled) -> str | None:
         """Why a spill no longer holds its recorded bytes, or ``None``."""
 
+    def spill_checker(self) -> SpillCheck:
+        """``spill_problem`` for one pass over many spills."""
+
     def read_spill(self, spill: Spill | Spilled) -> bytes:
-        """A spill's bytes, checked (IntegrityError if they are not the recorded ones)."""
+        """A spill's bytes, checked against its recorded size and sha256."""
 
 
 class _TurnSource(Protocol):
@@ -166,18 +99,19 @@ class SessionEffects:
     def write_spill(self, state: SessionState, lo: int, hi: int) -> Spilled:
         """Write the turns of ``[lo, hi)`` (those at the log's end included) as a spill."""
         data = render_turns(self.turns(state, [(state.turn_index(lo), state.turn_stop(hi))]))
-        handle = self.spills.handle(self.session_id, state.version + 1, lo, hi)
-        self.spills.write(handle, data)
-        digest = hashlib.sha256(data).hexdigest()
-        return Spilled(lo=lo, hi=hi, handle=handle, sha256=digest, bytes=len(data))
+        return self.spills.write(data, lo=lo, hi=hi, earlier=state.spills)
 
     def spill_problem(self, spill: Spill | Spilled) -> str | None:
         """Why the spill's bytes are missing or changed, or ``None``."""
-        return self.spills.problem(spill.handle, spill.sha256, spill.bytes)
+        return self.spills.problem(spill)
+
+    def spill_checker(self) -> SpillCheck:
+        """One pass of spill checks."""
+        return self.spills.checker()
 
     def read_spill(self, spill: Spill | Spilled) -> bytes:
-        """The spill's bytes, checked against its recorded size and sha256."""
-        return self.spills.read(spill.handle, spill.sha256, spill.bytes)
+        """The spill's bytes, checked."""
+        return self.spills.read(spill)
 
 
 class RecordedSpills:
@@ -204,6 +138,10 @@ class RecordedSpills:
     def spill_problem(self, spill: Spill | Spilled) -> str | None:
         """As the wrapped effects."""
         return self._effects.spill_problem(spill)
+
+    def spill_checker(self) -> SpillCheck:
+        """As the wrapped effects."""
+        return self._effects.spill_checker()
 
     def read_spill(self, spill: Spill | Spilled) -> bytes:
         """As the wrapped effects."""

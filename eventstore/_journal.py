@@ -15,11 +15,13 @@ from types import TracebackType
 
 import attrs
 
-from eventstore._effects import FolderSpills, SessionEffects, SpillStore, TableSpills
+from eventstore._effects import SessionEffects, SpillStore
+from eventstore._pg_spills import TableSpills
 from eventstore._postgres import PostgresRecorder, is_url
 from eventstore._recorder import Recorder
 from eventstore._session import Session
 from eventstore._snapshots import SNAPSHOT_EVERY, Snapshots
+from eventstore._spills import FolderSpills
 from eventstore._sqlite import SYNCHRONOUS, SqliteRecorder, utc_now
 from invariants import validate
 from reducers import InvalidEvent, SessionConfig, SessionStarted, SessionState, fold
@@ -109,7 +111,7 @@ class Journal:
                 raise InvalidEvent(f"session {session_id!r} already exists")
             validate(SessionState(), started)
             self.recorder.append(session_id, [started], expected_version=0)
-        return self._session(session_id, fold([started]), {})
+        return self._session(session_id, fold([started]), None)
 
     def session(self, session_id: str) -> Session:
         """Reopen a session: its snapshot plus the events after it."""
@@ -120,7 +122,7 @@ class Journal:
 
     def replay_session(self, session_id: str) -> Session:
         """A session object that trusts nothing cached: its state starts empty."""
-        return self._session(session_id, SessionState(), {})
+        return self._session(session_id, SessionState(), None)
 
     def read_spill(self, session_id: str, handle: str) -> bytes:
         """The bytes of a spill the session recorded, checked against its sha256
@@ -131,7 +133,9 @@ class Journal:
         """The effects decisions on ``session_id`` use: its turns and the spill store."""
         return SessionEffects(self.recorder, session_id, self.spills)
 
-    def _session(self, session_id: str, state: SessionState, lengths: dict[str, int]) -> Session:
+    def _session(
+        self, session_id: str, state: SessionState, lengths: dict[str, int] | None
+    ) -> Session:
         return Session(
             session_id,
             state,
@@ -160,7 +164,7 @@ def _backend(
         )
         return pg, TableSpills(pg), None
     sqlite = SqliteRecorder(location, synchronous=synchronous, readonly=readonly, clock=clock)
-    return sqlite, FolderSpills(sqlite.path), sqlite.path
+    return sqlite, FolderSpills.beside(sqlite.path, on_write=sqlite.on_rollback), sqlite.path
 
 
 def open(  # noqa: A001 - the SPEC's name

@@ -49,10 +49,14 @@ TABLES = (
     """CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
         FOR EACH STATEMENT EXECUTE FUNCTION tierlog_immutable()""",
     """CREATE TABLE spill_data (
-        handle text   COLLATE "C" PRIMARY KEY,
-        sha256 text   NOT NULL,
-        bytes  bigint NOT NULL CHECK (bytes = octet_length(data)),
-        data   bytea  NOT NULL
+        handle     text   COLLATE "C" PRIMARY KEY,
+        sha256     text   NOT NULL,
+        bytes      bigint NOT NULL,
+        base       text   COLLATE "C" REFERENCES spill_data (handle),
+        base_bytes bigint NOT NULL DEFAULT 0,
+        data       bytea  NOT NULL,
+        CHECK (bytes = base_bytes + octet_length(data)),
+        CHECK ((base IS NULL) = (base_bytes = 0))
     )""",
     """CREATE TRIGGER spill_data_no_update BEFORE UPDATE OR DELETE ON spill_data
         FOR EACH ROW EXECUTE FUNCTION tierlog_immutable()""",

@@ -11,7 +11,7 @@ server before they failed. psycopg's errors leave as tierlog's.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -38,11 +38,17 @@ class Wire:
         self.begin = False  # a BEGIN waits for the transaction's first statement
         self.pending: list[Statement] = []  # writes not sent yet
         self.flushes = 0
+        self.undo: list[list[Callable[[], None]]] = []  # per open (sub)transaction
         self.pipelines = bool(driver.Pipeline.is_supported())
 
     def transaction(self) -> Transaction:
         """One transaction: commit on success, roll back on error; nested, a savepoint."""
         return Transaction(self)
+
+    def on_rollback(self, undo: Callable[[], None]) -> None:
+        """Run ``undo`` if the open transaction (or savepoint) rolls back."""
+        if self.undo:
+            self.undo[-1].append(undo)
 
     def defer(self, *statements: Statement) -> None:
         """Send these writes with the next statement, or the COMMIT."""
@@ -117,8 +123,9 @@ class Transaction:
             self._savepoint = f"tierlog_{rec.depth}"
             self._mark, self._flushes = len(rec.pending), rec.flushes
             rec.pending.append((f"SAVEPOINT {self._savepoint}", ()))
+            rec.undo.append([])
         else:
-            rec.begin, rec.pending = True, []
+            rec.begin, rec.pending, rec.undo = True, [], [[]]
         rec.depth += 1
 
     def __exit__(
@@ -130,9 +137,11 @@ class Transaction:
             self._exit_savepoint(exc_type is not None)
             return
         rec.locked.clear()
+        undo, rec.undo = rec.undo.pop(), []
         if exc_type is not None:
             rec.begin, rec.pending = False, []
             rec.rollback()
+            _run(undo)
             return
         if rec.begin and not rec.pending:
             rec.begin = False
@@ -141,17 +150,27 @@ class Transaction:
             rec.send(("COMMIT", ()))
         except JournalError:
             rec.rollback()
+            _run(undo)
             raise
         finally:
             rec.begin, rec.pending = False, []
 
     def _exit_savepoint(self, failed: bool) -> None:
         rec, name = self._wire, self._savepoint
+        undo = rec.undo.pop()
         if not failed:
+            rec.undo[-1] += undo
             rec.pending.append((f"RELEASE {name}", ()))
-        elif rec.flushes == self._flushes:  # nothing of it reached the server
+            return
+        _run(undo)
+        if rec.flushes == self._flushes:  # nothing of it reached the server
             del rec.pending[self._mark :]
         else:
             rec.locked.clear()  # a lock taken inside may be gone with it
             rec.pending.clear()
             rec.send((f"ROLLBACK TO {name}", ()), (f"RELEASE {name}", ()))
+
+
+def _run(undo: list[Callable[[], None]]) -> None:
+    for step in reversed(undo):
+        step()

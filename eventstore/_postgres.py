@@ -17,7 +17,6 @@ caller may query again while it iterates, as ``verify`` does.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -28,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 from eventstore import _pg_schema
 from eventstore._chain import GENESIS, Recorded, check_links, link
 from eventstore._errors import ConcurrencyError, IntegrityError
+from eventstore._pg_spills import SpillRow
 from eventstore._pg_wire import Wire, first_line
 from eventstore._recorder import (
     AuditRows,
@@ -311,9 +311,14 @@ class PostgresRecorder:
         sha256: str,
         header: bytes,
         chunks: Iterable[tuple[str, int, bytes]],
+        *,
+        replace: bool = False,
     ) -> None:
         """Replace the session's snapshot header and the ledger chunks that changed
-        (sent with the transaction's next statement)."""
+        (``replace``: every chunk, the old ones dropped first); sent with the
+        transaction's next statement."""
+        if replace:
+            self.wire.defer(("DELETE FROM snapshot_chunks WHERE session_id = %s", (session_id,)))
         self.wire.defer(
             (
                 "INSERT INTO snapshots (session_id, version, sha256, state)"
@@ -351,26 +356,53 @@ class PostgresRecorder:
             version=row[0], sha256=row[1], header=bytes(row[2]), chunks=iter(chunks)
         )
 
-    # -- spills ------------------------------------------------------------------------
-    def write_spill(self, handle: str, data: bytes) -> None:
-        """Store a spill's bytes under ``handle`` (joins the open transaction); the same
-        bytes again are a no-op, other bytes under a taken handle an IntegrityError."""
-        digest = hashlib.sha256(data).hexdigest()
+    # -- spills (the rows behind _pg_spills.TableSpills) ---------------------------------
+    def write_spill(
+        self, handle: str, sha256: str, size: int, base: str | None, base_bytes: int, data: bytes
+    ) -> None:
+        """Store a spill row (joins the open transaction): the bytes after ``base``'s.
+        The same spill again is a no-op; other bytes under a taken handle, an
+        IntegrityError."""
         (stored,) = self.wire.send(
             (
-                "INSERT INTO spill_data (handle, sha256, bytes, data) VALUES (%s, %s, %s, %s)"
-                " ON CONFLICT (handle) DO NOTHING",
-                (handle, digest, len(data), data),
+                "INSERT INTO spill_data (handle, sha256, bytes, base, base_bytes, data)"
+                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (handle) DO NOTHING",
+                (handle, sha256, size, base, base_bytes, data),
             ),
             ("SELECT sha256 FROM spill_data WHERE handle = %s", (handle,)),
         ).fetchone()
-        if stored != digest:
+        if stored != sha256:
             raise IntegrityError(f"spill {handle} is already stored with other bytes")
 
-    def read_spill(self, handle: str) -> bytes | None:
-        """A spill's stored bytes, or ``None`` if ``handle`` holds none."""
-        row = self._run("SELECT data FROM spill_data WHERE handle = %s", (handle,)).fetchone()
-        return None if row is None else bytes(row[0])
+    def spill_row(self, handle: str) -> SpillRow | None:
+        """A spill row: its base, the base's size and the bytes after them."""
+        row = self._run(
+            "SELECT base, base_bytes, data FROM spill_data WHERE handle = %s", (handle,)
+        ).fetchone()
+        return None if row is None else SpillRow(row[0], row[1], bytes(row[2]))
+
+    def stored_spills(self) -> list[str]:
+        """Every handle with a row."""
+        return [r[0] for r in self._run("SELECT handle FROM spill_data").fetchall()]
+
+    def spill_handles(self) -> Iterator[str]:
+        """Every spill handle any session recorded (distinct)."""
+        rows = self._run(
+            "SELECT DISTINCT payload::json ->> 'handle' FROM events WHERE type = 'Spilled'"
+        ).fetchall()
+        return (handle for (handle,) in rows if isinstance(handle, str))
+
+    def hash_at(self, session_id: str, version: int) -> str | None:
+        """The hash of the session's event at ``version``, or ``None`` if there is none."""
+        row = self._run(
+            "SELECT hash FROM events WHERE session_id = %s AND version = %s", (session_id, version)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def on_rollback(self, undo: Callable[[], None]) -> None:
+        """Run ``undo`` if the open transaction (or savepoint) rolls back instead of
+        committing. Outside a transaction nothing is registered."""
+        self.wire.on_rollback(undo)
 
     # -- audits ------------------------------------------------------------------------
     def query(self, sql: str, *, timeout: float) -> QueryResult:

@@ -17,7 +17,7 @@ import attrs
 
 from eventstore._commands import Command, Compact, EmitMarker, Record, Resume, WriteSpill
 from eventstore._decide import CAN_BREAK_MARKERS, Decision, decide, was_gated, would_invalidate
-from eventstore._effects import Effects, RecordedSpills
+from eventstore._effects import Effects, RecordedSpills, SpillCheck
 from invariants import validate
 from reducers import (
     PLAIN_EVENTS,
@@ -123,6 +123,7 @@ def divergences(
     """
     state, plain = SessionState(), []
     watch = snapshot[0] if snapshot else -1
+    check = effects.spill_checker()  # one pass: spills that share bases read once
     for command in commands(events):
         if len(command) == 1 and type(command[0]) in PLAIN_EVENTS:
             plain.append(command[0])
@@ -136,7 +137,7 @@ def divergences(
         if found is not None:
             yield found
             return
-        yield from _spill_problems(session_id, state.version + 1, command, effects)
+        yield from _spill_problems(session_id, state.version + 1, command, check)
         state = fold(command, state)
         if snapshot and state.version == watch and state.sha256 != snapshot[1]:
             yield Divergence(
@@ -188,10 +189,10 @@ def _redecide(
 
 
 def _spill_problems(
-    session_id: str, version: int, command: list[Event], effects: Effects
+    session_id: str, version: int, command: list[Event], check: SpillCheck
 ) -> Iterator[Divergence]:
     for event in command:
-        if isinstance(event, Spilled) and (problem := effects.spill_problem(event)):
+        if isinstance(event, Spilled) and (problem := check(event)):
             yield Divergence(session_id=session_id, version=version, problem=problem, check="spill")
 
 

@@ -22,7 +22,7 @@ from eventstore._chain import Recorded
 from eventstore._codec import from_payload
 from eventstore._errors import ConcurrencyError, IntegrityError
 from eventstore._journal import Journal
-from reducers import Spilled
+from reducers import Spill, Spilled
 
 CHUNK = 1000
 
@@ -81,12 +81,13 @@ def _ship_session(src: Journal, dest: Journal, session_id: str, chunk: int) -> S
         )
     events = spills = 0
     version = head.version
+    earlier: list[Spill] = []
     try:
         while version < top:
             rows = list(src.recorder.read(session_id, start=version + 1, stop=version + chunk))
             if not rows:
                 break
-            spills += _ship_chunk(src, dest, session_id, rows)
+            spills += _ship_chunk(src, dest, session_id, rows, earlier)
             events += len(rows)
             version = rows[-1].version
     except (IntegrityError, ConcurrencyError) as exc:
@@ -96,23 +97,27 @@ def _ship_session(src: Journal, dest: Journal, session_id: str, chunk: int) -> S
     return Shipped(session_id=session_id, events=events, spills=spills, head=version)
 
 
-def _ship_chunk(src: Journal, dest: Journal, session_id: str, rows: list[Recorded]) -> int:
-    """One transaction on ``dest``: the spills the rows record, then the rows."""
+def _ship_chunk(
+    src: Journal, dest: Journal, session_id: str, rows: list[Recorded], earlier: list[Spill]
+) -> int:
+    """One transaction on ``dest``: the spills the rows record (stored on the spills of
+    this run before them), then the rows."""
     spills = list(_spills(rows))
     with dest.recorder.transaction():
         for spill in spills:
-            data = src.spills.read(spill.handle, spill.sha256, spill.bytes)
-            dest.spills.write(spill.handle, data)
+            dest.spills.adopt(spill, src.spills.read(spill), earlier)
+            earlier.append(spill)
         dest.recorder.append_recorded(session_id, rows)
     return len(spills)
 
 
-def _spills(rows: list[Recorded]) -> Iterator[Spilled]:
+def _spills(rows: list[Recorded]) -> Iterator[Spill]:
+    """The spills the rows record, as the state would hold them (``earlier`` bases)."""
     for row in rows:
         if row.type == "Spilled":
             event = from_payload(row.type, row.payload)
             assert isinstance(event, Spilled)
-            yield event
+            yield Spill(version=row.version, **attrs.asdict(event))
 
 
 def _first_difference(

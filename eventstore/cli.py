@@ -19,7 +19,7 @@ import attrs
 import structlog
 
 from eventstore import _output as out
-from eventstore._audit import audit, verify
+from eventstore._audit import audit, clean_spills, verify
 from eventstore._demo import run_demo
 from eventstore._errors import IntegrityError
 from eventstore._html import render
@@ -174,18 +174,26 @@ def _diff(args: argparse.Namespace) -> int:
 @arg("db", help=DB)
 @arg("session", nargs="?", help="one session (default: all)")
 @arg("--json", action="store_true", help="print JSON")
+@arg(
+    "--clean",
+    action="store_true",
+    help="remove orphan spill files (a crash between writing a spill and committing it)",
+)
 def _verify(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
         ids = _session_ids(journal, args.session)
         with out.Progress("verifying") as show:
             findings = verify(journal, ids, progress=show)
+    if args.clean:  # orphans are notes: exit 0 unless something else is wrong
+        with Journal(args.db) as journal:
+            findings = [f for f in findings if f.check != "orphan"] + clean_spills(journal)
+    fatal = any(f.fatal for f in findings)
     if args.json:
         print(json.dumps([attrs.asdict(f) for f in findings], indent=2))
     else:
-        print(
-            "\n".join(map(str, findings)) or "ok: every chain, payload, spill and decision verified"
-        )
-    return 1 if findings else 0
+        ok = [] if fatal else ["ok: every chain, payload, spill and decision verified"]
+        print("\n".join([*map(str, findings), *ok]))
+    return 1 if fatal else 0
 
 
 @command(
@@ -296,7 +304,7 @@ def _report(args: argparse.Namespace) -> int:
 @command(
     "spill",
     "print a spill's bytes, checked against their recorded sha256",
-    "tierlog spill agent.db mig-42 mig-42/v00000012_0-30.jsonl > turns.jsonl",
+    "tierlog spill agent.db mig-42 9c/9c41e0...d2.spill > turns.jsonl",
 )
 @arg("db", help=DB)
 @arg("session", help="session id")

@@ -50,9 +50,10 @@ def _db_path(tmp_path: Path) -> Path:
     return tmp_path / "agent.db"
 
 
-@pytest.fixture(name="backend")
+@pytest.fixture(name="backend", autouse=True)
 def _backend(request: pytest.FixtureRequest) -> str:
-    """``sqlite`` unless a test is parametrized over ``BACKENDS`` (``on_both``)."""
+    """``sqlite`` unless a test is parametrized over ``BACKENDS`` (``on_both``); used by
+    every test, so a module can parametrize all of its tests at once."""
     return str(getattr(request, "param", "sqlite"))
 
 
@@ -80,3 +81,12 @@ def _journal(target: Target) -> Iterator[eventstore.Journal]:
     journal = eventstore.open(target.location)
     yield journal
     journal.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the kill -9 campaign's counts when it ran."""
+    from tests.test_crash import TALLY
+
+    if TALLY:
+        counts = ", ".join(f"{name}: {n}" for name, n in sorted(TALLY.items()))
+        terminalreporter.write_line(f"kill -9 campaign: {counts}")

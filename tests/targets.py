@@ -69,12 +69,18 @@ class SqliteTarget:
         finally:
             conn.close()
 
+    def _spill_path(self, handle: str) -> Path:
+        """The file of a handle: inside ``<db file>.spills/`` (0.1 handles name it too)."""
+        root = Path(f"{self.path}.spills")
+        first, _, rest = handle.partition("/")
+        return root / rest if first.endswith(".spills") else root / handle
+
     def spill(self, handle: str) -> bytes | None:
-        path = self.path.parent / handle
+        path = self._spill_path(handle)
         return path.read_bytes() if path.exists() else None
 
     def set_spill(self, handle: str, data: bytes | None) -> None:
-        path = self.path.parent / handle
+        path = self._spill_path(handle)
         if data is None:
             path.unlink()
         else:
@@ -119,6 +125,6 @@ class PostgresTarget:
             self.tamper("DELETE FROM spill_data WHERE handle = %s", (handle,))
         else:
             self.tamper(
-                "UPDATE spill_data SET data = %s, bytes = %s WHERE handle = %s",
+                "UPDATE spill_data SET data = %s, bytes = base_bytes + %s WHERE handle = %s",
                 (data, len(data), handle),
             )

@@ -320,7 +320,7 @@ class TestZeroTokenTurns:
         with pytest.raises(eventstore.UnrecoverableCompactionError):
             _compact(tokens, 0, 40, input=(30, 40))  # C2: the floor is not covered
         spill = tokens.state.spills[-1]
-        data = tokens.read_spill(spill.handle).decode()
+        data = tokens.read_spill(spill).decode()
         assert [json.loads(line)["content"] for line in data.splitlines()][-2:] == [
             "zero-a",
             "zero-b",
@@ -331,7 +331,7 @@ class TestZeroTokenTurns:
     ) -> None:
         """spill(lo, end) copies the zero-token turns at the end too."""
         spill = tokens.spill(50, 60)
-        data = tokens.read_spill(spill.handle).decode()
+        data = tokens.read_spill(spill).decode()
         assert [json.loads(line)["index"] for line in data.splitlines()] == [5, 6, 7]
 
 

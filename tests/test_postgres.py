@@ -146,30 +146,46 @@ class TestSpills:
     def test_a_spill_rolls_back_with_its_transaction(self, pg: PostgresTarget) -> None:
         """Spill bytes are written in the open transaction: if it fails, none remain."""
         with eventstore.open(pg.location) as journal:
-            recorder = journal.recorder
-            assert isinstance(recorder, PostgresRecorder)
 
             def spill_then_fail() -> None:
-                with recorder.transaction():
-                    recorder.write_spill("s/v00000002_0-1.jsonl", b"turns\n")
+                with journal.recorder.transaction():
+                    journal.spills.write(b"turns\n", lo=0, hi=1, earlier=())
                     raise RuntimeError("the decision failed after the spill")
 
             with pytest.raises(RuntimeError):
                 spill_then_fail()
-            recorder.write_spill("s/v00000003_0-1.jsonl", b"kept\n")  # its own commit
-        assert pg.rows("SELECT handle, bytes FROM spill_data") == [("s/v00000003_0-1.jsonl", 5)]
+            with journal.recorder.transaction():
+                kept = journal.spills.write(b"kept\n", lo=0, hi=1, earlier=())
+        assert pg.rows("SELECT handle, bytes FROM spill_data") == [(kept.handle, 5)]
+
+    def test_spills_are_portable_and_stored_linearly(
+        self, pg: PostgresTarget, tmp_path: Path
+    ) -> None:
+        """A spill has the handle it gets on SQLite; a longer one that starts with an
+        earlier one stores only the bytes after it, and both read back whole."""
+        with eventstore.open(pg.location) as journal, eventstore.open(tmp_path / "f.db") as file:
+            spilled = [new_session(j, "s") for j in (journal, file)]
+            for s in spilled:
+                fill(s, 4)
+                s.spill(0, 2)
+                s.spill(0, 4)
+            pg_spills, file_spills = (s.state.spills for s in spilled)
+            assert [sp.handle for sp in pg_spills] == [sp.handle for sp in file_spills]
+            first, second = pg_spills
+            stored = dict(pg.rows("SELECT handle, octet_length(data) FROM spill_data"))
+            assert stored[second.handle] == second.bytes - first.bytes
+            assert journal.read_spill("s", second.handle) == file.read_spill("s", second.handle)
 
     def test_other_bytes_under_a_taken_handle_are_refused(self, pg: PostgresTarget) -> None:
-        """The same handle again with the same bytes is a no-op; with others, an error."""
+        """The same spill row again is a no-op; other bytes under its handle, an error."""
         with eventstore.open(pg.location) as journal:
             recorder = journal.recorder
             assert isinstance(recorder, PostgresRecorder)
-            with recorder.transaction():
-                recorder.write_spill("h.jsonl", b"one\n")
-                recorder.write_spill("h.jsonl", b"one\n")
+            recorder.write_spill("h", "a" * 64, 4, None, 0, b"one\n")
+            recorder.write_spill("h", "a" * 64, 4, None, 0, b"one\n")
             with pytest.raises(eventstore.IntegrityError, match="other bytes"):
-                recorder.write_spill("h.jsonl", b"two\n")
-        assert pg.spill("h.jsonl") == b"one\n"
+                recorder.write_spill("h", "b" * 64, 4, None, 0, b"two\n")
+        assert pg.spill("h") == b"one\n"
 
 
 class TestLocking:

@@ -6,15 +6,19 @@ Every test runs on both backends (SQLite and PostgreSQL).
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import eventstore
 import reducers
 from eventstore import Session
+from tests import strategies
 from tests.helpers import fill, new_session
 from tests.targets import Target, on_both
 
@@ -252,7 +256,7 @@ class TestSnapshots:
         self, target: Target, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """With tiny chunks, many incremental snapshots still reopen to the replayed state."""
-        monkeypatch.setattr("reducers._snapshot.CHUNK", 3)
+        monkeypatch.setattr("eventstore._snapshots.CHUNK", 3)
         with target.open(snapshot_every=4) as journal:
             s = new_session(journal, "snap")
             for i in range(40):
@@ -279,6 +283,62 @@ class TestSnapshots:
         target.tamper(f"UPDATE snapshots SET state = {blob}")
         with target.open() as journal:
             assert journal.session("snap").state.sha256 == expected
+
+
+class TestJunkInput:
+    @pytest.mark.parametrize(
+        ("what", "call"),
+        [
+            ("lone surrogate", lambda s: s.append_turn("user", "\ud800", 1)),
+            ("surrogate key", lambda s: s.state_constraint("k\udfff", "x")),
+            ("tokens 2**63", lambda s: s.append_turn("user", "x", 2**63)),
+            ("tokens summing past 2**63", lambda s: [s.append_turn("u", "x", 2**62) for _ in "ab"]),
+            ("range 2**64", lambda s: s.truncate(0, 2**64)),
+            ("input None", lambda s: _compact(s, input=None)),
+            ("input 1-tuple", lambda s: _compact(s, input=(1,))),
+            ("covers a string", lambda s: _compact(s, covers="ab")),
+            ("state_at None", lambda s: s.state_at(None)),
+            ("events from 2**70", lambda s: list(s.events(start=2**70))),
+            ("extend None", lambda s: s.extend(None)),
+            ("marker on a list", lambda s: s.emit_marker([])),
+            ("resume a dict", lambda s: s.resume({})),
+            ("expected_version 'x'", lambda s: s.checkpoint(expected_version="x")),
+        ],
+    )
+    def test_is_invalid_event_and_writes_nothing(
+        self, target: Target, s: Session, what: str, call: Callable[[Session], object]
+    ) -> None:
+        """The issue's junk raises InvalidEvent (not TypeError & co.) and writes nothing."""
+        before = target.rows()
+        with pytest.raises(eventstore.InvalidEvent):
+            call(s)
+        assert target.rows()[: len(before)] == before
+        assert len(target.rows()) - len(before) <= 1  # the valid first 2**62 turn commits
+
+    @pytest.mark.parametrize("path", [None, 3, b"x.db", "a\x00b"])
+    def test_open_junk_is_a_journal_error(self, path: object) -> None:
+        """eventstore.open of a non-path is a JournalError."""
+        with pytest.raises(eventstore.JournalError):
+            eventstore.open(path)  # type: ignore[arg-type]
+
+    @given(calls=st.lists(strategies.api_calls(), min_size=1, max_size=8))
+    def test_every_method_survives_junk(self, calls: list[tuple[str, dict[str, Any]]]) -> None:
+        """Junk to any Session method gives a result or a JournalError; a rejected call
+        writes no event and leaves no spill file."""
+        with tempfile.TemporaryDirectory() as tmp, eventstore.open(Path(tmp) / "j.db") as j:
+            s = new_session(j, on_unsafe="spill")
+            fill(s, 4)
+            for method, kwargs in calls:
+                before = s.version
+                try:
+                    result = getattr(s, method)(**kwargs)
+                    if method == "events":
+                        list(result)
+                except (eventstore.UnrecoverableCompactionError, eventstore.MarkerInvalid):
+                    continue  # refusals are recorded: that is their point
+                except eventstore.JournalError:
+                    assert s.version == before, f"{method} wrote despite its error"
+            assert j.spills.orphans(j.recorder.spill_handles()) == []
 
 
 class TestWithdrawals:
