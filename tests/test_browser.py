@@ -80,9 +80,13 @@ def _refusals_until(s: eventstore.Session, v: int) -> int:
 
 
 def _withdrawals_until(s: eventstore.Session, v: int) -> list[list[Any]]:
-    kinds = {r.TurnRetracted: "retraction", r.ContextCleared: "clear"}
-    events = enumerate(s.events(stop=v), 1)
-    return [[version, kinds[type(e)]] for version, e in events if type(e) in kinds]
+    out: list[list[Any]] = []
+    for version, e in enumerate(s.events(stop=v), 1):
+        if isinstance(e, r.TurnRetracted):
+            out.append([version, "retraction"])
+        elif isinstance(e, r.ContextCleared):
+            out.append([version, "clear"])
+    return out
 
 
 def _matches(drawn: dict[str, Any], s: eventstore.Session, v: int) -> None:
