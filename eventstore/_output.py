@@ -3,60 +3,21 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 from collections.abc import Iterable
 from typing import Any
 
-from eventstore._journal import Journal
-from eventstore._store import Recorded
-from reducers import InvalidEvent, SessionState
+import attrs
 
-SESSIONS_SQL = """
-SELECT session_id,
-       count(*) AS events,
-       sum(type = 'TurnAppended') AS turns,
-       sum(type IN ('CompactionRefused', 'MarkerRefused')) AS refusals,
-       sum(type = 'MarkerInvalidated') AS invalidations,
-       sum(type = 'Resumed' AND payload ->> '$.source' = 'raw_checkpoint') AS raw_fallbacks
-FROM events GROUP BY session_id ORDER BY session_id
-"""
+from eventstore._audit import AuditReport, EvictedObligation
+from eventstore._chain import Recorded
+from eventstore._recorder import QueryResult
+from reducers import SessionState
 
 
-def query(journal: Journal, sql: str, *, read_only: bool = False) -> list[dict[str, Any]]:
-    """Rows of ``sql`` as dicts; with ``read_only`` no statement can write, ATTACH included."""
-    if not sql.strip():
-        raise InvalidEvent("empty query")
-    conn = journal.store.conn
-    if read_only:
-        conn.execute("PRAGMA query_only = ON")
-        conn.set_authorizer(_read_only)
-    try:
-        cursor = conn.execute(sql)
-        names = [c[0] for c in cursor.description or ()]
-        return [dict(zip(names, row, strict=True)) for row in cursor]
-    except sqlite3.Error as exc:
-        denied = "not authorized" in str(exc) or "readonly" in str(exc)
-        hint = " (tierlog sql is read-only: SELECT and WITH queries only)" if denied else ""
-        raise InvalidEvent(f"query failed: {exc}{hint}") from None
-    finally:
-        if read_only:
-            conn.set_authorizer(None)
-
-
-_READS = {
-    sqlite3.SQLITE_SELECT,
-    sqlite3.SQLITE_READ,
-    sqlite3.SQLITE_FUNCTION,
-    sqlite3.SQLITE_RECURSIVE,
-    sqlite3.SQLITE_SAVEPOINT,  # sqlite-utils wraps each query in one
-    sqlite3.SQLITE_TRANSACTION,
-}
-
-
-def _read_only(action: int, *_: object) -> int:
-    """Authorizer: reads only (ATTACH, PRAGMA and every write are denied)."""
-    return sqlite3.SQLITE_OK if action in _READS else sqlite3.SQLITE_DENY
+def rows_of(result: QueryResult) -> list[dict[str, Any]]:
+    """A query result as one dict a row."""
+    return [dict(zip(result.columns, row, strict=True)) for row in result.rows]
 
 
 def _cell(value: Any) -> Any:
@@ -180,26 +141,28 @@ class Progress:
             print("\r" + " " * self.width + "\r", end="", file=sys.stderr, flush=True)
 
 
-def audit_text(report: dict[str, Any]) -> str:
+def audit_text(report: AuditReport) -> str:
     """The audit report for a person."""
     lines = []
-    for session_id, sections in report["sessions"].items():
+    for session_id, audit in report.sessions.items():
         lines.append(f"== {session_id}")
-        for name, rows in sections.items():
+        for field in attrs.fields(type(audit)):
+            rows = getattr(audit, field.name)
             if rows:
-                lines.append(f"  {name.replace('_', ' ')} ({len(rows)}):")
-                lines += [f"    {_audit_row(name, row)}" for row in rows]
-    totals = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in report["totals"].items())
+                lines.append(f"  {field.name.replace('_', ' ')} ({len(rows)}):")
+                lines += [f"    {_audit_row(row)}" for row in rows]
+    totals = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in report.totals.items())
     lines.append(f"total: {totals}")
     return "\n".join(lines)
 
 
-def _audit_row(section: str, row: dict[str, Any]) -> str:
-    if section == "evicted_obligations":
-        carried = ", ".join(row["carried_by"]) or "NOBODY"
-        return f"{row['kind']} {row['key']!r} at {row['position']}: carried by {carried}"
-    if "violations" in row:
-        rules = "; ".join(v["message"] for v in json.loads(row["violations"]))
-        subject = row.get("node_id") or row.get("marker_id")
-        return f"v{row['version']} {subject} [{row['rules']}]: {rules}"
-    return f"v{row['version']} " + " ".join(f"{k}={v}" for k, v in row.items() if k != "version")
+def _audit_row(row: Any) -> str:
+    if isinstance(row, EvictedObligation):
+        carried = ", ".join(row.carried_by) or "NOBODY"
+        return f"{row.kind} {row.key!r} at {row.position}: carried by {carried}"
+    fields = attrs.asdict(row)
+    if "violations" in fields:
+        rules = "; ".join(v["message"] for v in json.loads(fields["violations"]))
+        subject = fields.get("node_id") or fields.get("marker_id")
+        return f"v{row.version} {subject} [{fields['rules']}]: {rules}"
+    return f"v{row.version} " + " ".join(f"{k}={v}" for k, v in fields.items() if k != "version")

@@ -2,27 +2,24 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO
 
 import attrs
 
-from eventstore import _decide
 from eventstore._codec import SCHEMA_VERSION, from_payload
 from eventstore._journal import Journal, check_session_id
-from eventstore._replay import commands, decide_again
+from eventstore._replay import command_of, commands
 from eventstore._session import Session
-from invariants import MarkerInvalid, UnrecoverableCompactionError
-from reducers import Event, InvalidEvent, SessionConfig, SessionStarted, SessionState
+from reducers import Event, InvalidEvent, SessionConfig, SessionStarted
 
 
 def export_lines(journal: Journal, session_id: str) -> Iterator[str]:
     """One JSON object a line per event: the stored row, payload as an object."""
-    if not journal.store.head(session_id)[0]:
-        raise InvalidEvent(f"no session {session_id!r} in {journal.path}")
-    for row in journal.store.read(session_id):
+    if not journal.has_session(session_id):
+        raise InvalidEvent(f"no session {session_id!r} in {journal.recorder.location}")
+    for row in journal.recorder.read(session_id):
         yield json.dumps(
             {
                 "session_id": row.session_id,
@@ -95,7 +92,7 @@ def import_file(
     sessions = read_sessions(file)
     if rename is not None and len(sessions) != 1:
         raise InvalidEvent(f"--session renames one session; the file holds {len(sessions)}")
-    with journal.store.transaction():
+    with journal.recorder.transaction():
         return [
             _import_session(journal, source, rename or source, events, progress)
             for source, events in sessions.items()
@@ -110,7 +107,7 @@ def _import_session(
     progress: Callable[[int], None] | None,
 ) -> Imported:
     check_session_id(target)
-    if journal.store.head(target)[0]:
+    if journal.has_session(target):
         if list(journal.session(target).events()) == events:
             return Imported(
                 source_id=source,
@@ -146,15 +143,8 @@ def _import_session(
     )
 
 
-def _replay_command(session: Session, command: list[Event]) -> bool:
-    """Commit ``command`` as the live API would; True if it committed as recorded."""
-    committed: list[tuple[Event, ...]] = []
-
-    def decide(state: SessionState) -> _decide.Decision:
-        decision = decide_again(session, state, command, make_spill=session.make_spill)
-        committed.append(decision.events)
-        return decision
-
-    with contextlib.suppress(UnrecoverableCompactionError, MarkerInvalid):
-        session._commit(decide)  # the live pipeline; a refusal is recorded like any decision
-    return committed[-1] == tuple(command)
+def _replay_command(session: Session, group: list[Event]) -> bool:
+    """Commit ``group``'s command as the live API would (a refusal is recorded like any
+    decision); True if it committed as recorded."""
+    command, _ = command_of(group)
+    return session.run(command).events == tuple(group)

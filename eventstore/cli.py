@@ -18,9 +18,9 @@ import attrs
 import structlog
 
 from eventstore import _output as out
-from eventstore._audit import audit, has_findings, verify
+from eventstore._audit import audit, verify
 from eventstore._demo import run_demo
-from eventstore._journal import Journal, check_session_id
+from eventstore._journal import Journal
 from eventstore._transfer import export_lines, import_file
 from reducers import InvalidEvent, JournalError
 
@@ -65,8 +65,8 @@ def _session_ids(journal: Journal, session_id: str | None) -> list[str] | None:
     """``[session_id]`` if it names a session of the journal; ``None`` (all) if not given."""
     if session_id is None:
         return None
-    if not journal.store.head(check_session_id(session_id))[0]:
-        raise InvalidEvent(f"no session {session_id!r} in {journal.path}")
+    if not journal.has_session(session_id):
+        raise InvalidEvent(f"no session {session_id!r} in {journal.recorder.location}")
     return [session_id]
 
 
@@ -93,7 +93,7 @@ def _demo(args: argparse.Namespace) -> int:
 @arg("--json", action="store_true", help="print JSON")
 def _sessions(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
-        rows = out.query(journal, out.SESSIONS_SQL)
+        rows = [attrs.asdict(s) for s in journal.recorder.summaries()]
     out.emit(rows, args.json)
     return 0
 
@@ -109,7 +109,7 @@ def _sessions(args: argparse.Namespace) -> int:
 def _log(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
         journal.session(args.session)
-        for row in journal.store.read(args.session, start=args.start, stop=args.stop):
+        for row in journal.recorder.read(args.session, start=args.start, stop=args.stop):
             print(out.log_line(row, args.json))
     return 0
 
@@ -184,8 +184,11 @@ def _verify(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
         report = audit(journal, _session_ids(journal, args.session))
-    print(json.dumps(report, indent=2, sort_keys=True) if args.json else out.audit_text(report))
-    return 1 if has_findings(report) else 0
+    if args.json:
+        print(json.dumps(attrs.asdict(report), indent=2, sort_keys=True))
+    else:
+        print(out.audit_text(report))
+    return 1 if report.findings else 0
 
 
 @command(
@@ -195,10 +198,17 @@ def _audit(args: argparse.Namespace) -> int:
 )
 @arg("db", help="journal file")
 @arg("query", help="SQL (the audit views: turns, compactions, markers, ...)")
+@arg(
+    "--timeout",
+    type=float,
+    default=30.0,
+    metavar="SECONDS",
+    help="stop the query after this long (default: %(default)s)",
+)
 @arg("--json", action="store_true", help="print JSON")
 def _sql(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
-        rows = out.query(journal, args.query, read_only=True)
+        rows = out.rows_of(journal.recorder.query(args.query, timeout=args.timeout))
     out.emit(rows, args.json)
     return 0
 

@@ -220,6 +220,29 @@ class SessionState:
         """The turn that starts at boundary ``pos``."""
         return pos if self.unit == "turns" else bisect.bisect_left(self.tok_starts, pos)
 
+    def turn_stop(self, hi: int) -> int:
+        """The index after the last turn of a range ending at boundary ``hi``.
+
+        A range that ends at the log's end holds every turn, the zero-token turns
+        that start there included; any other range stops at the first turn that
+        starts at ``hi``.
+        """
+        return self.turns if hi >= self.end else self.turn_index(hi)
+
+    def turns_before(self, at: int) -> int:
+        """How many turns end at or before position ``at`` (a raw checkpoint's prefix)."""
+        if self.unit == "turns":
+            return min(at, self.turns)
+        return min(bisect.bisect_right(self.tok_starts, at) - 1, self.turns)
+
+    def turns_at(self, pos: int) -> range:
+        """The turns that start at position ``pos`` (several only for zero-token turns)."""
+        if self.unit == "turns":
+            return range(pos, min(pos + 1, self.turns))
+        lo = bisect.bisect_left(self.tok_starts, pos)
+        hi = bisect.bisect_right(self.tok_starts, pos)
+        return range(lo, min(hi, self.turns))
+
     def tokens_in(self, lo: int, hi: int) -> int:
         """Tokens of the turns in ``[lo, hi)`` (boundaries in the session's unit)."""
         if self.unit == "tokens":

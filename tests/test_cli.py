@@ -12,7 +12,7 @@ import pytest
 
 import eventstore
 import reducers
-from eventstore._store import EventStore
+from eventstore._sqlite import SqliteRecorder
 from eventstore.cli import build_parser, main
 from tests.helpers import fill, new_session, rows
 
@@ -198,7 +198,7 @@ class TestVerify:
             summary="s",
             tokens=1,
         )
-        EventStore(db_path).append("s", [hole], expected_version=7)
+        SqliteRecorder(db_path).append("s", [hole], expected_version=7)
         code, out, _ = run(capsys, "verify", str(db_path))
         assert code == 1
         assert "replay" in out

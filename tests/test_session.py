@@ -167,13 +167,23 @@ class TestResume:
         assert [json.loads(line)["index"] for line in ctx.content.splitlines()] == list(range(6))
 
     def test_raw_fallback_without_checkpoint_is_empty(self, s: Session) -> None:
-        """With no checkpoint at or below covers_hi, the raw context is empty (position 0)."""
+        """With no checkpoint at or below covers_hi and no live obligation, the raw
+        context is empty (position 0)."""
+        node = _compact(s)
+        marker = s.emit_marker(node.node_id)
+        _compact(s, tier=2, replaces=[node.node_id])
+        ctx = s.resume(marker.marker_id)
+        assert (ctx.source, ctx.checkpoint_at, ctx.content) == ("raw_checkpoint", 0, "")
+
+    def test_raw_fallback_holds_the_turns_of_live_obligations(self, s: Session) -> None:
+        """Past the checkpoint, a raw context holds the turn of each live obligation."""
         s.dispose("plan-a", "rejected", "no")
         node = _compact(s, input=(0, 10), covers=(0, 10), tail_start=10)
         with pytest.raises(eventstore.MarkerInvalid) as err:
             s.emit_marker(node.node_id)
         ctx = s.resume(err.value.marker_id)
-        assert (ctx.source, ctx.checkpoint_at, ctx.content) == ("raw_checkpoint", 0, "")
+        assert (ctx.source, ctx.checkpoint_at) == ("raw_checkpoint", 0)
+        assert [json.loads(line)["index"] for line in ctx.content.splitlines()] == [9]
 
 
 def _open_twice(s: Session) -> None:

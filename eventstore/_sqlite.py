@@ -1,4 +1,4 @@
-"""The SQLite event store: append with an expected version, stream, check the chain.
+"""The SQLite recorder: tierlog's embedded backend, and every SQL string it runs.
 
 It knows nothing of tiers. Every write is one ``BEGIN IMMEDIATE`` transaction
 (see ``docs/append-path.md`` for the crash states); reads stream from a cursor.
@@ -6,23 +6,30 @@ It knows nothing of tiers. Every write is one ``BEGIN IMMEDIATE`` transaction
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
-import attrs
-
 from eventstore import _schema
-from eventstore._codec import SCHEMA_VERSION, from_payload, hash_bytes, to_payload
+from eventstore._chain import GENESIS, Recorded, link
 from eventstore._errors import ConcurrencyError
-from reducers import Event, InvalidEvent, JournalError, canonical_json
+from eventstore._recorder import (
+    AuditRows,
+    CompactionRefusalRow,
+    FallbackRow,
+    Head,
+    InvalidationRow,
+    MarkerRefusalRow,
+    QueryResult,
+    SessionSummary,
+    StoredSnapshot,
+)
+from reducers import Event, InvalidEvent, JournalError
 
-GENESIS = "0" * 64
 SYNCHRONOUS = ("full", "normal")
 
 
@@ -31,61 +38,62 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def chain_hash(
-    prev: str,
-    session_id: str,
-    version: int,
-    type_name: str,
-    schema_version: int,
-    payload: str,
-    recorded_at: str,
-) -> str:
-    """``sha256(prev_hash + canonical event bytes)``."""
-    body = hash_bytes(
-        session_id=session_id,
-        version=version,
-        type_name=type_name,
-        schema_version=schema_version,
-        payload=payload,
-        recorded_at=recorded_at,
-    )
-    return hashlib.sha256(prev.encode() + body).hexdigest()
-
-
-@attrs.frozen
-class Recorded:
-    """One stored row of ``events``."""
-
-    seq: int
-    session_id: str
-    version: int
-    type: str
-    schema_version: int
-    payload: str
-    recorded_at: str
-    prev_hash: str
-    hash: str
-
-    @property
-    def event(self) -> Event:
-        """The decoded event (raises :class:`InvalidEvent` for a malformed row)."""
-        return from_payload(self.type, self.payload)
-
-
-@attrs.frozen(kw_only=True)
-class ChainProblem:
-    """The first row of a session that fails the integrity walk."""
-
-    session_id: str
-    version: int
-    problem: str
-
-
 _INSERT = (
     "INSERT INTO events (session_id, version, type, schema_version, payload, recorded_at,"
     " prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _COLUMNS = "seq, session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"
+
+_SESSIONS_SQL = """
+SELECT session_id,
+       count(*) AS events,
+       sum(type = 'TurnAppended') AS turns,
+       sum(type IN ('CompactionRefused', 'MarkerRefused')) AS refusals,
+       sum(type = 'MarkerInvalidated') AS invalidations,
+       sum(type = 'Resumed' AND payload ->> '$.source' = 'raw_checkpoint') AS raw_fallbacks
+FROM events GROUP BY session_id ORDER BY session_id
+"""
+
+_AUDIT_SQL = (
+    "SELECT version, node_id, action, rules, violations FROM compaction_refusals"
+    " WHERE session_id = ? ORDER BY version",
+    "SELECT version, marker_id, node_id, rules, violations FROM marker_refusals"
+    " WHERE session_id = ? ORDER BY version",
+    "SELECT version, marker_id, rule, reason FROM marker_invalidations"
+    " WHERE session_id = ? ORDER BY version",
+    "SELECT version, marker_id, checkpoint_at, reason FROM resumes"
+    " WHERE session_id = ? AND source = 'raw_checkpoint' ORDER BY version",
+)
+
+_Row = TypeVar("_Row")
+
+_READS = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+    sqlite3.SQLITE_SAVEPOINT,
+    sqlite3.SQLITE_TRANSACTION,
+}
+
+
+def _read_only(action: int, *_: object) -> int:
+    """Authorizer: reads only (ATTACH, PRAGMA and every write are denied)."""
+    return sqlite3.SQLITE_OK if action in _READS else sqlite3.SQLITE_DENY
+
+
+def attrs_row(r: Recorded) -> tuple[object, ...]:
+    """A row's values in ``_INSERT`` order."""
+    return (
+        r.session_id,
+        r.version,
+        r.type,
+        r.schema_version,
+        r.payload,
+        r.recorded_at,
+        r.prev_hash,
+        r.hash,
+    )
 
 
 def _connect(path: Path, *, readonly: bool, timeout: float) -> sqlite3.Connection:
@@ -99,7 +107,7 @@ def _connect(path: Path, *, readonly: bool, timeout: float) -> sqlite3.Connectio
     return sqlite3.connect(path, isolation_level=None, timeout=timeout)
 
 
-class EventStore:
+class SqliteRecorder:
     """Append-only, hash-chained events of many sessions in one SQLite file."""
 
     def __init__(
@@ -190,36 +198,28 @@ class EventStore:
             raise ConcurrencyError(
                 f"session {session_id!r} is at version {version}, expected {expected_version}"
             )
-        rows = []
-        now = self._clock()
-        for event in events:
-            version += 1
-            payload = to_payload(event)
-            type_name = type(event).__name__
-            digest = chain_hash(prev, session_id, version, type_name, SCHEMA_VERSION, payload, now)
-            rows.append(
-                (session_id, version, type_name, SCHEMA_VERSION, payload, now, prev, digest)
-            )
-            prev = digest
+        rows = link(session_id, version, prev, events, self._clock())
         try:
-            if len(rows) == 1:
-                self.conn.execute(_INSERT, rows[0])
-            else:
-                self.conn.executemany(_INSERT, rows)
+            self.conn.executemany(_INSERT, (attrs_row(r) for r in rows))
         except sqlite3.IntegrityError as exc:  # only a writer that bypassed the lock gets here
             raise ConcurrencyError(f"session {session_id!r}: {exc}") from None
         except sqlite3.OperationalError as exc:  # disk full, I/O error: nothing is committed
             raise JournalError(f"cannot write to {self.path}: {exc}") from None
-        return version
+        return version + len(rows)
 
     # -- reading -----------------------------------------------------------------------
-    def head(self, session_id: str) -> tuple[int, str]:
+    @property
+    def location(self) -> str:
+        """The journal file's path."""
+        return str(self.path)
+
+    def head(self, session_id: str) -> Head:
         """The session's last version and hash (``0`` and the genesis hash when empty)."""
         row = self.conn.execute(
             "SELECT version, hash FROM events WHERE session_id = ? ORDER BY version DESC LIMIT 1",
             (session_id,),
         ).fetchone()
-        return (row[0], row[1]) if row else (0, GENESIS)
+        return Head(row[0], row[1]) if row else Head(0, GENESIS)
 
     def read(
         self, session_id: str, *, start: int = 1, stop: int | None = None
@@ -245,20 +245,40 @@ class EventStore:
             )
         )
 
-    def sessions(self) -> list[str]:
-        """Every session id, sorted."""
-        rows = self.conn.execute("SELECT DISTINCT session_id FROM events ORDER BY session_id")
-        return [r[0] for r in rows]
-
-    def turns(self, session_id: str, first: int, last: int) -> Iterator[dict[str, Any]]:
+    def turn_payloads(self, session_id: str, first: int, last: int) -> Iterator[str]:
         """The payloads of the turns stored at versions ``first..last``, in order."""
         cursor = self.conn.execute(
             "SELECT payload FROM events WHERE session_id = ? AND version BETWEEN ? AND ?"
             " AND type = 'TurnAppended' ORDER BY version",
             (session_id, first, last),
         )
-        for (payload,) in cursor:
-            yield json.loads(payload)
+        return (payload for (payload,) in cursor)
+
+    def sessions(self) -> list[str]:
+        """Every session id, sorted."""
+        rows = self.conn.execute("SELECT DISTINCT session_id FROM events ORDER BY session_id")
+        return [r[0] for r in rows]
+
+    def summaries(self) -> list[SessionSummary]:
+        """Every session with its event, refusal and invalidation counts."""
+        return [SessionSummary(**row) for row in self._dicts(_SESSIONS_SQL)]
+
+    def audit_rows(self, session_id: str) -> AuditRows:
+        """Refusals, invalidations and raw fallbacks of one session, in version order."""
+        return AuditRows(
+            compaction_refusals=self._typed(CompactionRefusalRow, _AUDIT_SQL[0], session_id),
+            marker_refusals=self._typed(MarkerRefusalRow, _AUDIT_SQL[1], session_id),
+            marker_invalidations=self._typed(InvalidationRow, _AUDIT_SQL[2], session_id),
+            raw_fallbacks=self._typed(FallbackRow, _AUDIT_SQL[3], session_id),
+        )
+
+    def _typed(self, cls: type[_Row], sql: str, session_id: str) -> tuple[_Row, ...]:
+        return tuple(cls(**row) for row in self._dicts(sql, (session_id,)))
+
+    def _dicts(self, sql: str, params: tuple[object, ...] = ()) -> Iterator[dict[str, Any]]:
+        cursor = self.conn.execute(sql, params)
+        names = [c[0] for c in cursor.description]
+        return (dict(zip(names, row, strict=True)) for row in cursor)
 
     # -- snapshots (a cache: replay must agree with it) ---------------------------------
     def save_snapshot(
@@ -281,10 +301,8 @@ class EventStore:
             ((session_id, name, k, data) for name, k, data in chunks),
         )
 
-    def load_snapshot(
-        self, session_id: str
-    ) -> tuple[int, str, bytes, Iterator[tuple[str, bytes]]] | None:
-        """``(version, sha256, header, (ledger, chunk data) rows in order)``, if any."""
+    def load_snapshot(self, session_id: str) -> StoredSnapshot | None:
+        """The session's snapshot: header and ``(ledger, chunk data)`` rows in order."""
         row = self.conn.execute(
             "SELECT version, sha256, state FROM snapshots WHERE session_id = ?", (session_id,)
         ).fetchone()
@@ -294,27 +312,46 @@ class EventStore:
             "SELECT ledger, data FROM snapshot_chunks WHERE session_id = ? ORDER BY ledger, chunk",
             (session_id,),
         )
-        return row[0], row[1], row[2], iter(chunks)
+        return StoredSnapshot(version=row[0], sha256=row[1], header=row[2], chunks=iter(chunks))
 
-    # -- integrity ---------------------------------------------------------------------
-    def check_chain(self, session_id: str) -> ChainProblem | None:
-        """The first version whose sequence, payload or hash is wrong, or ``None``."""
-        walk = self.walk(session_id)
-        for _ in walk:
-            pass
-        return walk.problem
+    # -- audits ------------------------------------------------------------------------
+    def query(self, sql: str, *, timeout: float) -> QueryResult:
+        """One read-only query: no statement can write, ATTACH included; stopped after
+        ``timeout`` seconds."""
+        if not sql.strip():
+            raise InvalidEvent("empty query")
+        conn = self.conn
+        deadline = time.monotonic() + timeout
+        conn.execute("PRAGMA query_only = ON")
+        conn.set_authorizer(_read_only)
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        try:
+            cursor = conn.execute(sql)
+            names = tuple(c[0] for c in cursor.description or ())
+            return QueryResult(columns=names, rows=cursor.fetchall())
+        except sqlite3.Error as exc:
+            if "interrupted" in str(exc):
+                raise InvalidEvent(f"query stopped after {timeout:g} s (--timeout)") from None
+            denied = "not authorized" in str(exc) or "readonly" in str(exc)
+            hint = " (tierlog sql is read-only: SELECT and WITH queries only)" if denied else ""
+            raise InvalidEvent(f"query failed: {exc}{hint}") from None
+        finally:
+            conn.set_progress_handler(None, 0)
+            conn.set_authorizer(None)
+            if not self.readonly:
+                conn.execute("PRAGMA query_only = OFF")
 
-    def walk(self, session_id: str) -> ChainWalk:
-        """The session's events, decoded once, checked link by link as they stream."""
-        return ChainWalk(self, session_id)
+    def integrity_problems(self) -> list[str]:
+        """What ``PRAGMA integrity_check`` reports (empty when the file is sound)."""
+        return [row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
 
 
 class _Transaction:
-    """The context manager behind :meth:`EventStore.transaction`."""
+    """The context manager behind :meth:`SqliteRecorder.transaction`."""
 
     __slots__ = ("_savepoint", "_store")
 
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: SqliteRecorder) -> None:
         self._store = store
         self._savepoint = ""
 
@@ -355,57 +392,3 @@ def _commit(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise JournalError(f"commit failed, nothing was written: {exc}") from None
-
-
-class ChainWalk:
-    """Iterate a session's events while walking its hash chain; stops at the first bad row.
-
-    After iteration, ``problem`` is the first broken link, or ``None``.
-    """
-
-    def __init__(self, store: EventStore, session_id: str) -> None:
-        self._rows = store.read(session_id)
-        self.session_id = session_id
-        self.problem: ChainProblem | None = None
-
-    def __iter__(self) -> Iterator[Event]:
-        prev, expected = GENESIS, 1
-        for row in self._rows:
-            event, problem = _check_row(row, prev, expected)
-            if event is None:
-                version = min(row.version, expected)  # a missing row is named, not its successor
-                self.problem = ChainProblem(
-                    session_id=self.session_id, version=version, problem=problem
-                )
-                return
-            yield event
-            prev, expected = row.hash, expected + 1
-
-
-def _check_row(row: Recorded, prev: str, expected: int) -> tuple[Event | None, str]:
-    """The row's event if it links correctly after ``prev``, else ``None`` and why."""
-    if row.version != expected:
-        return None, f"version sequence broken: expected {expected}, found {row.version}"
-    if row.prev_hash != prev:
-        return None, "prev_hash does not match the previous event's hash"
-    try:
-        data = json.loads(row.payload)
-    except json.JSONDecodeError:
-        return None, "payload is not JSON"
-    if canonical_json(data).decode() != row.payload:
-        return None, "payload is not in canonical form (edited by hand?)"
-    digest = chain_hash(
-        prev,
-        row.session_id,
-        row.version,
-        row.type,
-        row.schema_version,
-        row.payload,
-        row.recorded_at,
-    )
-    if digest != row.hash:
-        return None, "hash does not match the event's content"
-    try:
-        return from_payload(row.type, data), ""
-    except InvalidEvent as exc:
-        return None, f"payload does not decode: {exc}"
