@@ -26,12 +26,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.sim import chart, report  # noqa: E402
-from bench.sim.sweep import Plan, run, to_json  # noqa: E402
+from bench.sim.sweep import ARMS, Plan, run, to_json  # noqa: E402
 from bench.sim.workload import Shape  # noqa: E402
 
 FULL = Shape(tokens=600_000, crashes=6)
 QUICK = Shape(tokens=300_000, crashes=4)
-QUICK_DROPS = (0.0, 0.1, 0.4)
+QUICK_DROPS = (0.0, 0.4)
 
 
 def plan_for(args: argparse.Namespace) -> Plan:
@@ -88,9 +88,9 @@ def main(argv: list[str] | None = None) -> str:
         args.svg.write_text(chart.render(rows))
     print(report.table(rows), end="")
     print("\n".join(report.fallback_cost(rows)))
-    cells = len(rows) // 2
+    cells = len(rows) // len(ARMS)
     print(
-        f"{cells} cells x {plan.sessions} sessions x 2 arms in {elapsed:.1f} s"
+        f"{cells} cells x {plan.sessions} sessions x {len(ARMS)} arms in {elapsed:.1f} s"
         f" ({args.jobs} process(es))",
         file=sys.stderr,
     )

@@ -115,9 +115,14 @@ class _Turns:
 class Gated:
     """A runtime on tierlog: every command goes through the real Session."""
 
-    name = "tierlog"
-
-    def __init__(self, journal: eventstore.Journal, session_id: str, config: SessionConfig) -> None:
+    def __init__(
+        self,
+        journal: eventstore.Journal,
+        session_id: str,
+        config: SessionConfig,
+        name: str = "tierlog",
+    ) -> None:
+        self.name = name
         self.journal = journal
         self.session: Session = journal.start_session(session_id, config)
         self.turns = _Turns()
@@ -164,7 +169,7 @@ class Gated:
         for spill in self.state.spills:
             if spill.handle not in self._spills:
                 path = Path(self.journal.path).parent / spill.handle
-                ok = self.session.spill_problem(spill) is None
+                ok = self.session.effects.spill_problem(spill) is None
                 self._spills[spill.handle] = held_keys(path.read_text()) if ok else set()
             out.append(self._spills[spill.handle])
         return out

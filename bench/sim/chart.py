@@ -13,7 +13,7 @@ from bench.sim.sweep import Row
 
 W, H = 360, 260  # one panel
 LEFT, RIGHT, TOP, BOTTOM = 52, 16, 40, 46
-COLORS = {"baseline": "#c0392b", "tierlog": "#1f5fa8"}
+COLORS = {"baseline": "#c0392b", "tierlog": "#1f5fa8", "tierlog-fallback": "#2e8b57"}
 SERIES = (("divergence_rate", "divergent resumes", ""), ("fallback_rate", "raw fallbacks", "6 4"))
 
 
@@ -76,7 +76,7 @@ def _legend(y: int) -> list[str]:
 def render(rows: Sequence[Row]) -> str:
     """The SVG text for ``rows`` (one panel per setting, in row order)."""
     settings = list(dict.fromkeys(r.setting for r in rows))
-    width, height = W * len(settings), H + 46
+    width, height = W * len(settings), H + 18 * len(COLORS) + 10
     body = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',

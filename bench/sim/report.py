@@ -36,7 +36,7 @@ def fallback_cost(rows: Sequence[Row]) -> list[str]:
     out = []
     for setting in dict.fromkeys(r.setting for r in rows):
         parts = []
-        for arm in ("baseline", "tierlog"):
+        for arm in dict.fromkeys(r.arm for r in rows):
             mine = [r.tally for r in rows if r.setting == setting and r.arm == arm]
             resumes = sum(t.resumes for t in mine)
             falls = sum(t.raw_fallbacks for t in mine)

@@ -74,7 +74,6 @@ class Tally:
     absent_obligations: int = 0
     divergent_digest: int = 0
     divergent_raw: int = 0
-    lost_before_checkpoint: int = 0
     raw_fallbacks: int = 0
     compactions: int = 0
     tier2_compactions: int = 0
@@ -140,11 +139,20 @@ def plan_tier1(state: SessionState, s: Setting) -> Plan | None:
 class Runtime:
     """One session's runtime on one arm."""
 
-    def __init__(self, arm: Arm, setting: Setting, summarizer: Summarizer, tally: Tally) -> None:
+    def __init__(
+        self,
+        arm: Arm,
+        setting: Setting,
+        summarizer: Summarizer,
+        tally: Tally,
+        *,
+        remark: bool = True,
+    ) -> None:
         self.arm = arm
         self.setting = setting
         self.summarizer = summarizer
         self.tally = tally
+        self.remark = remark  # re-summarize after MarkerInvalid, or live with the fallback
         self.marker: str | None = None
         self.unexplained: set[str] = set()
         self.quiet_until = 0  # after a step that committed nothing, wait for more tokens
@@ -233,18 +241,14 @@ class Runtime:
         return node
 
     def mark(self, node: Node, build: Build) -> None:
-        """Emit a marker on the framing node; on MarkerInvalid re-summarize that node once
-        (``node`` itself, or a fresh tier-2 fold when an older digest frames the session)."""
-        target = framing(self.arm.state)
-        if self.emit(target):
+        """Emit a marker on the framing node; on MarkerInvalid re-summarize ``node`` (the
+        compaction just made) once, the keys the violations name as must-carry hints."""
+        if self.emit(framing(self.arm.state)) or not self.remark:
             return
         self.tally.resummaries += 1
-        own = target.node_id == node.node_id
 
         def again(hints: tuple[Obligation, ...], reread: bool) -> Proposal:
-            if own:
-                return attrs.evolve(build(hints, reread), replaces=(node.node_id,))
-            return self.tier2(hints)
+            return attrs.evolve(build(hints, reread), replaces=(node.node_id,))
 
         if self.commit(again) is not None:
             self.emit(framing(self.arm.state))
@@ -341,9 +345,6 @@ class Runtime:
             t.divergent_resumes += 1
             t.divergent_raw += raw
             t.divergent_digest += not raw
-        if raw:
-            at = context.checkpoint_at or 0
-            t.lost_before_checkpoint += sum(1 for k in absent if live[k].position < at)
         self.judge(state, held)
 
     def judge(self, state: SessionState, *held: set[str]) -> None:

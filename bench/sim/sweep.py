@@ -44,6 +44,10 @@ SETTINGS = (
     ),
 )
 DROP_RATES = (0.0, 0.05, 0.10, 0.20, 0.40)
+#: The arms, in row order: the ungated baseline; tierlog with a runtime that
+#: re-summarizes once after any refusal; tierlog with one that re-summarizes after a
+#: compaction refusal (it must, to compact at all) but lives with a marker's fallback.
+ARMS = ("baseline", "tierlog", "tierlog-fallback")
 
 
 @attrs.frozen(kw_only=True)
@@ -109,25 +113,27 @@ def scratch() -> str | None:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
-def run_cell(cell: Cell) -> tuple[Row, Row]:
-    """Both arms of one cell, on the same scripts; the tierlog arm in a fresh journal."""
-    tallies = {"baseline": Tally(), "tierlog": Tally()}
-    config = cell.setting.config
+def run_cell(cell: Cell) -> tuple[Row, ...]:
+    """Every arm of one cell, on the same scripts; the tierlog arms in a fresh journal."""
+    tallies = {arm: Tally() for arm in ARMS}
+    config, setting = cell.setting.config, cell.setting
     with tempfile.TemporaryDirectory(prefix="tierlog-fidelity-", dir=scratch()) as tmp:
         journal = eventstore.open(Path(tmp) / "fidelity.db", synchronous="normal")
         try:
             for seed in cell.plan.seeds():
                 script = generate(seed, cell.plan.shape)
                 summarizer = Summarizer(drop=cell.drop, seed=seed)
-                arms = (Baseline(config), Gated(journal, f"s{seed}", config))
-                for arm in arms:
-                    Runtime(arm, cell.setting, summarizer, tallies[arm.name]).run(script)
+                base = Baseline(config)
+                Runtime(base, setting, summarizer, tallies["baseline"]).run(script)
+                gated = Gated(journal, f"s{seed}", config)
+                Runtime(gated, setting, summarizer, tallies["tierlog"]).run(script)
+                gated = Gated(journal, f"f{seed}", config, name="tierlog-fallback")
+                tally = tallies["tierlog-fallback"]
+                Runtime(gated, setting, summarizer, tally, remark=False).run(script)
         finally:
             journal.close()
-    name, drop = cell.setting.name, cell.drop
-    return (
-        Row(setting=name, drop_rate=drop, arm="baseline", tally=tallies["baseline"]),
-        Row(setting=name, drop_rate=drop, arm="tierlog", tally=tallies["tierlog"]),
+    return tuple(
+        Row(setting=setting.name, drop_rate=cell.drop, arm=arm, tally=tallies[arm]) for arm in ARMS
     )
 
 
