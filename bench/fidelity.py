@@ -29,7 +29,7 @@ from bench.sim import chart, report  # noqa: E402
 from bench.sim.sweep import ARMS, Plan, run, to_json  # noqa: E402
 from bench.sim.workload import Shape  # noqa: E402
 
-FULL = Shape(tokens=600_000, crashes=6)
+FULL = Shape(tokens=500_000, crashes=6)
 QUICK = Shape(tokens=300_000, crashes=4)
 QUICK_DROPS = (0.0, 0.4)
 

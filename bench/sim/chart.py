@@ -1,8 +1,8 @@
 """A hand-written SVG chart of divergence and fallback rates against the drop rate.
 
 One panel per setting; solid lines are divergent resumes, dashed lines raw
-fallbacks, per resume; red is the baseline, blue tierlog. No plotting library:
-the same rows give the same bytes.
+fallbacks, per resume; one colour per arm. No plotting library: the same rows
+give the same bytes.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ SETTINGS = (
         floor=24_000,
         input_budget=135_000,
         tail_min=16_000,
-        fold_after=4,
+        fold_after=3,
     ),
     Setting(
         name="64k/48k",
@@ -40,7 +40,7 @@ SETTINGS = (
         floor=8_000,
         input_budget=40_000,
         tail_min=6_000,
-        fold_after=4,
+        fold_after=3,
     ),
 )
 DROP_RATES = (0.0, 0.05, 0.10, 0.20, 0.40)
