@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from bench.sim.sweep import Row
 
 W, H = 360, 260  # one panel
-LEFT, RIGHT, TOP, BOTTOM = 52, 16, 40, 46
-COLORS = {"baseline": "#c0392b", "tierlog": "#1f5fa8", "tierlog-fallback": "#2e8b57"}
+LEFT, RIGHT, TOP, BOTTOM = 60, 16, 40, 46
+# drawn in this order: tierlog last, on top of the others where lines meet at 0%
+COLORS = {"baseline": "#c0392b", "tierlog-fallback": "#2e8b57", "tierlog": "#1f5fa8"}
 SERIES = (("divergence_rate", "divergent resumes", ""), ("fallback_rate", "raw fallbacks", "6 4"))
 
 
@@ -42,6 +43,11 @@ def _panel(setting: str, rows: Sequence[Row], dx: int) -> list[str]:
     out.append(
         f'<text x="{W / 2:.0f}" y="{H - 10}" text-anchor="middle">summarizer drop rate</text>'
     )
+    mid = (TOP + H - BOTTOM) / 2
+    out.append(
+        f'<text x="14" y="{mid:.0f}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {mid:.0f})">share of resumes</text>'
+    )
     for arm, color in COLORS.items():
         mine = sorted((r for r in rows if r.arm == arm), key=lambda r: r.drop_rate)
         for field, _, dash in SERIES:
@@ -67,8 +73,8 @@ def _legend(y: int) -> list[str]:
                 f'<line x1="{x}" y1="{y}" x2="{x + 28}" y2="{y}" stroke="{color}" '
                 f'stroke-width="2"{style}/>'
             )
-            out.append(f'<text x="{x + 34}" y="{y + 4}">{arm}: {label} per resume</text>')
-            x += 260
+            out.append(f'<text x="{x + 34}" y="{y + 4}">{arm}: {label}</text>')
+            x += 300
         y += 18
     return out
 
