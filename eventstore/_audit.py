@@ -15,6 +15,7 @@ from eventstore._recorder import (
     MarkerRefusalRow,
 )
 from eventstore._replay import divergences
+from eventstore._review import CompactionReview, review_session
 from invariants import carries_call
 from reducers import Node, SessionState, in_spans
 
@@ -91,6 +92,11 @@ class SessionAudit:
     marker_invalidations: tuple[InvalidationRow, ...]
     raw_fallbacks: tuple[FallbackRow, ...]
     evicted_obligations: tuple[EvictedObligation, ...]
+    # ingested transcripts: each compaction and what its summary evidences. Not a
+    # finding and not totalled: what it does not evidence is a marker refusal already.
+    compaction_reviews: tuple[CompactionReview, ...] = attrs.field(
+        default=(), metadata={"total": False}
+    )
 
     @property
     def findings(self) -> bool:
@@ -105,7 +111,7 @@ class SessionAudit:
         return any(recorded) or any(not o.carried_by for o in self.evicted_obligations)
 
 
-SECTIONS = tuple(a.name for a in attrs.fields(SessionAudit))
+SECTIONS = tuple(a.name for a in attrs.fields(SessionAudit) if a.metadata.get("total", True))
 
 
 @attrs.frozen(kw_only=True)
@@ -136,6 +142,7 @@ def _audit_session(journal: Journal, session_id: str) -> SessionAudit:
         marker_invalidations=rows.marker_invalidations,
         raw_fallbacks=rows.raw_fallbacks,
         evicted_obligations=evicted_obligations(journal.session(session_id).state),
+        compaction_reviews=review_session(journal, session_id),
     )
 
 

@@ -70,8 +70,18 @@ def _dispositions(value: Mapping[str, str] | None) -> Mapping[str, str]:
 
 
 @attrs.frozen(kw_only=True)
+class ClearContext(Command[None]):
+    """Take every turn and live summary out of the working context; the log keeps them."""
+
+    reason: str = ""
+
+
+@attrs.frozen(kw_only=True)
 class Compact(Command[Node | None]):
-    """Propose a summary node; its id is derived from the state it is decided on."""
+    """Propose a summary node; its id is derived from the state it is decided on.
+
+    ``require_marker`` also refuses a node a marker could not be emitted on (M1, M2).
+    """
 
     tier: int
     input_lo: int
@@ -86,18 +96,20 @@ class Compact(Command[Node | None]):
     unresolved_ids: tuple[str, ...] = ()
     constraints: tuple[str, ...] = ()
     replaces: tuple[str, ...] = ()
+    require_marker: bool = False
 
     def proposal(self, node_id: str) -> Compacted:
         """The ``Compacted`` event this command proposes (validated)."""
         fields: dict[str, Any] = attrs.asdict(self, recurse=False)
+        del fields["require_marker"]
         return Compacted(node_id=node_id, **fields)
 
     @classmethod
-    def of(cls, proposal: Compacted) -> Compact:
+    def of(cls, proposal: Compacted, *, require_marker: bool = False) -> Compact:
         """The command that proposed ``proposal`` (its node id is derived again)."""
         fields = attrs.asdict(proposal, recurse=False)
         del fields["node_id"]
-        return cls(**fields)
+        return cls(**fields, require_marker=require_marker)
 
 
 @attrs.frozen(kw_only=True)

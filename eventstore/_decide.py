@@ -18,6 +18,7 @@ import attrs
 from eventstore._commands import (
     AppendTurn,
     Checkpoint,
+    ClearContext,
     Command,
     Compact,
     EmitMarker,
@@ -46,6 +47,7 @@ from reducers import (
     Compacted,
     CompactionRefused,
     ConstraintStated,
+    ContextCleared,
     Event,
     InvalidEvent,
     ItemDisposed,
@@ -56,8 +58,11 @@ from reducers import (
     SessionState,
     Truncated,
     TurnAppended,
+    TurnRetracted,
+    Violation,
     apply,
     fold,
+    in_spans,
 )
 
 R = TypeVar("R")
@@ -87,8 +92,16 @@ def decide(command: Command[R], state: SessionState, effects: Effects) -> Decisi
 # The plain events that can take an obligation out of the digest context: a
 # truncation evicts turns; an obligation raised (or a fact re-disposed) while the
 # last turn is already evicted is born outside it. Turns, resolutions, lifts and
-# checkpoints only ever add to the context or remove obligations.
-CAN_BREAK_MARKERS = (Truncated, CallOpened, ConstraintStated, ItemDisposed)
+# checkpoints only ever add to the context or remove obligations. A retraction or a
+# clear withdraws turns (and a clear the live summaries) from the context.
+CAN_BREAK_MARKERS = (
+    Truncated,
+    CallOpened,
+    ConstraintStated,
+    ItemDisposed,
+    TurnRetracted,
+    ContextCleared,
+)
 
 
 def _plain(state: SessionState, event: Event) -> tuple[tuple[Event, ...], SessionState]:
@@ -99,8 +112,22 @@ def _plain(state: SessionState, event: Event) -> tuple[tuple[Event, ...], Sessio
     after = apply(state, event)
     if not isinstance(event, CAN_BREAK_MARKERS):
         return (event,), after
-    broken = invalidations(after, cause=f"{type(event).__name__} at v{after.version}")
+    cause = f"{type(event).__name__} at v{after.version}"
+    broken = invalidations(after, cause, **_touched(event))
     return (event, *broken), fold(broken, after) if broken else after
+
+
+def _touched(event: Event) -> dict[str, Any]:
+    """The obligations a plain event can take out of the context (all, if not narrower)."""
+    if isinstance(event, CallOpened):
+        return {"keys": {("open call", event.call_id)}}
+    if isinstance(event, ConstraintStated):
+        return {"keys": {("constraint", event.key)}}
+    if isinstance(event, ItemDisposed):
+        return {"keys": {("negative fact", event.key)}}
+    if isinstance(event, Truncated):
+        return {"within": (event.lo, event.hi)}
+    return {}
 
 
 def _record(command: Record, state: SessionState, _: Effects) -> Decision[None]:
@@ -109,20 +136,63 @@ def _record(command: Record, state: SessionState, _: Effects) -> Decision[None]:
 
 
 def _extend(command: Extend, state: SessionState, _: Effects) -> Decision[SessionState]:
-    """With no valid marker (plain events never create one) nothing can be invalidated,
-    so the batch is folded in one pass; otherwise each event is decided on its own."""
+    """Plain events in order, folded in one pass up to the first that may break a valid
+    marker; that one is decided on its own (with its invalidations), then the rest."""
     batch = command.events
     for event in batch:
         if type(event) not in PLAIN_EVENTS:
             raise InvalidEvent(f"{type(event).__name__} is not a plain event: use its own command")
-    if not any(m.valid for m in state.markers.values()):
-        after = fold(batch, state, check=validate)
-        return Decision(events=batch, state=after, result=after)
     out: list[Event] = []
-    for event in batch:
-        events, state = _plain(state, event)
+    while batch:
+        at, state = _fold_until_suspect(state, batch)
+        out += batch[:at]
+        if at == len(batch):
+            break
+        events, state = _plain(state, batch[at])
         out += events
+        batch = batch[at + 1 :]
     return Decision(events=tuple(out), state=state, result=state)
+
+
+class _Suspect(Exception):
+    """Stops a fold before an event that may break a valid marker."""
+
+
+def _fold_until_suspect(state: SessionState, batch: tuple[Event, ...]) -> tuple[int, SessionState]:
+    """How many events of ``batch`` fold without a chance of breaking a marker, and the
+    state after them. With no valid marker (plain events never make one), all of them."""
+    if not any(m.valid for m in state.markers.values()):
+        return len(batch), fold(batch, state, check=validate)
+    seen = 0
+
+    def check(before: SessionState, event: Event) -> None:
+        nonlocal seen
+        validate(before, event)
+        if _may_break(before, event):
+            raise _Suspect
+        seen += 1
+
+    try:
+        return len(batch), fold(batch, state, check=check)
+    except _Suspect:
+        return seen, fold(batch[:seen], state)  # already validated
+
+
+def _may_break(before: SessionState, event: Event) -> bool:
+    """Whether ``event`` may take an obligation out of the digest context: a truncation or
+    a withdrawal, or an obligation raised while the last turn is already evicted.
+
+    A cheap, conservative test on the state before the event (a valid marker means the
+    context lacked nothing then); ``_plain`` then decides exactly.
+    """
+    if isinstance(event, (CallOpened, ConstraintStated, ItemDisposed)):
+        return before.turns == 0 or in_spans(before.evicted, before.last_position)
+    return isinstance(event, CAN_BREAK_MARKERS)
+
+
+def _clear_context(command: ClearContext, state: SessionState, _: Effects) -> Decision[None]:
+    events, after = _plain(state, ContextCleared(before=state.turns, reason=command.reason))
+    return Decision(events=events, state=after, result=None)
 
 
 def _append_turn(command: AppendTurn, state: SessionState, _: Effects) -> Decision[Turn]:
@@ -165,6 +235,8 @@ def _compact(command: Compact, state: SessionState, effects: Effects) -> Decisio
     proposal = command.proposal(node_id_for(state))
     validate(state, proposal)
     found = check_compaction(verified(state, proposal, effects), proposal)
+    if command.require_marker:
+        found += marker_gate(state, proposal)
     if not found:
         after = apply(state, proposal)
         broken = invalidations(after, cause=f"Compacted {proposal.node_id}")
@@ -183,6 +255,24 @@ def _compact(command: Compact, state: SessionState, effects: Effects) -> Decisio
         state=fold(events, state),
         result=None,
         error=UnrecoverableCompactionError(found, action=action),
+    )
+
+
+def marker_gate(state: SessionState, proposal: Compacted) -> list[Violation]:
+    """The M rules a marker on ``proposal``'s node would break right after it commits.
+
+    M3 is left out: a new node is live, and its tier is the runtime's choice. A runtime
+    that replaces its history with the summary (the OpenAI Agents session) proposes
+    with this gate, so a summary that drops an open call or a negative fact is refused
+    before anything it replaces leaves the context.
+    """
+    return [v for v in check_marker(apply(state, proposal), proposal.node_id) if v.rule != "M3"]
+
+
+def was_gated(recorded: Event) -> bool:
+    """Whether a recorded compaction refusal came from the marker gate (an M rule)."""
+    return isinstance(recorded, CompactionRefused) and any(
+        v.rule.startswith("M") for v in recorded.violations
     )
 
 
@@ -331,6 +421,7 @@ _DECIDERS: dict[type[Any], Callable[[Any, SessionState, Effects], Decision[Any]]
     Extend: _extend,
     AppendTurn: _append_turn,
     Checkpoint: _checkpoint,
+    ClearContext: _clear_context,
     WriteSpill: _write_spill,
     Compact: _compact,
     EmitMarker: _emit_marker,

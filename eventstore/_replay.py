@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from eventstore._commands import Command, Compact, EmitMarker, Record, Resume, WriteSpill
-from eventstore._decide import CAN_BREAK_MARKERS, Decision, decide
+from eventstore._decide import CAN_BREAK_MARKERS, Decision, decide, was_gated
 from eventstore._effects import Effects, RecordedSpills
 from invariants import validate
 from reducers import (
@@ -67,7 +67,7 @@ def command_of(group: list[Event]) -> tuple[Command[Any], Spilled | None]:
     spilled = head if isinstance(head, Spilled) else None
     last = group[-1]
     if isinstance(last, CompactionRefused):
-        return Compact.of(last.proposal), spilled
+        return Compact.of(last.proposal, require_marker=was_gated(last)), spilled
     if isinstance(head, Compacted):
         return Compact.of(head), None
     if isinstance(head, (MarkerEmitted, MarkerRefused)):

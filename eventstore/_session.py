@@ -19,6 +19,7 @@ from eventstore._codec import from_payload
 from eventstore._commands import (
     AppendTurn,
     Checkpoint,
+    ClearContext,
     Command,
     Compact,
     EmitMarker,
@@ -47,6 +48,7 @@ from reducers import (
     SessionState,
     Spill,
     Truncated,
+    TurnRetracted,
     fold,
 )
 
@@ -230,6 +232,16 @@ class Session:
         """Record that budget enforcement dropped ``[lo, hi)``."""
         self._do(Record(event=Truncated(lo=lo, hi=hi, reason=reason)), expected_version)
 
+    def retract_turn(
+        self, index: int, reason: str = "", *, expected_version: int | None = None
+    ) -> None:
+        """Take turn ``index`` out of the working context; the log keeps it."""
+        self._do(Record(event=TurnRetracted(index=index, reason=reason)), expected_version)
+
+    def clear_context(self, reason: str = "", *, expected_version: int | None = None) -> None:
+        """Take every turn and live summary out of the working context; the log keeps them."""
+        self._do(ClearContext(reason=reason), expected_version)
+
     def checkpoint(self, *, expected_version: int | None = None) -> int:
         """Record a raw-log checkpoint at the log's end; returns its position."""
         return self._do(Checkpoint(), expected_version)
@@ -253,8 +265,13 @@ class Session:
         constraints: Sequence[str] = (),
         replaces: Sequence[str] = (),
         expected_version: int | None = None,
+        require_marker: bool = False,
     ) -> Node:
-        """Propose a summary node; commit it, or refuse it with UnrecoverableCompactionError."""
+        """Propose a summary node; commit it, or refuse it with UnrecoverableCompactionError.
+
+        With ``require_marker`` the proposal is also refused when a marker on its node
+        would break M1 or M2 (a runtime that replaces its history with the summary).
+        """
         command = Compact(
             tier=tier,
             input_lo=input[0],
@@ -269,6 +286,7 @@ class Session:
             unresolved_ids=tuple(unresolved_ids),
             constraints=tuple(constraints),
             replaces=tuple(replaces),
+            require_marker=require_marker,
         )
         node = self._do(command, expected_version)
         assert node is not None  # a refusal was raised by _do

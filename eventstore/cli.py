@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -20,7 +21,10 @@ import structlog
 from eventstore import _output as out
 from eventstore._audit import audit, verify
 from eventstore._demo import run_demo
+from eventstore._html import render
+from eventstore._ingest import FORMATS, Loaded, ingest_loaded, load
 from eventstore._journal import Journal
+from eventstore._report import collect
 from eventstore._transfer import export_lines, import_file
 from reducers import InvalidEvent, JournalError
 
@@ -251,6 +255,74 @@ def _import(args: argparse.Namespace) -> int:
         for skip in r.skipped:
             print(f"  skipped (impossible after re-decision): {skip}")
     return 0
+
+
+@command(
+    "report",
+    "one self-contained HTML file: the timeline of tiers, refusals and markers, and the audit",
+    "tierlog report agent.db mig-42 --at 17 -o mig-42.html",
+)
+@arg("db", help="journal file")
+@arg("session", nargs="?", help="one session (default: every session, with the sessions list)")
+@arg("--at", type=int, metavar="V", help="the version shown first (default: latest)")
+@arg("-o", "--output", metavar="FILE", help="file to write (default: DB stem.html; - for stdout)")
+def _report(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        if args.session is not None:
+            _session_ids(journal, args.session)
+        page = render(collect(journal, args.session, args.at))
+    if args.output == "-":
+        sys.stdout.write(page)
+        return 0
+    default = Path(args.db).stem + (f"-{args.session}" if args.session else "") + ".html"
+    target = Path(args.output or default)
+    target.write_text(page, encoding="utf-8")
+    print(f"wrote {target} ({len(page.encode()):,} bytes)")
+    return 0
+
+
+@command(
+    "ingest",
+    "real agent transcripts as sessions, their compactions and markers checked",
+    "tierlog ingest agent.db ~/.claude/projects/my-project/*.jsonl && tierlog audit agent.db",
+)
+@arg("db", help="journal file (created if missing)")
+@arg("files", nargs="+", metavar="FILE", help="transcripts, one session each")
+@arg("--format", default="claude-code", choices=FORMATS, help="transcript format")
+@arg("--json", action="store_true", help="print JSON")
+def _ingest(args: argparse.Namespace) -> int:
+    if not args.verbose:  # refused markers are the point: they are reported below
+        logging.getLogger("tierlog").setLevel(logging.ERROR)
+    loaded, bad = _load_transcripts(args.files, args.format)  # before the journal is touched
+    results = []
+    if loaded:
+        with Journal(args.db) as journal:
+            for item in loaded:
+                try:
+                    results.append(ingest_loaded(journal, item))
+                except InvalidEvent as exc:
+                    print(f"tierlog ingest: error: {item.path}: {exc}", file=sys.stderr)
+                    bad += 1
+    for r in results:
+        for warning in r.warnings:
+            print(f"tierlog ingest: warning: {r.path}: {warning}", file=sys.stderr)
+    if args.json:
+        print(json.dumps([attrs.asdict(r) for r in results], indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(out.ingest_text(r) for r in results) or "nothing ingested")
+    return 2 if bad else 0
+
+
+def _load_transcripts(paths: list[str], fmt: str) -> tuple[list[Loaded], int]:
+    """Each file read and mapped; an unreadable one reported. Returns them and the bad count."""
+    loaded, bad = [], 0
+    for path in paths:
+        try:
+            loaded.append(load(path, fmt))
+        except InvalidEvent as exc:
+            print(f"tierlog ingest: error: {path}: {exc}", file=sys.stderr)
+            bad += 1
+    return loaded, bad
 
 
 # -- entry point ------------------------------------------------------------------------

@@ -44,7 +44,22 @@ class TestSchema:
             "marker_invalidations",
             "resumes",
             "obligations",
+            "withdrawals",
         }
+
+    def test_views_added_later_appear_in_older_journals(self, db_path: Path) -> None:
+        """A journal made before the withdrawals view gets it when it is next opened."""
+        eventstore.open(db_path).close()
+        conn = sqlite3.connect(db_path)
+        conn.execute("DROP VIEW withdrawals")
+        conn.close()
+        with eventstore.open(db_path) as journal:
+            s = new_session(journal)
+            fill(s, 2)
+            s.retract_turn(1, "pop_item")
+        assert rows(db_path, "SELECT kind, from_turn, to_turn, reason FROM withdrawals") == [
+            ("retracted", 1, 2, "pop_item")
+        ]
 
     def test_foreign_file_is_refused_untouched(self, tmp_path: Path) -> None:
         """A file that is not SQLite gets a JournalError and keeps its bytes."""
