@@ -136,6 +136,29 @@ def plan_tier1(state: SessionState, s: Setting) -> Plan | None:
     return Plan(covers_lo=covers_lo, cut=None, input_lo=first, tail_start=tail)
 
 
+def seen_by_tier1(
+    state: SessionState, lo: int, hi: int, input_lo: int, reread: bool
+) -> list[Obligation]:
+    """The live obligations a tier-1 summarizer of ``[lo, hi)`` sees and should carry.
+
+    It reads the live summaries and the raw turns from ``input_lo`` on (truncated ones
+    only when the runtime feeds the spill back); it should carry the calls and
+    constraints raised before ``hi`` (M1) and the negative facts raised in ``[lo, hi)`` (M2).
+    """
+    carried = set().union(*(carried_by(n) for n in state.live_nodes))
+
+    def visible(ob: Obligation) -> bool:
+        if ob.key in carried:
+            return True
+        read = input_lo <= ob.position < hi
+        return read and (reread or not in_spans(state.truncated, ob.position))
+
+    def owed(ob: Obligation) -> bool:
+        return ob.position < hi and (ob.kind != "negative" or ob.position >= lo)
+
+    return [ob for ob in live_obligations(state).values() if owed(ob) and visible(ob)]
+
+
 class Runtime:
     """One session's runtime on one arm."""
 
@@ -167,6 +190,7 @@ class Runtime:
         self.finish(script)
 
     def step(self, turn: TurnSpec) -> None:
+        """Checkpoint at an exchange, append, shrink past the trigger, crash if due."""
         if turn.exchange_start:
             self.arm.checkpoint()
         self.arm.append(turn)
@@ -177,6 +201,7 @@ class Runtime:
             self.crash()
 
     def finish(self, script: Script) -> None:
+        """Judge the session's end and add its counts to the tally."""
         state = self.arm.state
         self.judge(state)
         t = self.tally
@@ -276,20 +301,7 @@ class Runtime:
         state = self.arm.state
         lo, hi = plan.covers_lo, plan.tail_start
         input_lo = lo if reread else plan.input_lo
-        live_carried = set().union(*(carried_by(n) for n in state.live_nodes))
-        seen = [
-            ob
-            for ob in live_obligations(state).values()
-            if ob.position < hi
-            and (ob.kind != "negative" or ob.position >= lo)
-            and (
-                ob.key in live_carried
-                or (
-                    input_lo <= ob.position
-                    and (reread or not in_spans(state.truncated, ob.position))
-                )
-            )
-        ]
+        seen = seen_by_tier1(state, lo, hi, input_lo, reread)
         carried = self.summarizer.summarize(seen, (1, lo, hi), hints)
         tokens = max(200, min(4_000, state.tokens_in(input_lo, hi) // 25))
         return Proposal(
