@@ -9,7 +9,7 @@ passes the same contract tests (``tests/test_recorder.py``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
 
@@ -158,6 +158,16 @@ class Recorder(Protocol):
     def audit_rows(self, session_id: str) -> AuditRows:
         """Refusals, invalidations and raw fallbacks of one session, in version order."""
 
+    def on_rollback(self, undo: Callable[[], None]) -> None:
+        """Run ``undo`` if the open transaction (or savepoint) rolls back instead of
+        committing (a spill file written for the decision goes with it)."""
+
+    def hash_at(self, session_id: str, version: int) -> str | None:
+        """The hash of the session's event at ``version``, or ``None`` if there is none."""
+
+    def spill_handles(self) -> Iterator[str]:
+        """Every spill handle any session recorded (distinct)."""
+
     def save_snapshot(
         self,
         session_id: str,
@@ -165,8 +175,11 @@ class Recorder(Protocol):
         sha256: str,
         header: bytes,
         chunks: Iterable[tuple[str, int, bytes]],
+        *,
+        replace: bool = False,
     ) -> None:
-        """Replace the session's snapshot header and the ledger chunks that changed."""
+        """Replace the session's snapshot header and the ledger chunks that changed
+        (``replace``: every chunk, the old ones dropped first)."""
 
     def load_snapshot(self, session_id: str) -> StoredSnapshot | None:
         """The session's snapshot, if one was saved."""

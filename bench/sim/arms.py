@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
@@ -21,7 +20,7 @@ import attrs
 import eventstore
 from bench.sim.obligations import held_keys
 from bench.sim.workload import Op, TurnSpec
-from eventstore import Context, Node, Session, SessionConfig, SessionState
+from eventstore import Context, IntegrityError, Node, Session, SessionConfig, SessionState
 from eventstore._files import render_digest
 from invariants import validate
 from reducers import (
@@ -164,13 +163,15 @@ class Gated:
         return self.session.resume(marker_id)
 
     def spill_keys(self) -> list[set[str]]:
-        """The keys each verified spill file holds (each file read once)."""
+        """The keys each spill holds, read back checked (once each; none if it fails)."""
         out = []
         for spill in self.state.spills:
             if spill.handle not in self._spills:
-                path = Path(self.journal.path).parent / spill.handle
-                ok = self.session.effects.spill_problem(spill) is None
-                self._spills[spill.handle] = held_keys(path.read_text()) if ok else set()
+                try:
+                    data = self.session.read_spill(spill).decode()
+                except IntegrityError:
+                    data = ""
+                self._spills[spill.handle] = held_keys(data)
             out.append(self._spills[spill.handle])
         return out
 
