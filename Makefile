@@ -33,3 +33,7 @@ fuzz: install  ## the long campaigns: many more Hypothesis examples and crash lo
 
 clean:
 	rm -rf $(VENV) tierlog-demo.db tierlog-demo.db-* tierlog-demo.db.spills .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: fidelity
+fidelity: install  ## the session simulator: does the gate pay for itself? (bench/fidelity.json, .svg)
+	$(BIN)/python bench/fidelity.py
