@@ -37,3 +37,7 @@ soak: install  ## 30 s of 12 writer processes on a throwaway PostgreSQL cluster
 
 clean:
 	rm -rf $(VENV) tierlog-demo.db tierlog-demo.db-* tierlog-demo.db.spills .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: fidelity
+fidelity: install  ## the session simulator: does the gate pay for itself? (bench/fidelity.json, .svg)
+	$(BIN)/python bench/fidelity.py
