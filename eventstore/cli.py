@@ -290,8 +290,10 @@ def _report(args: argparse.Namespace) -> int:
         if args.session is not None:
             _session_ids(journal, args.session)
         page = render(collect(journal, args.session, args.at))
-    if args.output == "-":
-        sys.stdout.write(page)
+    if args.output == "-":  # the page says utf-8: its bytes are, whatever the terminal's
+        sys.stdout.flush()
+        sys.stdout.buffer.write(page.encode("utf-8"))
+        sys.stdout.buffer.flush()
         return 0
     stem = "journal" if is_url(args.db) else Path(args.db).stem
     default = stem + (f"-{args.session}" if args.session else "") + ".html"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,6 +70,22 @@ class TestReportCommand:
         assert code == 0
         assert out.startswith("<!doctype html>")
         assert [d["id"] for d in _data(out)] == ["other"]
+
+    @pytest.mark.parametrize("encoding", ["ascii", "cp1252", "latin-1", "utf-8"])
+    def test_dash_writes_utf_8_whatever_the_terminal_encoding(
+        self, monkeypatch: pytest.MonkeyPatch, db: Path, tmp_path: Path, encoding: str
+    ) -> None:
+        """-o - writes the same UTF-8 bytes as -o FILE, even to a stdout that cannot encode
+        them (PYTHONIOENCODING=ascii) or would encode them otherwise (cp1252)."""
+        with eventstore.open(db) as journal:
+            journal.session("other").append_turn("user", "caf\u00e9 \u2192 \U0001f600", 3)
+        out = tmp_path / "r.html"
+        assert main(["report", str(db), "other", "-o", str(out)]) == 0
+        raw = io.BytesIO()
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding=encoding))
+        assert main(["report", str(db), "other", "-o", "-"]) == 0
+        assert raw.getvalue() == out.read_bytes()
+        assert "caf\u00e9 \u2192 \U0001f600" in raw.getvalue().decode("utf-8")
 
     @pytest.mark.parametrize(
         ("argv", "message"),
