@@ -106,7 +106,7 @@ svg.tl { display: block; font: 11px system-ui, "DejaVu Sans", sans-serif; }
 .details { border: 1px solid var(--line); border-radius: 6px; padding: 8px 12px; min-height: 90px; }
 .details.has { border-color: #9fb3c8; background: #fbfcfe; }
 .events { border: 1px solid var(--line); border-radius: 6px; padding: 6px 8px; max-height: 260px;
-  overflow-y: auto; } .events h4 { margin: 0 0 4px; }
+  overflow-y: auto; position: relative; } .events h4 { margin: 0 0 4px; }
 .chip { display: block; width: 100%; text-align: left; margin: 1px 0; border-color: transparent;
   background: none; padding: 2px 6px; font-size: 12px; }
 .chip.bad { color: var(--bad); } .chip.warn { color: #9a5300; } .chip.ok { color: var(--ok); }
@@ -675,9 +675,19 @@ SCRIPT = r"""
     var chip = this.chips[v];
     if (chip) {
       chip.classList.add("current");
-      chip.scrollIntoView({ block: "nearest" });
+      this.reveal(chip);
     }
     if (this.selected) this.select(this.selected.kind, this.selected.obj, false);
+  };
+
+  // Scroll the events list's own box to the chip; never the window (scrollIntoView would
+  // scroll it too and take the focused slider out of view).
+  Session.prototype.reveal = function (chip) {
+    var box = this.list,
+      top = chip.offsetTop,
+      bottom = top + chip.offsetHeight;
+    if (top < box.scrollTop) box.scrollTop = top;
+    else if (bottom > box.scrollTop + box.clientHeight) box.scrollTop = bottom - box.clientHeight;
   };
 
   Session.prototype.drawSummary = function (st) {

@@ -7,7 +7,6 @@ version (``Session.state_at``, what ``tierlog state --at`` prints), read through
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,33 +17,15 @@ import pytest
 import eventstore
 import reducers as r
 from eventstore._demo import run_demo
-from eventstore.cli import main
 from tests import transcripts
+from tests.browser import Page, launch, needs_browser, report
 from tests.helpers import fill, new_session
 from tests.test_html import HOSTILE
 from tests.timelines import expected, withdrawal_session
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 _RAISES = (r.CallOpened, r.ConstraintStated, r.ItemDisposed)
 
-
-def _missing() -> str | None:
-    if importlib.util.find_spec("playwright") is None:
-        return "playwright is not installed (pip install -e '.[browser]')"
-    if not CHROMIUM.is_file():
-        return f"no browser at {CHROMIUM} (apt-get install chromium)"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
+pytestmark = needs_browser
 
 # What the visible session's timeline draws, read from the page's own marks.
 DRAWN = """() => {
@@ -111,43 +92,15 @@ def _matches(drawn: dict[str, Any], s: eventstore.Session, v: int) -> None:
 
 @pytest.fixture(name="browser", scope="module")
 def _browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield browser
-        browser.close()
+    yield from launch()
 
 
-class _Page:
-    """A report opened in the browser, with the errors it raised."""
-
-    def __init__(self, browser: Any, html: Path) -> None:
-        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
-        self.errors: list[str] = []
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.goto(html.as_uri())
-        self.page.wait_for_selector("section.session:not([hidden]) .timeline svg")
-
-    def open(self, session_id: str) -> None:
-        self.page.click(f'[data-open="{session_id}"]')
-        self.page.wait_for_selector(f'section[data-session="{session_id}"] .timeline svg')
-
-    def at(self, v: int) -> dict[str, Any]:
-        self.page.locator("section.session:not([hidden]) .slider").fill(str(v))
-        drawn: dict[str, Any] = self.page.evaluate(DRAWN)
-        return drawn
-
-    def details(self) -> str:
-        text: str = self.page.locator("section.session:not([hidden]) .details").inner_text()
-        return text
+class _Page(Page):
+    def at(self, v: int, drawn: str = DRAWN) -> dict[str, Any]:
+        return super().at(v, drawn)
 
 
-def _report(db: Path, *argv: str) -> Path:
-    out = db.with_suffix(".html")
-    assert main(["report", str(db), *argv, "-o", str(out)]) == 0
-    return out
+_report = report
 
 
 @pytest.fixture(name="demo", scope="module")

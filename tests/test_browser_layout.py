@@ -1,0 +1,73 @@
+"""The report's layout in a real browser: navigation keeps the page still, hostile
+strings neither reorder nor widen it, and small or late marks stay visible."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import eventstore
+from tests.browser import Page, launch, needs_browser, report
+from tests.helpers import new_session
+
+pytestmark = needs_browser
+
+
+@pytest.fixture(name="browser", scope="module")
+def _browser() -> Iterator[Any]:
+    yield from launch()
+
+
+def _tall(journal: eventstore.Journal) -> Path:
+    """A session whose 80 open constraints push the events list below the fold."""
+    s = new_session(journal, "tall")
+    for i in range(80):
+        s.append_turn("user", f"t{i}", 10)
+        s.state_constraint(f"k{i}", "x")
+    return Path(journal.recorder.location)
+
+
+# Where the slider is, how far the window scrolled, and whether the current chip shows.
+_WHERE = """() => {
+  const s = document.querySelector("section.session:not([hidden])");
+  const box = s.querySelector(".events").getBoundingClientRect();
+  const chip = s.querySelector(".events .chip.current");
+  const c = chip ? chip.getBoundingClientRect() : null;
+  return {
+    sliderTop: s.querySelector(".slider").getBoundingClientRect().top,
+    scrollY: window.scrollY,
+    chip: chip ? Number(chip.dataset.version) : null,
+    chipShown: !!c && c.top >= box.top - 1 && c.bottom <= box.bottom + 1,
+    focused: document.activeElement.className,
+  };
+}"""
+
+
+class TestNavigation:
+    def test_the_slider_scrolls_the_events_list_not_the_window(
+        self, browser: Any, journal: eventstore.Journal
+    ) -> None:
+        """Stepping with the keyboard or the buttons keeps the window still and the focused
+        slider in view; the events list alone scrolls to the current event."""
+        page = Page(browser, report(_tall(journal), "tall"), height=800)
+        slider = page.page.locator(".slider")
+        slider.focus()
+        for key, version in (("Home", 0), ("ArrowRight", 1), ("End", None)):
+            page.page.keyboard.press(key)
+            where = page.page.evaluate(_WHERE)
+            assert where["scrollY"] == 0, key
+            assert 0 <= where["sliderTop"] <= 800, key
+            assert where["focused"] == "slider", key
+            if version is not None:  # version 0 (before the first event) has no chip
+                assert where["chip"] == (version or None), key
+        where = page.page.evaluate(_WHERE)
+        assert where["chip"] is not None
+        assert where["chipShown"]
+        page.page.click("button.step[title='first version']")
+        page.page.click("button.step[title='next listed event']")
+        where = page.page.evaluate(_WHERE)
+        assert (where["scrollY"], where["chip"], where["chipShown"]) == (0, 1, True)
+        assert page.errors == []
