@@ -1,11 +1,13 @@
 """The report as one self-contained HTML file: inline CSS, inline script, data as JSON.
 
 Nothing here trusts session content. Text that goes into markup passes through
-``html.escape``; each session's data is a ``<script type="application/json">``
-block whose ``<``, ``>``, ``&`` and U+2028/U+2029 are written as JSON escapes (so
-no ``</script>`` can end it), and the script puts text in the page with
-``textContent`` only. A Content-Security-Policy allows exactly the inline script
-and style shipped here (by sha256) and nothing from the network.
+``html.escape``, its bidi and other control characters shown as escapes
+(:func:`visible`: an RLO in a key cannot reverse the page's own words); each
+session's data is a ``<script type="application/json">`` block whose ``<``, ``>``,
+``&`` and U+2028/U+2029 are written as JSON escapes (so no ``</script>`` can end
+it), and the script puts text in the page with ``textContent`` only. A
+Content-Security-Policy allows exactly the inline script and style shipped here (by
+sha256) and nothing from the network.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import base64
 import hashlib
 import html
 import json
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -22,7 +25,7 @@ import attrs
 from eventstore._audit import SessionAudit
 from eventstore._recorder import SessionSummary
 from eventstore._report import Report, SessionReport
-from eventstore._report_assets import CSS, SCRIPT
+from eventstore._report_assets import CONTROL_CLASS, CSS, SCRIPT
 from eventstore._review import CompactionReview
 from eventstore._timeline import Timeline
 
@@ -34,6 +37,21 @@ _JSON_ESCAPES = {
     "\u2029": "\\u2029",
 }
 _JSON_UNSAFE = str.maketrans(_JSON_ESCAPES)
+
+
+_CONTROLS = re.compile(f"[{CONTROL_CLASS}]")
+
+
+def visible(text: str) -> str:
+    """``text`` with its bidi controls (U+202E would reverse the page's own words after
+    it) and other invisible control characters written as escapes, as the page's script
+    shows them: ``\u2039U+202E\u203a``."""
+    return _CONTROLS.sub(lambda m: f"\u2039U+{ord(m.group()):04X}\u203a", text)
+
+
+def _text(value: str) -> str:
+    """Session text as page text: control characters visible, markup escaped."""
+    return html.escape(visible(value))
 
 
 def script_json(data: Any) -> str:
@@ -81,7 +99,7 @@ def _csp_hash(text: str) -> str:
 
 def render(report: Report) -> str:
     """The whole page."""
-    e = html.escape
+    e = _text
     policy = (
         f"default-src 'none'; script-src {_csp_hash(SCRIPT)}; style-src {_csp_hash(CSS)}"
         "; img-src 'none'; connect-src 'none'; form-action 'none'"
@@ -110,13 +128,13 @@ def render(report: Report) -> str:
 
 
 def _listing(rows: Sequence[SessionSummary]) -> Iterator[str]:
-    e = html.escape
+    e = _text
     names = [a.name for a in attrs.fields(SessionSummary)]
     yield '<nav class="listing"><h2>Sessions</h2><table class="grid"><thead><tr>'
     yield "".join(f"<th>{e(n.replace('_', ' '))}</th>" for n in names) + "</tr></thead><tbody>"
     for row in rows:
         sid = row.session_id
-        cells = [f'<a href="#" data-open="{e(sid)}">{e(sid)}</a>']
+        cells = [f'<a href="#" data-open="{html.escape(sid)}">{e(sid)}</a>']
         cells += [e(str(getattr(row, n))) for n in names[1:]]
         bad = row.refusals or row.invalidations or row.raw_fallbacks
         yield f'<tr class="{"bad" if bad else ""}">' + "".join(f"<td>{c}</td>" for c in cells)
@@ -157,9 +175,9 @@ _LEGEND = (
 
 
 def _session(s: SessionReport) -> Iterator[str]:
-    e = html.escape
+    e = _text
     t = s.timeline
-    yield f'<section class="session" data-session="{e(t.session_id)}">'
+    yield f'<section class="session" data-session="{html.escape(t.session_id)}">'
     yield f"<h2>Session <code>{e(t.session_id)}</code></h2>"
     yield f'<p class="config">{e(_config_line(t))}</p>'
     yield '<div class="controls"></div><div class="legend">'
@@ -184,7 +202,7 @@ _SECTIONS = {
 
 
 def _audit(sections: SessionAudit) -> Iterator[str]:
-    e = html.escape
+    e = _text
     total = sum(len(getattr(sections, key)) for key in _SECTIONS)
     yield '<div class="audit"><h3>Audit <small>(as <code>tierlog audit</code>, at the'
     yield f" latest version: {total} row(s))</small></h3>"
@@ -217,7 +235,7 @@ _REVIEW_COLUMNS = (
 
 def _reviews(reviews: Sequence[CompactionReview]) -> Iterator[str]:
     """Each compaction of an ingested session, and what its summary evidences."""
-    e = html.escape
+    e = _text
     yield f"<h4>Compactions of the ingested transcript ({len(reviews)})</h4>"
     head = "".join(f"<th>{e(n.replace('_', ' '))}</th>" for n in _REVIEW_COLUMNS)
     yield f'<table class="grid audit-compaction_reviews"><thead><tr>{head}</tr></thead><tbody>'
@@ -228,8 +246,8 @@ def _reviews(reviews: Sequence[CompactionReview]) -> Iterator[str]:
             items = "".join(
                 f'<li class="{"" if o.evidenced else "bad"}">'
                 f"<b>{'evidenced' if o.evidenced else 'NOT evidenced'}</b> {e(o.kind)}"
-                f" {e(o.key)} ({e(o.detail)}), raised at turn {o.raised_at_turn}:"
-                f" <q>{e(o.quote)}</q></li>"
+                f" <bdi>{e(o.key)}</bdi> (<bdi>{e(o.detail)}</bdi>), raised at turn"
+                f" {o.raised_at_turn}: <q><bdi>{e(o.quote)}</bdi></q></li>"
                 for o in r.obligations
             )
             span = len(_REVIEW_COLUMNS)
@@ -238,7 +256,7 @@ def _reviews(reviews: Sequence[CompactionReview]) -> Iterator[str]:
 
 
 def _audit_table(key: str, rows: list[dict[str, Any]]) -> Iterator[str]:
-    e = html.escape
+    e = _text
     names = [n for n in rows[0] if n != "violations"]
     head = "".join(f"<th>{e(n.replace('_', ' '))}</th>" for n in names)
     yield f'<table class="grid audit-{e(key)}"><thead><tr>{head}'
@@ -254,7 +272,7 @@ def _audit_table(key: str, rows: list[dict[str, Any]]) -> Iterator[str]:
 
 
 def _audit_cell(name: str, value: Any) -> str:
-    e = html.escape
+    e = _text
     if name == "version":
         return f'<a href="#" data-goto="{int(value)}">v{int(value)}</a>'
     if isinstance(value, (list, tuple)):
@@ -263,9 +281,10 @@ def _audit_cell(name: str, value: Any) -> str:
 
 
 def _violations(raw: str) -> str:
-    e = html.escape
+    e = _text
     items = []
     for v in json.loads(raw):
         where = f" [{v['lo']}, {v['hi']})" if v.get("lo") is not None else ""
-        items.append(f"<li><b>{e(v['rule'])}</b> {e(v['name'])}{e(where)}: {e(v['message'])}</li>")
+        message = f"<bdi>{e(v['message'])}</bdi>"
+        items.append(f"<li><b>{e(v['rule'])}</b> {e(v['name'])}{e(where)}: {message}</li>")
     return f'<ul class="rules">{"".join(items)}</ul>'

@@ -2,7 +2,9 @@
 
 The script (``SCRIPT``) reads each session's JSON block and draws its timeline as
 SVG; it computes the state at a version exactly as ``eventstore._timeline.view_at``
-does, and puts text in the page with ``textContent`` only (never ``innerHTML``).
+does, and puts text in the page with ``textContent`` only (never ``innerHTML``), its
+bidi and other control characters shown as escapes (``visible``, the character class
+``CONTROL_CLASS``, as ``eventstore._html.visible`` does).
 """
 
 CSS = r"""
@@ -171,28 +173,42 @@ SCRIPT = r"""
   function fmt(n) {
     return Number(n).toLocaleString("en-US");
   }
-  function svg(tag, attrs, parent) {
+  function svg(tag, attrs, parent, text) {
     var e = document.createElementNS(SVGNS, tag);
     for (var k in attrs)
       if (attrs[k] !== null && attrs[k] !== undefined) e.setAttribute(k, String(attrs[k]));
+    if (text !== undefined) e.textContent = visible(text);
     if (parent) parent.appendChild(e);
     return e;
   }
   function html(tag, cls, text, parent) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
-    if (text !== null && text !== undefined) e.textContent = String(text);
+    if (text !== null && text !== undefined) e.textContent = visible(text);
     if (parent) parent.appendChild(e);
     return e;
   }
+  // Bidi controls (an RLO would reverse the page's own words after it) and the other
+  // invisible control characters, shown as escapes ("U+202E" between single guillemets):
+  // every text the page writes passes here (the set is CONTROL_CLASS).
+  var CONTROLS = /[@CONTROLS@]/g;
+  function visible(text) {
+    return String(text).replace(CONTROLS, function (c) {
+      var hex = c.charCodeAt(0).toString(16).toUpperCase();
+      return "\u2039U+" + ("000" + hex).slice(-4) + "\u203a";
+    });
+  }
   function fit(text, px) {
+    text = visible(text);
     var n = Math.floor(px / 6.4);
     if (n < 2) return "";
     return text.length <= n ? text : text.slice(0, n - 1) + "\u2026";
   }
   function fitFirst(options, px) {
-    for (var i = 0; i < options.length; i++)
-      if (fit(options[i], px) === options[i]) return options[i];
+    for (var i = 0; i < options.length; i++) {
+      var text = visible(options[i]);
+      if (fit(text, px) === text) return text;
+    }
     return fit(options[options.length - 1], px);
   }
   function missingOf(node) {
@@ -638,7 +654,7 @@ SCRIPT = r"""
       var info = this.labels[v] || { text: this.types[v - 1], cls: "info" };
       var chip = html("button", "chip " + info.cls, null, this.list);
       html("b", null, "v" + v, chip);
-      chip.appendChild(document.createTextNode(" " + this.label(v)));
+      chip.appendChild(document.createTextNode(visible(" " + this.label(v))));
       chip.setAttribute("data-version", String(v));
       chip.addEventListener(
         "click",
@@ -667,7 +683,7 @@ SCRIPT = r"""
     var st = (this.st = this.stateAt(v));
     this.vlabel.textContent = "";
     html("b", null, "version " + v + " of " + this.d.version, this.vlabel);
-    this.vlabel.appendChild(document.createTextNode(" \u2014 " + this.label(v)));
+    this.vlabel.appendChild(document.createTextNode(visible(" \u2014 " + this.label(v))));
     this.drawSummary(st);
     this.draw(st);
     var old = this.list.querySelector(".chip.current");
@@ -760,7 +776,7 @@ SCRIPT = r"""
     this.width = Math.max(760, this.svgbox.clientWidth || 1100);
     this.svgbox.textContent = "";
     var root = svg("svg", { width: this.width, class: "tl", role: "img" }, this.svgbox);
-    svg("title", {}, root).textContent = "timeline of session " + d.id + " at version " + st.v;
+    svg("title", {}, root, "timeline of session " + d.id + " at version " + st.v);
     var y = this.axis(root, 0, st);
     var lanes = {};
     lanes.markers = y;
@@ -813,14 +829,12 @@ SCRIPT = r"""
     while (end / step > 12) step *= 2;
     if (this.d.unit === "turns") step = Math.max(1, Math.round(step));
     var g = svg("g", { class: "axis" }, root);
-    svg("text", { x: 4, y: y + 14, class: "lanelabel" }, g).textContent =
-      this.d.unit === "turns" ? "turn" : "token";
+    var unit = this.d.unit === "turns" ? "turn" : "token";
+    svg("text", { x: 4, y: y + 14, class: "lanelabel" }, g, unit);
     for (ticks = 0; ticks <= end + 1e-9; ticks += step) {
       var x = this.x(ticks);
       svg("line", { x1: x, x2: x, y1: y + 18, y2: y + 24 }, g);
-      svg("text", { x: x, y: y + 14, "text-anchor": "middle" }, g).textContent = fmt(
-        Math.round(ticks),
-      );
+      svg("text", { x: x, y: y + 14, "text-anchor": "middle" }, g, fmt(Math.round(ticks)));
     }
     svg("line", { x1: LEFT, x2: this.x(end), y1: y + 24, y2: y + 24 }, g);
     return y + 30;
@@ -830,7 +844,7 @@ SCRIPT = r"""
     var h = rows * ROW + GAP;
     svg("rect", { x: 0, y: y, width: this.width, height: h - 4, class: "lane lane-" + key }, root);
     var t = svg("text", { x: 8, y: y + 16, class: "lanelabel" }, root);
-    t.textContent = label;
+    t.textContent = visible(label);
     return y + h;
   };
 
@@ -842,8 +856,8 @@ SCRIPT = r"""
       { x: x, y: top, width: this.x(this.endAll) - x, height: bottom - top, class: "future" },
       root,
     );
-    svg("text", { x: x + 6, y: bottom - 8, class: "futurelabel" }, root).textContent =
-      "not written yet at v" + st.v;
+    var note = "not written yet at v" + st.v;
+    svg("text", { x: x + 6, y: bottom - 8, class: "futurelabel" }, root, note);
   };
 
   Session.prototype.drawCheckpoints = function (root, st, top, bottom, labelY) {
@@ -853,8 +867,7 @@ SCRIPT = r"""
       var x = self.x(p.position);
       var g = self.mark(root, "checkpoint", p, p.version, "checkpoint");
       svg("line", { x1: x, x2: x, y1: top, y2: bottom - GAP, class: "ckline" }, g);
-      svg("text", { x: x + 3, y: labelY, class: "cklabel" }, g).textContent =
-        "checkpoint v" + p.version;
+      svg("text", { x: x + 3, y: labelY, class: "cklabel" }, g, "checkpoint v" + p.version);
     });
   };
 
@@ -903,7 +916,7 @@ SCRIPT = r"""
         var info = this.d.info[i];
         var text = fit("#" + i + " " + info[0], x1 - x0 - 6);
         if (text)
-          svg("text", { x: x0 + 4, y: top + 14, class: "in-" + status }, g).textContent = text;
+          svg("text", { x: x0 + 4, y: top + 14, class: "in-" + status }, g, text);
       }
       return;
     }
@@ -931,7 +944,7 @@ SCRIPT = r"""
         x1 - x0 - 6,
       );
       if (text)
-        svg("text", { x: x0 + 4, y: top + 14, class: "in-" + status }, g).textContent = text;
+        svg("text", { x: x0 + 4, y: top + 14, class: "in-" + status }, g, text);
       start = i;
     }
   };
@@ -1022,7 +1035,7 @@ SCRIPT = r"""
         if (i) return;
         var text = fitFirst(how.labels(r), room.get(r));
         if (text)
-          svg("text", { x: x0 + 3, y: yy + 14, class: "rt-" + how.cls }, g).textContent = text;
+          svg("text", { x: x0 + 3, y: yy + 14, class: "rt-" + how.cls }, g, text);
       });
     });
   };
@@ -1061,7 +1074,7 @@ SCRIPT = r"""
       var label = n.node_id + " L" + tier + how[status] + "\u201c" + n.summary + "\u201d";
       var text = fit(label, x1 - x0 - 8);
       if (text)
-        svg("text", { x: x0 + 5, y: top + 14, class: "nt-" + status }, g).textContent = text;
+        svg("text", { x: x0 + 5, y: top + 14, class: "nt-" + status }, g, text);
     });
     this.d.refusals.forEach(function (r) {
       if (r.tier !== tier || r.version > st.v) return;
@@ -1087,11 +1100,15 @@ SCRIPT = r"""
         "\u2717 REFUSED " + r.node_id + " (" + rules(r.violations) + ", " + r.action + ")",
         x1 - x0 - 8,
       );
-      if (text) svg("text", { x: x0 + 5, y: top + 14, class: "rt" }, g).textContent = text;
+      if (text) svg("text", { x: x0 + 5, y: top + 14, class: "rt" }, g, text);
     });
     if (!any)
-      svg("text", { x: LEFT + 6, y: y + 16, class: "none" }, root).textContent =
-        "no L" + tier + " summary at v" + st.v;
+      svg(
+        "text",
+        { x: LEFT + 6, y: y + 16, class: "none" },
+        root,
+        "no L" + tier + " summary at v" + st.v,
+      );
   };
 
   Session.prototype.nodeY = function (id) {
@@ -1151,8 +1168,8 @@ SCRIPT = r"""
       if (status === "valid")
         svg("path", { d: "M" + (x - 7) + " " + (cy + 7) + " l7 -14 l7 14 z", class: "g-valid" }, g);
       else svg("circle", { cx: x, cy: cy, r: 8, class: "g-" + status }, g);
-      svg("text", { x: x, y: cy + 4, "text-anchor": "middle", class: "glyph" }, g).textContent =
-        status === "valid" ? "" : status === "refused" ? "\u2717" : "!";
+      var glyph = status === "valid" ? "" : status === "refused" ? "\u2717" : "!";
+      svg("text", { x: x, y: cy + 4, "text-anchor": "middle", class: "glyph" }, g, glyph);
       var what =
         status === "valid"
           ? " valid"
@@ -1164,7 +1181,7 @@ SCRIPT = r"""
         room.get(m),
       );
       if (label.length > 1)
-        svg("text", { x: x + 11, y: cy + 4, class: "mt-" + status }, g).textContent = label;
+        svg("text", { x: x + 11, y: cy + 4, class: "mt-" + status }, g, label);
     });
     var row = this.rows.markers,
       below = new Map(),
@@ -1195,7 +1212,7 @@ SCRIPT = r"""
         ],
         space.get(p),
       );
-      svg("text", { x: x + 9, y: cy + 4, class: "mt-resume" }, g).textContent = label;
+      svg("text", { x: x + 9, y: cy + 4, class: "mt-resume" }, g, label);
     });
   };
 
@@ -1249,16 +1266,19 @@ SCRIPT = r"""
         room.get(o),
       );
       if (label.length > 3)
-        svg("text", { x: x0 + 8, y: cy - 5, class: "ot-" + status }, g).textContent = label;
+        svg("text", { x: x0 + 8, y: cy - 5, class: "ot-" + status }, g, label);
     });
     if (!this.d.routine.length) return;
     var row = Math.max(1, this.rows.obligations),
       cy = y + 4 + row * ROW;
-    svg("text", { x: 8, y: cy + 12, class: "lanelabel small" }, root).textContent =
-      "routine (banded)";
+    svg("text", { x: 8, y: cy + 12, class: "lanelabel small" }, root, "routine (banded)");
     if (!shown.length)
-      svg("text", { x: LEFT + 6, y: y + 16, class: "none" }, root).textContent =
-        "no obligation beyond routine ones at v" + st.v;
+      svg(
+        "text",
+        { x: LEFT + 6, y: y + 16, class: "none" },
+        root,
+        "no obligation beyond routine ones at v" + st.v,
+      );
     this.d.routine.forEach(function (b) {
       var open = 0,
         done = 0;
@@ -1596,3 +1616,11 @@ SCRIPT = r"""
   else start();
 })();
 """
+
+# Bidi controls and the other invisible control characters (tab, newline and carriage
+# return excepted), as a regular expression character class for JavaScript and Python.
+CONTROL_CLASS = (
+    r"\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f"
+    r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+)
+SCRIPT = SCRIPT.replace("@CONTROLS@", CONTROL_CLASS)

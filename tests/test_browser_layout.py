@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 import eventstore
+from eventstore._html import visible
 from tests.browser import Page, launch, needs_browser, report
-from tests.helpers import new_session
+from tests.helpers import fill, new_session
 
 pytestmark = needs_browser
 
@@ -70,4 +71,57 @@ class TestNavigation:
         page.page.click("button.step[title='next listed event']")
         where = page.page.evaluate(_WHERE)
         assert (where["scrollY"], where["chip"], where["chipShown"]) == (0, 1, True)
+        assert page.errors == []
+
+
+# The left edge of each character of ``word`` wherever it is written under ``selector``.
+_EDGES = """([selector, word]) => {
+  const out = [];
+  for (const el of document.querySelectorAll(selector)) {
+    const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      const at = n.data.indexOf(word);
+      if (at < 0) continue;
+      out.push(Array.from(word, (_, k) => {
+        const r = document.createRange();
+        r.setStart(n, at + k);
+        r.setEnd(n, at + k + 1);
+        return r.getBoundingClientRect().left;
+      }));
+    }
+  }
+  return out;
+}"""
+
+_BIDI_KEYS = ("plan-A\u202e", "\u2069\u202eplan-B", "\u05ea\u05d5\u05db\u05e0\u05d9\u05ea")
+
+
+class TestBidi:
+    def test_an_override_in_a_key_cannot_reverse_the_page_s_words(
+        self, browser: Any, journal: eventstore.Journal
+    ) -> None:
+        """Keys holding U+202E (also after a stray U+2069) or Hebrew: the status DROPPED
+        reads left to right in the timeline labels and the details, and the override is
+        shown as an escape while the Hebrew is shown as itself."""
+        s = new_session(journal, "bidi")
+        fill(s, 1)
+        for key in _BIDI_KEYS:
+            s.dispose(key, "rejected", "locks")
+        fill(s, 4)
+        s.truncate(0, 3, "budget")
+        page = Page(browser, report(Path(journal.recorder.location), "bidi"))
+        labels = page.page.locator(".timeline .mark.obligation text").all_text_contents()
+        assert sorted(labels) == sorted(
+            f"negative fact {visible(key)} \u2014 DROPPED" for key in _BIDI_KEYS
+        )
+        assert "\u2039U+202E\u203a" in labels[0]
+        edges = page.page.evaluate(_EDGES, [".timeline .mark.obligation text", "DROPPED"])
+        for key in _BIDI_KEYS:
+            page.page.click(f".mark.obligation[data-id='{key}'] circle")
+            assert f"negative fact {visible(key)} (DROPPED)" in page.details()
+            edges += page.page.evaluate(_EDGES, [".details .dtitle", "DROPPED"])
+        assert len(edges) == 2 * len(_BIDI_KEYS)
+        for xs in edges:
+            assert xs == sorted(xs), xs  # left to right: not DEPPORD
+            assert len(set(xs)) == len(xs), xs
         assert page.errors == []

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import eventstore
-from eventstore._html import render, script_json
+from eventstore._html import render, script_json, visible
 from eventstore._report import collect
-from eventstore._report_assets import CSS, SCRIPT
+from eventstore._report_assets import CONTROL_CLASS, CSS, SCRIPT
 from tests import transcripts
 from tests.helpers import fill, new_session
 
@@ -84,6 +84,40 @@ class TestScriptJson:
         encoded = script_json({"k": text, text: [text]})
         assert not set(encoded) & {"<", ">", "&", "\u2028", "\u2029"}
         assert json.loads(encoded) == {"k": text, text: [text]}
+
+
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+class TestVisible:
+    @pytest.mark.parametrize("char", [*_BIDI, "\u0000", "\u001b", "\u007f", "\u0085", "\u009f"])
+    def test_bidi_and_control_characters_become_escapes(self, char: str) -> None:
+        """Each bidi control and invisible control character is written as U+XXXX."""
+        assert visible(f"a{char}b") == f"a\u2039U+{ord(char):04X}\u203ab"
+
+    @pytest.mark.parametrize(
+        "text",
+        ["tab\tnew\nline\r", "\u05e9\u05dc\u05d5\u05dd", "\U0001f469\u200d\U0001f4bb", "caf\u00e9"],
+    )
+    def test_other_text_is_kept(self, text: str) -> None:
+        """Tabs, newlines, right-to-left letters and emoji joiners are text, not escapes."""
+        assert visible(text) == text
+
+    def test_the_page_writes_no_control_character(self, hostile: eventstore.Journal) -> None:
+        """Outside the JSON data (which the script shows through the same escapes), no
+        bidi or control character reaches the page; the audit shows them escaped."""
+        s = hostile.session("evil")
+        s.dispose("plan-A\u202e", "rejected", "\u202ereason")
+        s.truncate(1, 3, "budget \u202e")
+        page = render(collect(hostile))
+        shown = re.sub(r'<script type="application/json".*?</script>', "", page, flags=re.S)
+        shown = shown.replace(SCRIPT, "")
+        assert re.findall(f"[{CONTROL_CLASS}]", shown.replace("\t", "").replace("\n", "")) == []
+        assert "plan-A\u2039U+202E\u203a" in shown
+
+    def test_the_script_escapes_the_same_characters(self) -> None:
+        """The page's script matches the same character class as :func:`visible`."""
+        assert f"var CONTROLS = /[{CONTROL_CLASS}]/g;" in SCRIPT
 
 
 class TestRender:
