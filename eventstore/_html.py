@@ -28,6 +28,7 @@ from eventstore._report import Report, SessionReport
 from eventstore._report_assets import CONTROL_CLASS, CSS, SCRIPT
 from eventstore._review import CompactionReview
 from eventstore._timeline import Timeline
+from eventstore._timeline_build import TEXT, cut
 
 _JSON_ESCAPES = {
     "<": "\\u003c",
@@ -50,8 +51,19 @@ def visible(text: str) -> str:
 
 
 def _text(value: str) -> str:
-    """Session text as page text: control characters visible, markup escaped."""
-    return html.escape(visible(value))
+    """Session text as page text: cut at ``TEXT`` characters, control characters visible,
+    markup escaped."""
+    return html.escape(visible(cut(value, TEXT)))
+
+
+_LONG_WORD = re.compile(r"[^\s<>]{40,}")
+
+
+def _td(cell: str) -> str:
+    """A table cell; one holding a word of 40 characters or more may break it anywhere
+    (only that one: short words in narrow columns stay whole)."""
+    long = _LONG_WORD.search(re.sub(r"<[^>]*>", " ", cell))
+    return f'<td class="wrap">{cell}</td>' if long else f"<td>{cell}</td>"
 
 
 def script_json(data: Any) -> str:
@@ -137,7 +149,7 @@ def _listing(rows: Sequence[SessionSummary]) -> Iterator[str]:
         cells = [f'<a href="#" data-open="{html.escape(sid)}">{e(sid)}</a>']
         cells += [e(str(getattr(row, n))) for n in names[1:]]
         bad = row.refusals or row.invalidations or row.raw_fallbacks
-        yield f'<tr class="{"bad" if bad else ""}">' + "".join(f"<td>{c}</td>" for c in cells)
+        yield f'<tr class="{"bad" if bad else ""}">' + "".join(map(_td, cells))
         yield "</tr>"
     yield "</tbody></table></nav>"
 
@@ -241,7 +253,7 @@ def _reviews(reviews: Sequence[CompactionReview]) -> Iterator[str]:
     yield f'<table class="grid audit-compaction_reviews"><thead><tr>{head}</tr></thead><tbody>'
     for r in reviews:
         cells = [_audit_cell(n, getattr(r, n)) for n in _REVIEW_COLUMNS]
-        yield "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+        yield "<tr>" + "".join(map(_td, cells)) + "</tr>"
         if r.obligations:
             items = "".join(
                 f'<li class="{"" if o.evidenced else "bad"}">'
@@ -266,7 +278,7 @@ def _audit_table(key: str, rows: list[dict[str, Any]]) -> Iterator[str]:
         if "violations" in row:
             cells.append(_violations(row["violations"]))
         carried = key != "evicted_obligations" or row["carried_by"]
-        yield f'<tr class="{"" if carried else "bad"}">' + "".join(f"<td>{c}</td>" for c in cells)
+        yield f'<tr class="{"" if carried else "bad"}">' + "".join(map(_td, cells))
         yield "</tr>"
     yield "</tbody></table>"
 

@@ -32,6 +32,7 @@ button { font: 12px system-ui, sans-serif; border: 1px solid #c4cbd4; background
   border-radius: 4px; padding: 3px 8px; cursor: pointer; color: var(--ink); }
 button:hover { background: #e9eef4; }
 .vlabel { margin: 6px 0 4px; font-size: 14px; }
+.vlabel, .chip, .dtitle, .details, .tip, .grid td.wrap, .config, h2 { overflow-wrap: anywhere; }
 .summary { display: flex; flex-wrap: wrap; gap: 4px 16px; font-size: 13px; margin: 2px 0 6px; }
 .fact i { font-style: normal; color: var(--muted); margin-right: 4px; }
 .fact.bad b { color: var(--bad); } .fact.warn b { color: var(--warn); }
@@ -140,6 +141,11 @@ SCRIPT = r"""
     RIGHT = 34,
     ROW = 24,
     GAP = 10;
+  // characters of a label (events list, version caption, details title), of a value in the
+  // details (a summary, cut at 4,000 by the model, is whole), of an id or key in a label
+  var LABEL = 300,
+    DETAIL = 5000,
+    KEY = 200;
 
   function undelta(a) {
     var x = 0,
@@ -197,6 +203,22 @@ SCRIPT = r"""
       var hex = c.charCodeAt(0).toString(16).toUpperCase();
       return "\u2039U+" + ("000" + hex).slice(-4) + "\u203a";
     });
+  }
+  // Text whole up to n characters, else cut as eventstore._timeline_build.cut cuts it
+  // (counting what the model had already cut off).
+  var CUT = /\u2026 \(([0-9,]+) more chars\)$/;
+  function clip(text, n) {
+    text = String(text);
+    if (text.length <= n) return text;
+    var before = CUT.exec(text),
+      more = before ? Number(before[1].replace(/,/g, "")) : 0;
+    if (before) text = text.slice(0, before.index);
+    if (text.length <= n) return text + before[0];
+    return text.slice(0, n) + "\u2026 (" + fmt(text.length - n + more) + " more chars)";
+  }
+  // An id or a key in a label or a title.
+  function short(text) {
+    return clip(text, KEY);
   }
   function fit(text, px) {
     text = visible(text);
@@ -290,12 +312,13 @@ SCRIPT = r"""
       L[v] = { text: text, cls: cls };
     }
     d.nodes.forEach(function (n) {
-      put(n.version, "Compacted " + n.node_id + " L" + n.tier + " " + span(n.lo, n.hi), "ok");
+      var what = "Compacted " + short(n.node_id) + " L" + n.tier + " " + span(n.lo, n.hi);
+      put(n.version, what, "ok");
     });
     d.refusals.forEach(function (r) {
       put(
         r.version,
-        "CompactionRefused " + r.node_id + " L" + r.tier + ": " + rules(r.violations),
+        "CompactionRefused " + short(r.node_id) + " L" + r.tier + ": " + rules(r.violations),
         "bad",
       );
     });
@@ -303,12 +326,17 @@ SCRIPT = r"""
       if (m.refused)
         put(
           m.version,
-          "MarkerRefused " + m.marker_id + " on " + m.node_id + ": " + rules(m.violations),
+          "MarkerRefused " +
+            short(m.marker_id) +
+            " on " +
+            short(m.node_id) +
+            ": " +
+            rules(m.violations),
           "bad",
         );
-      else put(m.version, "MarkerEmitted " + m.marker_id + " on " + m.node_id, "ok");
+      else put(m.version, "MarkerEmitted " + short(m.marker_id) + " on " + short(m.node_id), "ok");
       if (m.invalidated_at)
-        put(m.invalidated_at, "MarkerInvalidated " + m.marker_id + ": " + m.rule, "bad");
+        put(m.invalidated_at, "MarkerInvalidated " + short(m.marker_id) + ": " + m.rule, "bad");
     });
     d.ranges.forEach(function (r) {
       put(
@@ -323,8 +351,8 @@ SCRIPT = r"""
           ? "TurnRetracted #" + w.first
           : "ContextCleared turns before #" +
             w.stop +
-            (w.nodes.length ? ", " + w.nodes.join(", ") + " out" : "");
-      put(w.version, what + (w.reason ? " (" + w.reason + ")" : ""), "warn");
+            (w.nodes.length ? ", " + short(w.nodes.join(", ")) + " out" : "");
+      put(w.version, what + (w.reason ? " (" + short(w.reason) + ")" : ""), "warn");
     });
     d.points.forEach(function (p) {
       if (p.kind === "checkpoint") put(p.version, "Checkpointed at " + fmt(p.position), "info");
@@ -332,7 +360,7 @@ SCRIPT = r"""
         put(
           p.version,
           "Resumed " +
-            p.marker_id +
+            short(p.marker_id) +
             " \u2192 " +
             (p.kind === "resume_digest" ? "digest" : "raw checkpoint at " + fmt(p.position)),
           p.kind === "resume_digest" ? "ok" : "warn",
@@ -344,8 +372,8 @@ SCRIPT = r"""
       negative_fact: ["ItemDisposed ", "ItemDisposed "],
     };
     d.obligations.forEach(function (o) {
-      put(o.version, names[o.kind][0] + o.key, "info");
-      if (o.ended_at && !L[o.ended_at]) put(o.ended_at, names[o.kind][1] + o.key, "info");
+      put(o.version, names[o.kind][0] + short(o.key), "info");
+      if (o.ended_at && !L[o.ended_at]) put(o.ended_at, names[o.kind][1] + short(o.key), "info");
     });
     return L;
   };
@@ -353,7 +381,7 @@ SCRIPT = r"""
   Session.prototype.label = function (v) {
     if (v === 0) return "before the first event";
     var known = this.labels[v];
-    if (known) return known.text;
+    if (known) return clip(known.text, LABEL);
     var type = this.types[v - 1];
     if (type === "TurnAppended") {
       var i = lower(this.tv, v);
@@ -1351,7 +1379,7 @@ SCRIPT = r"""
         row("content", info[2]);
       }
     } else if (kind === "node") {
-      title = "summary node " + o.node_id + " (L" + o.tier + ", " + this.nodeAt(o, v) + ")";
+      title = "summary node " + short(o.node_id) + " (L" + o.tier + ", " + this.nodeAt(o, v) + ")";
       row("committed", "v" + o.version + " (Compacted)");
       if (o.replaced_at) row("replaced", "v" + o.replaced_at + " by " + o.replaced_by);
       if (o.cleared_at) {
@@ -1382,7 +1410,7 @@ SCRIPT = r"""
       );
       row("required but not carried (M1/M2)", missingOf(o).join(", ") || "none");
     } else if (kind === "refusal") {
-      title = "REFUSED compaction " + o.node_id + " (L" + o.tier + ")";
+      title = "REFUSED compaction " + short(o.node_id) + " (L" + o.tier + ")";
       row("refused at", "v" + o.version + " (CompactionRefused, " + o.action + ")");
       row("proposed covers", span(o.lo, o.hi) + ", tail starts at " + fmt(o.tail_start));
       row("summarizer input", span(o.input_lo, o.input_hi));
@@ -1390,7 +1418,7 @@ SCRIPT = r"""
       rulesList = o.violations;
     } else if (kind === "marker") {
       var status = this.markerAt(o, v);
-      title = "marker " + o.marker_id + " on " + o.node_id + " (" + status + ")";
+      title = "marker " + short(o.marker_id) + " on " + short(o.node_id) + " (" + status + ")";
       row(
         o.refused ? "refused at" : "emitted at",
         "v" + o.version + (o.refused ? " (MarkerRefused)" : " (MarkerEmitted)"),
@@ -1425,7 +1453,8 @@ SCRIPT = r"""
       rulesList = o.violations;
     } else if (kind === "obligation") {
       var ost = this.obligationAt(o, v, st.live);
-      title = KIND[o.kind] + " " + o.key + " (" + (ost === "dropped" ? "DROPPED" : ost) + ")";
+      var said = ost === "dropped" ? "DROPPED" : ost;
+      title = KIND[o.kind] + " " + short(o.key) + " (" + said + ")";
       row("what", o.detail);
       row("raised", "v" + o.version + " at position " + fmt(o.position));
       if (o.ended_at)
@@ -1497,7 +1526,7 @@ SCRIPT = r"""
       title = "raw checkpoint at " + fmt(o.position);
       row("at", "v" + o.version);
     } else if (kind === "resume") {
-      title = "resume of " + o.marker_id;
+      title = "resume of " + short(o.marker_id);
       row("at", "v" + o.version);
       row(
         "returned",
@@ -1518,13 +1547,13 @@ SCRIPT = r"""
 
   Session.prototype.fill = function (box, info, full) {
     box.textContent = "";
-    html("div", "dtitle", info.title, box);
+    html("div", "dtitle", clip(info.title, LABEL), box);
     var table = html("table", "dtable", null, box);
     info.rows.forEach(function (r) {
       var tr = html("tr", null, null, table);
       html("th", null, r[0], tr);
       var val = String(r[1]);
-      html("td", null, full || val.length < 300 ? val : val.slice(0, 300) + "\u2026", tr);
+      html("td", null, full ? clip(val, DETAIL) : fit(val, 300 * 6.4), tr);
     });
     if (info.rules.length) {
       var ul = html("ul", "rules", null, box);

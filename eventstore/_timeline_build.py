@@ -54,6 +54,7 @@ from reducers import (
     SessionState,
     TurnAppended,
     TurnRetracted,
+    Violation,
     fold,
     merge_spans,
 )
@@ -62,6 +63,8 @@ DETAIL_TURNS: Final = 1_000  # up to this many turns, each turn is its own mark
 MAX_PINS: Final = 60  # above this many obligations, routine ones are banded
 PREVIEW: Final = 200  # characters of a turn's content kept for its details
 SUMMARY: Final = 4_000  # characters of a summary kept for its details
+TEXT: Final = 1_000  # characters kept of a reason, a call name, a constraint text, a message
+NAME: Final = 200  # characters kept of a turn's role
 BANDS: Final = 200  # position bands for routine obligations
 
 
@@ -138,6 +141,7 @@ class _Builder:
             self._withdraw("clear", 0, event.before, version, event.reason)
 
     def _withdraw(self, kind: str, first: int, stop: int, version: int, reason: str) -> None:
+        reason = cut(reason, TEXT)
         self.cause = _Withdrawal(kind=kind, first=first, stop=stop, version=version, reason=reason)
         self.withdrawals.append(self.cause)
 
@@ -145,7 +149,11 @@ class _Builder:
         """Keep a turn's details while the session is small enough to show them."""
         if len(self.info) <= DETAIL_TURNS:
             self.info.append(
-                TurnInfo(role=event.role, tokens=event.tokens, preview=_cut(event.content, PREVIEW))
+                TurnInfo(
+                    role=cut(event.role, NAME),
+                    tokens=event.tokens,
+                    preview=cut(event.content, PREVIEW),
+                )
             )
 
     def _obligation(self, version: int, event: Event) -> None:
@@ -164,6 +172,7 @@ class _Builder:
             self._raise(version, "negative_fact", event.key, detail, event.disposition)
 
     def _raise(self, version: int, kind: str, key: str, detail: str, disposition: str = "") -> None:
+        detail = cut(detail, TEXT)
         item = _Open(kind=kind, key=key, detail=detail, version=version, disposition=disposition)
         self.obligations.append(item)
         self.alive[kind, key] = item
@@ -171,7 +180,7 @@ class _Builder:
     def _end(self, kind: str, key: str, version: int, how: str) -> None:
         item = self.alive.pop((kind, key), None)
         if item is not None:
-            item.ended_at, item.ended = version, how
+            item.ended_at, item.ended = version, cut(how, TEXT)
 
 
 _CHUNK = 8_192  # events folded at a time: the fold is linear, this only bounds memory
@@ -254,8 +263,13 @@ def _finish(session_id: str, state: SessionState, b: _Builder) -> Timeline:
     )
 
 
-def _cut(text: str, limit: int) -> str:
+def cut(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and how many more there were."""
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more chars)"
+
+
+def _messages(violations: tuple[Violation, ...]) -> tuple[Violation, ...]:
+    return tuple(attrs.evolve(v, message=cut(v.message, TEXT)) for v in violations)
 
 
 def _rows(spans: Iterable[tuple[int, int]]) -> list[int]:
@@ -305,7 +319,7 @@ def _bar(n: Node, b: _Builder, row: int, cleared: dict[str, int]) -> NodeBar:
         input_lo=n.input_lo,
         input_hi=n.input_hi,
         tail_start=n.tail_start,
-        summary=_cut(n.summary, SUMMARY),
+        summary=cut(n.summary, SUMMARY),
         tokens=n.tokens,
         version=n.version,
         replaced_at=b.replaced.get(n.node_id),
@@ -339,10 +353,10 @@ def _refusals(b: _Builder) -> tuple[RefusedBar, ...]:
                     input_lo=p.input_lo,
                     input_hi=p.input_hi,
                     tail_start=p.tail_start,
-                    summary=_cut(p.summary, SUMMARY),
+                    summary=cut(p.summary, SUMMARY),
                     version=version,
                     action=r.action,
-                    violations=r.violations,
+                    violations=_messages(r.violations),
                     row=rows[i],
                 )
             )
@@ -361,10 +375,10 @@ def _markers(state: SessionState, b: _Builder) -> Iterator[MarkerPin]:
             position=node.covers_hi if node else 0,
             version=m.version,
             refused=refusal is not None,
-            violations=refusal.violations if refusal else (),
+            violations=_messages(refusal.violations) if refusal else (),
             invalidated_at=b.invalidated.get(m.marker_id) if invalidated else None,
             rule=m.invalidated_rule,
-            reason=m.invalidated_reason,
+            reason=None if m.invalidated_reason is None else cut(m.invalidated_reason, TEXT),
         )
 
 
@@ -538,7 +552,7 @@ def _ranges(state: SessionState) -> Iterator[RangeMark]:
             lo=t.lo,
             hi=t.hi,
             version=t.version,
-            detail=t.reason,
+            detail=cut(t.reason, TEXT),
             pieces=cuts.get(t.version, ()),
         )
     spills = _pieces(first_covered((s.lo, s.hi, s.version) for s in state.spills))
@@ -573,5 +587,5 @@ def _points(state: SessionState, b: _Builder) -> Iterator[PointMark]:
             position=at,
             version=version,
             marker_id=r.marker_id,
-            detail=r.reason,
+            detail=cut(r.reason, TEXT),
         )

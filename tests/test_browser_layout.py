@@ -13,6 +13,7 @@ import eventstore
 from eventstore._html import visible
 from tests.browser import Page, launch, needs_browser, report
 from tests.helpers import fill, new_session
+from tests.timelines import long_text_session
 
 pytestmark = needs_browser
 
@@ -124,4 +125,25 @@ class TestBidi:
         for xs in edges:
             assert xs == sorted(xs), xs  # left to right: not DEPPORD
             assert len(set(xs)) == len(xs), xs
+        assert page.errors == []
+
+
+class TestLongText:
+    def test_long_unbroken_texts_never_widen_the_page(
+        self, browser: Any, journal: eventstore.Journal
+    ) -> None:
+        """Unbroken 100,000-character reasons, names, texts and 3,000-character keys: at
+        every version, and with each mark's details open, the page is no wider than the
+        window."""
+        s = long_text_session(journal)
+        page = Page(browser, report(Path(journal.recorder.location), "long"))
+        width = "document.documentElement.scrollWidth"
+        for v in range(s.version + 1):
+            page.page.locator(".slider").fill(str(v))
+            assert page.page.evaluate(width) <= 1280, v
+        marks = page.page.locator(".timeline .mark")
+        for i in range(marks.count()):
+            marks.nth(i).dispatch_event("click")
+            assert page.page.evaluate(width) <= 1280, page.details()[:80]
+        assert "more chars)" in page.details()
         assert page.errors == []

@@ -18,6 +18,7 @@ from eventstore._report import collect
 from eventstore._report_assets import CONTROL_CLASS, CSS, SCRIPT
 from tests import transcripts
 from tests.helpers import fill, new_session
+from tests.timelines import long_text_session
 
 HOSTILE = (
     '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
@@ -172,6 +173,17 @@ class TestRender:
         assert 'class="listing"' in every
         assert every.count('class="session"') == 2
         assert every.count("data-open=") == 2
+
+
+class TestLongText:
+    def test_long_texts_do_not_bloat_the_page(self, journal: eventstore.Journal) -> None:
+        """Ten free texts of 100,000 characters each make a page of under 200 kB; no text
+        between tags (the audit tables' cells) is longer than TEXT."""
+        long_text_session(journal)
+        page = render(collect(journal, "long"))
+        assert len(page.encode()) < 200_000
+        body = re.sub(r"<(script|style).*?</\1>", "", page, flags=re.S)
+        assert max(len(text) for text in re.split(r"<[^>]*>", body)) < 1_100
 
 
 class TestReviews:

@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given
 
@@ -15,10 +16,18 @@ import eventstore
 import reducers as r
 from eventstore._demo import run_demo
 from eventstore._timeline import Timeline, View, view_at
-from eventstore._timeline_build import DETAIL_TURNS, MAX_PINS, build, first_covered
+from eventstore._timeline_build import (
+    DETAIL_TURNS,
+    MAX_PINS,
+    NAME,
+    SUMMARY,
+    TEXT,
+    build,
+    first_covered,
+)
 from tests import strategies
 from tests.helpers import config, fill, new_session, run_step
-from tests.timelines import expected, withdrawal_session
+from tests.timelines import LONG, LONG_KEY, expected, long_text_session, withdrawal_session
 
 
 def _agree(view: View, state: r.SessionState) -> None:
@@ -262,6 +271,36 @@ class TestBuild:
         (info,) = build("s", s.events()).turn_info
         assert info.preview.startswith("x" * 200)
         assert info.preview.endswith("(800 more chars)")
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+class TestLongText:
+    def test_free_texts_are_cut_and_keys_kept_whole(self, journal: eventstore.Journal) -> None:
+        """Reasons, call names, constraint texts, outcomes, roles and rule messages are cut
+        at TEXT characters (summaries at SUMMARY), saying how much was left out; keys, which
+        identify obligations, are kept whole."""
+        s = long_text_session(journal)
+        t = build("long", s.events())
+        keys = {o.key for o in t.obligations}
+        assert {len(k) for k in keys if k != "done"} == {LONG_KEY}
+        texts = [x for x in _strings(attrs.asdict(t)) if x not in keys]
+        assert max(map(len, texts)) <= SUMMARY + 40
+        cut = [x for x in texts if x.endswith("more chars)")]
+        assert len(cut) >= 12  # role, 3 details, outcome, 3 reasons, messages, summaries
+        assert all(len(x) <= TEXT + 40 for x in cut if not x.startswith("S"))
+        assert t.turn_info[0].role == "R" * NAME + f"\u2026 ({LONG - NAME:,} more chars)"
+        assert view_at(t, t.version).obligations.keys() == expected(s.state).obligations.keys()
 
 
 class TestFirstCovered:

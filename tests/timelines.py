@@ -7,6 +7,7 @@ of the ``SessionState`` that ``Session.state_at`` (``tierlog state --at``) retur
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 
 import attrs
@@ -15,7 +16,7 @@ import eventstore
 import invariants
 from eventstore import Session
 from reducers import Node, SessionState, in_spans
-from tests.helpers import config
+from tests.helpers import config, fill
 
 
 @attrs.frozen(kw_only=True)
@@ -146,4 +147,43 @@ def withdrawal_session(journal: eventstore.Journal, sid: str = "w", unit: str = 
     s.emit_marker(node.node_id)
     s.open_call("c2", "tool_call", "cat")
     s.retract_turn(10, "pop_item")  # c2 leaves the context: the new marker breaks
+    return s
+
+
+LONG = 100_000  # characters of each free text of ``long_text_session``
+LONG_KEY = 3_000  # characters of each of its keys
+
+
+def long_text_session(journal: eventstore.Journal, sid: str = "long") -> Session:
+    """A session whose free texts (a role, a call name, a constraint text, a disposition
+    reason, an outcome, a summary, truncation, retraction, clear and refusal reasons)
+    are each one unbroken ``LONG``-character token, and whose keys are ``LONG_KEY`` long:
+    a refused compaction names one, and a clear breaks a marker that carries them."""
+    call, rule, plan = ("c" * LONG_KEY, "k" * LONG_KEY, "p" * LONG_KEY)
+    s = journal.start_session(sid, config())
+    s.append_turn("R" * LONG, "x" * LONG, 5)
+    s.open_call(call, "tool_call", "N" * LONG)
+    s.state_constraint(rule, "T" * LONG)
+    s.dispose(plan, "rejected", "W" * LONG)
+    s.open_call("done", "tool_call", "ls")
+    fill(s, 4)
+    s.resolve_call("done", "O" * LONG)
+    s.truncate(0, 1, "B" * LONG)
+    with contextlib.suppress(eventstore.UnrecoverableCompactionError):  # its rules name the keys
+        s.compact(tier=1, input=(0, 3), covers=(0, 3), tail_start=3, summary="x", tokens=1)
+    node = s.compact(
+        tier=1,
+        input=(0, 3),
+        covers=(0, 3),
+        tail_start=3,
+        summary="S" * LONG,
+        tokens=3,
+        unresolved_ids=[call],
+        constraints=[rule],
+        dispositions={plan: "rejected"},
+    )
+    s.emit_marker(node.node_id)
+    s.retract_turn(4, "P" * LONG)
+    s.clear_context("Z" * LONG)
+    fill(s, 1)
     return s
