@@ -1101,8 +1101,10 @@ SCRIPT = r"""
       };
       var label = n.node_id + " L" + tier + how[status] + "\u201c" + n.summary + "\u201d";
       var text = fit(label, x1 - x0 - 8);
-      if (text)
-        svg("text", { x: x0 + 5, y: top + 14, class: "nt-" + status }, g, text);
+      if (text) {
+        var t = svg("text", { x: x0 + 5, y: top + 14, class: "nt-" + status }, g, text);
+        shrink(t, x1 - x0 - 8, 2);
+      }
     });
     this.d.refusals.forEach(function (r) {
       if (r.tier !== tier || r.version > st.v) return;
@@ -1128,7 +1130,10 @@ SCRIPT = r"""
         "\u2717 REFUSED " + r.node_id + " (" + rules(r.violations) + ", " + r.action + ")",
         x1 - x0 - 8,
       );
-      if (text) svg("text", { x: x0 + 5, y: top + 14, class: "rt" }, g, text);
+      if (text) {
+        var t = svg("text", { x: x0 + 5, y: top + 14, class: "rt" }, g, text);
+        shrink(t, x1 - x0 - 8, 2);
+      }
     });
     if (!any)
       svg(
@@ -1167,6 +1172,64 @@ SCRIPT = r"""
     return room;
   };
 
+  // Label marks row by row, left to right: a label goes on the right of its mark when its
+  // longest form fits there, else on the left (text-anchor end) when it fits there, else
+  // on the roomier side, as long as that room allows. Widths are measured, not guessed.
+  // Each item: { g, x, row, y, cls, options }; gap: from the mark's x to its label.
+  Session.prototype.placeLabels = function (items, gap, min) {
+    var self = this,
+      rows = {},
+      PAD = 6;
+    items.forEach(function (it) {
+      (rows[it.row] = rows[it.row] || []).push(it);
+    });
+    Object.keys(rows).forEach(function (r) {
+      var row = rows[r].sort(function (a, b) {
+          return a.x - b.x;
+        }),
+        used = LEFT; // where the row's previous label (or mark) ends
+      row.forEach(function (it, i) {
+        var next = i + 1 < row.length ? row[i + 1].x - gap : self.width - RIGHT,
+          right = next - it.x - gap - PAD,
+          left = it.x - gap - used - PAD,
+          want = visible(it.options[0]).length * 6.4,
+          onLeft = want > right && (want <= left || left > right),
+          room = onLeft ? left : right,
+          text = fitFirst(it.options, room);
+        used = Math.max(used, it.x + gap / 2);
+        if (text.length < min) return;
+        var t = svg(
+          "text",
+          {
+            x: onLeft ? it.x - gap : it.x + gap,
+            y: it.y,
+            class: it.cls,
+            "text-anchor": onLeft ? "end" : null,
+          },
+          it.g,
+          text,
+        );
+        var w = shrink(t, room, min);
+        if (!onLeft) used = it.x + gap + w;
+      });
+    });
+  };
+
+  // Cut a drawn label to the pixels it has (fit guesses 6.4 px a character; bold capitals
+  // are wider): its width then, 0 if fewer than min characters were left (it is removed).
+  function shrink(t, room, min) {
+    var w = t.getComputedTextLength(),
+      text = t.textContent;
+    if (w <= room) return w;
+    var n = Math.floor((text.length * room) / w) - 1;
+    if (n < min) {
+      t.parentNode.removeChild(t);
+      return 0;
+    }
+    t.textContent = text.slice(0, n) + "\u2026";
+    return t.getComputedTextLength();
+  }
+
   Session.prototype.drawMarkers = function (root, st, lanes) {
     var self = this,
       level = new Map(),
@@ -1178,12 +1241,7 @@ SCRIPT = r"""
       stack[m.position] = (stack[m.position] || 0) + 1;
       level.set(m, stack[m.position] - 1);
     });
-    var xOf = function (p) {
-      return self.x(p.position);
-    };
-    var room = this.roomAfter(shown, xOf, function (m) {
-      return level.get(m);
-    });
+    var labels = [];
     shown.forEach(function (m) {
       var status = self.markerAt(m, st.v);
       var g = self.mark(root, "marker", m, m.version, status);
@@ -1204,13 +1262,16 @@ SCRIPT = r"""
           : status === "refused"
             ? " REFUSED " + rules(m.violations)
             : " INVALIDATED " + m.rule;
-      var label = fitFirst(
-        [m.marker_id + " on " + m.node_id + what, m.marker_id + what, m.marker_id],
-        room.get(m),
-      );
-      if (label.length > 1)
-        svg("text", { x: x + 11, y: cy + 4, class: "mt-" + status }, g, label);
+      labels.push({
+        g: g,
+        x: x,
+        row: level.get(m),
+        y: cy + 4,
+        cls: "mt-" + status,
+        options: [m.marker_id + " on " + m.node_id + what, m.marker_id + what, m.marker_id],
+      });
     });
+    this.placeLabels(labels, 11, 2);
     var row = this.rows.markers,
       below = new Map(),
       count = {};
@@ -1221,9 +1282,7 @@ SCRIPT = r"""
       count[p.position] = (count[p.position] || 0) + 1;
       below.set(p, count[p.position] - 1);
     });
-    var space = this.roomAfter(resumes, xOf, function (p) {
-      return below.get(p);
-    });
+    labels = [];
     resumes.forEach(function (p) {
       var raw = p.kind === "resume_raw_checkpoint",
         status = raw ? "raw" : "digest";
@@ -1232,16 +1291,20 @@ SCRIPT = r"""
         cy = lanes.markers + 4 + (row + below.get(p)) * ROW + ROW / 2 - 2;
       svg("circle", { cx: x, cy: cy, r: 6, class: "g-resume-" + status }, g);
       var to = raw ? "raw checkpoint" : "digest";
-      var label = fitFirst(
-        [
+      labels.push({
+        g: g,
+        x: x,
+        row: below.get(p),
+        y: cy + 4,
+        cls: "mt-resume",
+        options: [
           "\u21ba resume " + p.marker_id + " \u2192 " + to + " (v" + p.version + ")",
           "\u21ba " + p.marker_id + " \u2192 " + to,
           "\u21ba",
         ],
-        space.get(p),
-      );
-      svg("text", { x: x + 9, y: cy + 4, class: "mt-resume" }, g, label);
+      });
     });
+    this.placeLabels(labels, 9, 1);
   };
 
   var KIND = { open_call: "call", constraint: "constraint", negative_fact: "negative fact" };
@@ -1251,15 +1314,7 @@ SCRIPT = r"""
       shown = this.d.obligations.filter(function (o) {
         return o.version <= st.v;
       });
-    var room = this.roomAfter(
-      shown,
-      function (o) {
-        return self.x(o.position);
-      },
-      function (o) {
-        return o.row;
-      },
-    );
+    var labels = [];
     shown.forEach(function (o) {
       var status = self.obligationAt(o, st.v, st.live);
       var g = self.mark(root, "obligation", o, o.version, status);
@@ -1285,17 +1340,20 @@ SCRIPT = r"""
         dropped: "DROPPED",
         ended: o.ended,
       };
-      var label = fitFirst(
-        [
+      labels.push({
+        g: g,
+        x: x0,
+        row: o.row,
+        y: cy - 5,
+        cls: "ot-" + status,
+        options: [
           KIND[o.kind] + " " + o.key + " \u2014 " + word[status],
           o.key + " \u2014 " + word[status],
           o.key,
         ],
-        room.get(o),
-      );
-      if (label.length > 3)
-        svg("text", { x: x0 + 8, y: cy - 5, class: "ot-" + status }, g, label);
+      });
     });
+    this.placeLabels(labels, 8, 4);
     if (!this.d.routine.length) return;
     var row = Math.max(1, this.rows.obligations),
       cy = y + 4 + row * ROW;

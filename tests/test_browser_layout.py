@@ -147,3 +147,66 @@ class TestLongText:
             assert page.page.evaluate(width) <= 1280, page.details()[:80]
         assert "more chars)" in page.details()
         assert page.errors == []
+
+
+# Each label of a kind of mark: its text, its box, its mark's x and its anchor.
+_LABELS = """(kind) => Array.from(document.querySelectorAll(".timeline .mark." + kind)).map((g) => {
+  const t = g.querySelector("text:not(.glyph)");
+  const dot = g.querySelector("circle, path").getBBox();
+  const box = t.getBBox();
+  return {
+    id: g.dataset.id, text: t.textContent, anchor: t.getAttribute("text-anchor"),
+    left: box.x, right: box.x + box.width, top: box.y, bottom: box.y + box.height,
+    dot: dot.x + dot.width / 2, width: Number(g.ownerSVGElement.getAttribute("width")),
+  };
+})"""
+
+
+def _overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return (
+        a["left"] < b["right"]
+        and b["left"] < a["right"]
+        and a["top"] < b["bottom"]
+        and b["top"] < a["bottom"]
+    )
+
+
+class TestLabels:
+    def test_marks_near_the_end_are_labelled_on_their_left(
+        self, browser: Any, journal: eventstore.Journal
+    ) -> None:
+        """Obligations raised at the session's end and a marker on a seam near it get
+        their full labels, on the left of their marks; no two labels overlap and all stay
+        inside the timeline."""
+        s = new_session(journal, "late")
+        fill(s, 20)
+        s.state_constraint("early-rule", "x")
+        fill(s, 20)
+        node = s.compact(
+            tier=1,
+            input=(0, 38),
+            covers=(0, 38),
+            tail_start=38,
+            summary="s",
+            tokens=3,
+            constraints=["early-rule"],
+        )
+        marker = s.emit_marker(node.node_id)
+        s.open_call("deploy-prod", "tool_call", "deploy")
+        s.state_constraint("no-force-push", "never force-push")
+        page = Page(browser, report(Path(journal.recorder.location), "late"))
+        obligations = page.page.evaluate(_LABELS, "obligation")
+        (pin,) = page.page.evaluate(_LABELS, "marker")
+        assert {o["id"]: o["text"] for o in obligations} == {
+            "early-rule": "constraint early-rule \u2014 carried by " + node.node_id,
+            "deploy-prod": "call deploy-prod \u2014 in context",
+            "no-force-push": "constraint no-force-push \u2014 in context",
+        }
+        assert pin["text"] == f"{marker.marker_id} on {node.node_id} valid"
+        labels = [*obligations, pin]
+        for label in labels:
+            assert 0 < label["left"] < label["right"] <= label["width"], label
+            if label["id"] != "early-rule":
+                assert (label["anchor"], label["right"] < label["dot"]) == ("end", True), label
+        assert not any(_overlap(a, b) for i, a in enumerate(labels) for b in labels[i + 1 :])
+        assert page.errors == []
