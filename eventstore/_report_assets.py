@@ -57,6 +57,7 @@ svg.tl { display: block; font: 11px system-ui, "DejaVu Sans", sans-serif; }
 .r-withdrawn, .sw.r-withdrawn { fill: var(--withdrawn); background: var(--withdrawn); }
 .in-resident, .in-truncated, .in-spilled { fill: #fff; } .in-summarised { fill: #22364f; }
 .in-withdrawn { fill: #3d2e12; }
+rect.zero { stroke: #fff; stroke-width: 1; }
 .n-live.t1, .sw.n-live.t1 { fill: var(--l1); background: var(--l1); }
 .n-live.t2, .sw.n-live.t2 { fill: var(--l2); background: var(--l2); }
 .n-replaced, .sw.n-replaced { fill: var(--replaced); background: var(--replaced);
@@ -923,58 +924,87 @@ SCRIPT = r"""
     return g;
   };
 
+  // Turns (or, past the detail limit, runs of turns) as bars over their positions. A
+  // zero-token turn has no width: those at one position share a column ZERO px wide,
+  // centred on it and drawn over its neighbours, one slice each, so that each shows and
+  // takes a click without moving any position.
+  var ZERO = 7;
   Session.prototype.drawTurns = function (root, st, y) {
     var self = this,
-      detailed = this.d.info.length === this.total && this.total > 0;
-    var top = y + 4,
-      h = ROW - 4;
+      detailed = this.d.info.length === this.total && this.total > 0,
+      items = [];
     if (detailed) {
       for (var i = 0; i < st.turns; i++) {
         var status = STATUS[st.status[i]];
-        var obj = { index: i, status: status, since: st.since[i] };
-        var g = this.mark(root, "turn", obj, this.tv[i], status);
-        g.setAttribute("data-index", String(i));
-        var x0 = this.x(this.pos(i)),
-          x1 = this.x(this.pos(i + 1));
+        items.push({
+          kind: "turn",
+          obj: { index: i, status: status, since: st.since[i] },
+          version: this.tv[i],
+          lo: this.pos(i),
+          hi: this.pos(i + 1),
+          text: "#" + i + " " + this.d.info[i][0],
+          gap: 1,
+        });
+      }
+    } else {
+      var start = 0;
+      for (i = 1; i <= st.turns; i++) {
+        if (i < st.turns && st.status[i] === st.status[start] && st.since[i] === st.since[start])
+          continue;
+        if (st.status[start] === 0) {
+          // resident runs merge whatever their turns' versions
+          while (i < st.turns && st.status[i] === 0) i++;
+        }
+        status = STATUS[st.status[start]];
+        items.push({
+          kind: "band",
+          obj: { first: start, last: i - 1, status: status, since: st.since[start] },
+          version: st.since[start],
+          lo: this.pos(start),
+          hi: this.pos(i),
+          text: (i - start === 1 ? "#" + start : fmt(i - start) + " turns") + " " + status,
+          gap: 0,
+        });
+        start = i;
+      }
+    }
+    var top = y + 4,
+      h = ROW - 4,
+      zero = [];
+    items.forEach(function (it) {
+      if (it.hi === it.lo) {
+        var last = zero[zero.length - 1];
+        if (last && last[0].lo === it.lo) last.push(it);
+        else zero.push([it]);
+        return;
+      }
+      var g = self.turnMark(root, it),
+        x0 = self.x(it.lo),
+        x1 = self.x(it.hi),
+        width = Math.max(1, x1 - x0 - it.gap);
+      svg("rect", { x: x0, y: top, width: width, height: h, class: "r-" + it.obj.status }, g);
+      var text = fit(it.text, x1 - x0 - 6);
+      if (text) svg("text", { x: x0 + 4, y: top + 14, class: "in-" + it.obj.status }, g, text);
+    });
+    zero.forEach(function (column) {
+      var x = self.x(column[0].lo) - ZERO / 2,
+        slice = h / column.length;
+      column.forEach(function (it, k) {
+        var cls = "r-" + it.obj.status + " zero";
         svg(
           "rect",
-          { x: x0, y: top, width: Math.max(1, x1 - x0 - 1), height: h, class: "r-" + status },
-          g,
+          { x: x, y: top + k * slice, width: ZERO, height: slice, class: cls },
+          self.turnMark(root, it),
         );
-        var info = this.d.info[i];
-        var text = fit("#" + i + " " + info[0], x1 - x0 - 6);
-        if (text)
-          svg("text", { x: x0 + 4, y: top + 14, class: "in-" + status }, g, text);
-      }
-      return;
-    }
-    var start = 0;
-    for (i = 1; i <= st.turns; i++) {
-      if (i < st.turns && st.status[i] === st.status[start] && st.since[i] === st.since[start])
-        continue;
-      if (st.status[start] === 0) {
-        // resident runs merge whatever their turns' versions
-        while (i < st.turns && st.status[i] === 0) i++;
-      }
-      status = STATUS[st.status[start]];
-      obj = { first: start, last: i - 1, status: status, since: st.since[start] };
-      g = this.mark(root, "band", obj, st.since[start], status);
-      g.setAttribute("data-count", String(i - start));
-      x0 = this.x(this.pos(start));
-      x1 = this.x(this.pos(i));
-      svg(
-        "rect",
-        { x: x0, y: top, width: Math.max(1, x1 - x0), height: h, class: "r-" + status },
-        g,
-      );
-      text = fit(
-        (i - start === 1 ? "#" + start : fmt(i - start) + " turns") + " " + status,
-        x1 - x0 - 6,
-      );
-      if (text)
-        svg("text", { x: x0 + 4, y: top + 14, class: "in-" + status }, g, text);
-      start = i;
-    }
+      });
+    });
+  };
+
+  Session.prototype.turnMark = function (root, it) {
+    var g = this.mark(root, it.kind, it.obj, it.version, it.obj.status);
+    if (it.kind === "turn") g.setAttribute("data-index", String(it.obj.index));
+    else g.setAttribute("data-count", String(it.obj.last - it.obj.first + 1));
+    return g;
   };
 
   Session.prototype.drawRanges = function (root, st, y) {

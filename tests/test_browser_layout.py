@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 import eventstore
+import reducers as r
 from eventstore._html import visible
+from eventstore._timeline_build import DETAIL_TURNS
 from tests.browser import Page, launch, needs_browser, report
-from tests.helpers import fill, new_session
+from tests.helpers import config, fill, new_session
 from tests.timelines import long_text_session
 
 pytestmark = needs_browser
@@ -209,4 +211,51 @@ class TestLabels:
             if label["id"] != "early-rule":
                 assert (label["anchor"], label["right"] < label["dot"]) == ("end", True), label
         assert not any(_overlap(a, b) for i, a in enumerate(labels) for b in labels[i + 1 :])
+        assert page.errors == []
+
+
+# Each turn (or run of turns): its status and box.
+_TURNS = """() => Array.from(document.querySelectorAll(".mark.turn, .mark.band"), (g) => {
+  const r = g.querySelector("rect").getBoundingClientRect();
+  return { status: g.dataset.status, left: r.left, right: r.right, top: r.top, bottom: r.bottom };
+})"""
+
+
+class TestZeroTokenTurns:
+    @pytest.mark.parametrize("before", [4, DETAIL_TURNS + 1])
+    def test_zero_token_turns_are_visible_and_clickable_where_they_are(
+        self, browser: Any, journal: eventstore.Journal, before: int
+    ) -> None:
+        """Zero-token turns at one position (each turn; past the detail limit each run:
+        the withdrawn ones join the wide withdrawn run) share a column centred on that
+        position, each a slice at least 5 px wide and 4 px tall; the resident one after a
+        clear takes a click and says so."""
+        s = journal.start_session(
+            "tok0", config(truncator_unit="tokens", floor_unit="tokens", floor_span=0)
+        )
+        s.extend(
+            r.TurnAppended(index=i, role="user", content="x", tokens=50) for i in range(before)
+        )
+        s.extend(
+            r.TurnAppended(index=before + i, role="tool", content="", tokens=0) for i in range(3)
+        )
+        s.clear_context("reset")
+        s.append_turn("user", "after the clear", 0)
+        page = Page(browser, report(Path(journal.recorder.location), "tok0"))
+        turns = page.page.evaluate(_TURNS)
+        slices = [t for t in turns if t["right"] - t["left"] < 20]
+        assert [t["status"] for t in slices] == ["withdrawn"] * (3 if before == 4 else 0) + [
+            "resident"
+        ]
+        end = max(t["right"] for t in turns if t not in slices)  # where the 50-token turns end
+        for t in slices:
+            assert t["right"] - t["left"] >= 5
+            assert t["bottom"] - t["top"] >= 4
+            assert abs((t["left"] + t["right"]) / 2 - end) <= 1.5
+        tops = sorted(t["top"] for t in slices)
+        assert len(set(tops)) == len(tops)  # stacked, not on top of each other
+        kind = "turn" if before == 4 else "band"
+        page.page.click(f".mark.{kind}[data-status=resident] rect")
+        assert "status at v" in page.details()
+        assert "resident" in page.details()
         assert page.errors == []
