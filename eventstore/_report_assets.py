@@ -851,11 +851,12 @@ SCRIPT = r"""
   };
 
   Session.prototype.axis = function (root, y, st) {
-    var end = this.endAll || 1,
-      step = Math.pow(10, Math.floor(Math.log10(end))),
+    var end = this.endAll,
+      scale = end || 1, // no position yet: tick 0 alone, the axis drawn at full length
+      step = Math.pow(10, Math.floor(Math.log10(scale))),
       ticks;
-    while (end / step < 4) step /= 2;
-    while (end / step > 12) step *= 2;
+    while (scale / step < 4) step /= 2;
+    while (scale / step > 12) step *= 2;
     if (this.d.unit === "turns") step = Math.max(1, Math.round(step));
     var g = svg("g", { class: "axis" }, root);
     var unit = this.d.unit === "turns" ? "turn" : "token";
@@ -865,7 +866,7 @@ SCRIPT = r"""
       svg("line", { x1: x, x2: x, y1: y + 18, y2: y + 24 }, g);
       svg("text", { x: x, y: y + 14, "text-anchor": "middle" }, g, fmt(Math.round(ticks)));
     }
-    svg("line", { x1: LEFT, x2: this.x(end), y1: y + 24, y2: y + 24 }, g);
+    svg("line", { x1: LEFT, x2: this.width - RIGHT, y1: y + 24, y2: y + 24 }, g);
     return y + 30;
   };
 

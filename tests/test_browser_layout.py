@@ -259,3 +259,29 @@ class TestZeroTokenTurns:
         assert "status at v" in page.details()
         assert "resident" in page.details()
         assert page.errors == []
+
+
+_TICKS = """() => Array.from(document.querySelectorAll(
+  "section.session:not([hidden]) .axis text:not(.lanelabel)"),
+  (t) => [t.textContent, Number(t.getAttribute("x"))])"""
+
+
+class TestAxis:
+    @pytest.mark.parametrize("turns", [0, 3])
+    def test_a_session_without_positions_has_one_tick(
+        self, browser: Any, journal: eventstore.Journal, turns: int
+    ) -> None:
+        """A session with no turn, or with zero-token turns only, draws tick 0 alone (not
+        0 and 1 on top of each other); a session with positions draws distinct ticks."""
+        s = journal.start_session("empty", config(truncator_unit="tokens", floor_unit="tokens"))
+        for i in range(turns):
+            s.append_turn("tool", f"t{i}", 0)
+        fill(new_session(journal, "some"), 7)
+        page = Page(browser, report(Path(journal.recorder.location)))
+        page.open("empty")
+        assert page.page.evaluate(_TICKS) == [["0", 132]]
+        page.open("some")
+        ticks = page.page.evaluate(_TICKS)
+        assert [t for t, _ in ticks] == [str(i) for i in range(8)]
+        assert len({x for _, x in ticks}) == len(ticks)
+        assert page.errors == []
