@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from eventstore._audit import SessionAudit
+from eventstore._chain import ChainProblem
 from eventstore._recorder import SessionSummary
 from eventstore._report import Report, SessionReport
 from eventstore._report_assets import CONTROL_CLASS, CSS, SCRIPT
@@ -75,7 +76,7 @@ def _delta(values: Sequence[int]) -> list[int]:
     return [b - a for a, b in zip((0, *values), values, strict=False)]
 
 
-def timeline_data(t: Timeline, at: int) -> dict[str, Any]:
+def timeline_data(t: Timeline, at: int, chain: ChainProblem | None = None) -> dict[str, Any]:
     """The timeline as the page's script reads it: long integer columns delta-coded."""
     types = sorted(set(t.event_types))
     code = {name: chr(48 + i) for i, name in enumerate(types)}
@@ -102,6 +103,7 @@ def timeline_data(t: Timeline, at: int) -> dict[str, Any]:
         ],
         "types": types,
         "kinds": "".join(code[name] for name in t.event_types),
+        "chain": None if chain is None else {"version": chain.version, "problem": chain.problem},
     }
 
 
@@ -131,15 +133,35 @@ def render(report: Report) -> str:
         "<noscript><p>The timeline is drawn by the page's own inline script: enable"
         " JavaScript for this file. The audit tables below need none.</p></noscript>",
     ]
+    if report.broken:
+        parts += _tampered(report)
     if report.listing is not None:
-        parts += _listing(report.listing)
+        parts += _listing(report.listing, {p.session_id for p in report.broken})
     for s in report.sessions:
         parts += _session(s)
     parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts)
 
 
-def _listing(rows: Sequence[SessionSummary]) -> Iterator[str]:
+def _tampered(report: Report) -> Iterator[str]:
+    """The banner of a journal whose hash chain breaks: what the page shows from the
+    first bad version on may have been edited outside tierlog."""
+    e = _text
+    yield '<div class="tampered" role="alert"><h2>This journal does not verify</h2><ul>'
+    for p in report.broken:
+        yield (
+            f'<li>session <a href="#" data-open="{html.escape(p.session_id)}">'
+            f"<code>{e(p.session_id)}</code></a>: the hash chain breaks at"
+            f" <b>v{p.version}</b> ({e(p.problem)}). Events from v{p.version} on may have"
+            " been edited outside tierlog: nothing this page shows from there on is"
+            " verified.</li>"
+        )
+    yield (
+        f"</ul><p><code>tierlog verify {e(report.journal)}</code> lists every finding.</p></div>"
+    )
+
+
+def _listing(rows: Sequence[SessionSummary], broken: set[str]) -> Iterator[str]:
     e = _text
     names = [a.name for a in attrs.fields(SessionSummary)]
     yield '<nav class="listing"><h2>Sessions</h2><table class="grid"><thead><tr>'
@@ -148,7 +170,7 @@ def _listing(rows: Sequence[SessionSummary]) -> Iterator[str]:
         sid = row.session_id
         cells = [f'<a href="#" data-open="{html.escape(sid)}">{e(sid)}</a>']
         cells += [e(str(getattr(row, n))) for n in names[1:]]
-        bad = row.refusals or row.invalidations or row.raw_fallbacks
+        bad = row.refusals or row.invalidations or row.raw_fallbacks or sid in broken
         yield f'<tr class="{"bad" if bad else ""}">' + "".join(map(_td, cells))
         yield "</tr>"
     yield "</tbody></table></nav>"
@@ -191,6 +213,11 @@ def _session(s: SessionReport) -> Iterator[str]:
     t = s.timeline
     yield f'<section class="session" data-session="{html.escape(t.session_id)}">'
     yield f"<h2>Session <code>{e(t.session_id)}</code></h2>"
+    if s.chain is not None:
+        yield (
+            f'<p class="tampered" role="alert">Not verified from v{s.chain.version} on: the'
+            f" hash chain breaks there ({e(s.chain.problem)}).</p>"
+        )
     yield f'<p class="config">{e(_config_line(t))}</p>'
     yield '<div class="controls"></div><div class="legend">'
     for cls, label in _LEGEND:
@@ -200,8 +227,8 @@ def _session(s: SessionReport) -> Iterator[str]:
     yield " summary, a refusal, a marker, an obligation, a withdrawal) to see its versions and"
     yield ' rules here.</p></div><div class="events"><h4>Events (turns left out)</h4></div></div>'
     yield from _audit(s.audit)
-    yield f'<script type="application/json" class="data">{script_json(timeline_data(t, s.at))}'
-    yield "</script></section>"
+    data = script_json(timeline_data(t, s.at, s.chain))
+    yield f'<script type="application/json" class="data">{data}</script></section>'
 
 
 _SECTIONS = {

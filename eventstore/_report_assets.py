@@ -58,6 +58,11 @@ svg.tl { display: block; font: 11px system-ui, "DejaVu Sans", sans-serif; }
 .in-resident, .in-truncated, .in-spilled { fill: #fff; } .in-summarised { fill: #22364f; }
 .in-withdrawn { fill: #3d2e12; }
 rect.zero { stroke: #fff; stroke-width: 1; }
+.tampered { border: 2px solid var(--bad); border-radius: 6px; background: #fdecea;
+  color: #8e1b1b; padding: 6px 12px; margin: 8px 0; }
+.tampered h2 { margin: 2px 0; color: var(--bad); } .tampered ul { margin: 4px 0; }
+.vlabel .unverified { color: var(--bad); font-weight: 700; }
+.events .chip.unverified { border-left: 3px solid var(--bad); }
 .n-live.t1, .sw.n-live.t1 { fill: var(--l1); background: var(--l1); }
 .n-live.t2, .sw.n-live.t2 { fill: var(--l2); background: var(--l2); }
 .n-replaced, .sw.n-replaced { fill: var(--replaced); background: var(--replaced);
@@ -681,7 +686,8 @@ SCRIPT = r"""
       if (shown >= 2000) continue;
       shown++;
       var info = this.labels[v] || { text: this.types[v - 1], cls: "info" };
-      var chip = html("button", "chip " + info.cls, null, this.list);
+      var unverified = d.chain && v >= d.chain.version ? " unverified" : "";
+      var chip = html("button", "chip " + info.cls + unverified, null, this.list);
       html("b", null, "v" + v, chip);
       chip.appendChild(document.createTextNode(visible(" " + this.label(v))));
       chip.setAttribute("data-version", String(v));
@@ -713,6 +719,11 @@ SCRIPT = r"""
     this.vlabel.textContent = "";
     html("b", null, "version " + v + " of " + this.d.version, this.vlabel);
     this.vlabel.appendChild(document.createTextNode(visible(" \u2014 " + this.label(v))));
+    var chain = this.d.chain;
+    if (chain && v >= chain.version) {
+      var warning = " \u26a0 not verified: the hash chain breaks at v" + chain.version;
+      html("span", "unverified", warning, this.vlabel);
+    }
     this.drawSummary(st);
     this.draw(st);
     var old = this.list.querySelector(".chip.current");

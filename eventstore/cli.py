@@ -289,18 +289,25 @@ def _report(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
         if args.session is not None:
             _session_ids(journal, args.session)
-        page = render(collect(journal, args.session, args.at))
+        report = collect(journal, args.session, args.at)
+    page = render(report)
     if args.output == "-":  # the page says utf-8: its bytes are, whatever the terminal's
         sys.stdout.flush()
         sys.stdout.buffer.write(page.encode("utf-8"))
         sys.stdout.buffer.flush()
-        return 0
-    stem = "journal" if is_url(args.db) else Path(args.db).stem
-    default = stem + (f"-{args.session}" if args.session else "") + ".html"
-    target = Path(args.output or default)
-    target.write_text(page, encoding="utf-8")
-    print(f"wrote {target} ({len(page.encode()):,} bytes)")
-    return 0
+    else:
+        stem = "journal" if is_url(args.db) else Path(args.db).stem
+        default = stem + (f"-{args.session}" if args.session else "") + ".html"
+        target = Path(args.output or default)
+        target.write_text(page, encoding="utf-8")
+        print(f"wrote {target} ({len(page.encode()):,} bytes)")
+    for p in report.broken:  # drawn with a warning on the page; a finding here
+        print(
+            f"tierlog report: session {p.session_id!r} does not verify: its hash chain breaks"
+            f" at v{p.version} ({p.problem}); the page says so. See tierlog verify.",
+            file=sys.stderr,
+        )
+    return 1 if report.broken else 0
 
 
 @command(

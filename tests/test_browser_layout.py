@@ -3,6 +3,7 @@ strings neither reorder nor widen it, and small or late marks stay visible."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import eventstore
 import reducers as r
 from eventstore._html import visible
 from eventstore._timeline_build import DETAIL_TURNS
+from eventstore.cli import main
 from tests.browser import Page, launch, needs_browser, report
 from tests.helpers import config, fill, new_session
 from tests.timelines import long_text_session
@@ -164,7 +166,7 @@ _LABELS = """(kind) => Array.from(document.querySelectorAll(".timeline .mark." +
 })"""
 
 
-def _overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
     return (
         a["left"] < b["right"]
         and b["left"] < a["right"]
@@ -284,4 +286,39 @@ class TestAxis:
         ticks = page.page.evaluate(_TICKS)
         assert [t for t, _ in ticks] == [str(i) for i in range(8)]
         assert len({x for _, x in ticks}) == len(ticks)
+        assert page.errors == []
+
+
+class TestTampered:
+    def test_versions_past_a_broken_link_say_they_are_not_verified(
+        self, browser: Any, db_path: Path
+    ) -> None:
+        """With a row edited behind tierlog's back, the caption warns from its version on
+        (not before), the listed events from there on are marked, and the banner shows."""
+        with eventstore.open(db_path) as journal:
+            s = new_session(journal, "t")
+            fill(s, 3)
+            s.state_constraint("k", "x")
+            fill(s, 2)
+            last = s.version
+        conn = sqlite3.connect(db_path)
+        conn.executescript("DROP TRIGGER events_no_update;")
+        conn.execute(
+            "UPDATE events SET payload = json_set(payload, '$.text', 'y') WHERE version = 5"
+        )
+        conn.commit()
+        conn.close()
+        out = db_path.with_suffix(".html")
+        assert main(["report", str(db_path), "t", "-o", str(out)]) == 1
+        page = Page(browser, out)
+        assert page.page.locator(".tampered").first.is_visible()
+        caption = "section.session:not([hidden]) .vlabel"
+        for v in range(last + 1):
+            page.page.locator(".slider").fill(str(v))
+            warned = page.page.locator(caption).inner_text()
+            assert ("not verified: the hash chain breaks at v5" in warned) == (v >= 5), v
+        marked = page.page.locator(".events .chip.unverified").evaluate_all(
+            "(cs) => cs.map((c) => Number(c.dataset.version))"
+        )
+        assert marked == [5]
         assert page.errors == []

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import os
 import re
+import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,7 +35,7 @@ def _db(db_path: Path) -> Path:
     return db_path
 
 
-def _data(page: str) -> list[dict[str, object]]:
+def _data(page: str) -> list[dict[str, Any]]:
     blocks = re.findall(r'<script type="application/json" class="data">(.*?)</script>', page, re.S)
     return [json.loads(b) for b in blocks]
 
@@ -115,3 +118,86 @@ class TestReportCommand:
         """A file that cannot be written is a clear error, not a traceback."""
         code, _, err = _run(capsys, "report", str(db), "-o", str(tmp_path / "no" / "r.html"))
         assert (code, "No such file or directory" in err) == (2, True)
+
+
+def _tamper(db: Path, sql: str) -> None:
+    """Edit the journal behind tierlog's back, its append-only triggers dropped."""
+    conn = sqlite3.connect(db)
+    try:
+        conn.executescript("DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;")
+        conn.execute(sql)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+_EDIT = (
+    "UPDATE events SET payload = json_set(payload, '$.content', 'approved')"
+    " WHERE session_id = 'mig-42' AND version = 3"
+)
+
+
+class TestTamperedJournal:
+    @pytest.mark.parametrize(
+        ("sql", "version", "problem"),
+        [
+            (_EDIT, 3, "hash does not match the event's content"),
+            (
+                "DELETE FROM events WHERE session_id = 'mig-42' AND version = 4",
+                4,
+                "version sequence broken: expected 4, found 5",
+            ),
+        ],
+    )
+    def test_a_broken_chain_is_drawn_with_a_warning_and_exits_1(
+        self,
+        capsys: pytest.CaptureFixture[str],
+        db: Path,
+        tmp_path: Path,
+        sql: str,
+        version: int,
+        problem: str,
+    ) -> None:
+        """An edited or deleted row: the page is written, with a banner naming the session,
+        the first bad version and why; stderr says so too; the exit code is 1."""
+        _tamper(db, sql)
+        out = tmp_path / "r.html"
+        code, printed, err = _run(capsys, "report", str(db), "-o", str(out))
+        assert (code, f"wrote {out}" in printed, "Traceback" in err) == (1, True, False)
+        assert f"'mig-42' does not verify: its hash chain breaks at v{version} ({problem})" in err
+        assert "'other'" not in err
+        page = out.read_text(encoding="utf-8")
+        assert "This journal does not verify" in page
+        assert f"the hash chain breaks at <b>v{version}</b> ({html.escape(problem)})" in page
+        assert page.count('class="tampered"') == 2  # the page's banner and the session's
+        mig, other = _data(page)
+        assert mig["chain"] == {"version": version, "problem": problem}
+        assert other["chain"] is None
+
+    def test_the_edited_text_is_drawn_after_the_break(
+        self, capsys: pytest.CaptureFixture[str], db: Path
+    ) -> None:
+        """Every stored event is still drawn (the edited one too), to stdout with -o -."""
+        _tamper(db, _EDIT)
+        code, out, _ = _run(capsys, "report", str(db), "mig-42", "-o", "-")
+        (data,) = _data(out)
+        assert (code, data["version"], data["info"][1][2]) == (1, 6, "approved")
+
+    def test_an_intact_journal_has_no_warning(
+        self, capsys: pytest.CaptureFixture[str], db: Path
+    ) -> None:
+        """A journal that verifies: exit 0, no banner, no chain problem in the data."""
+        code, out, err = _run(capsys, "report", str(db), "-o", "-")
+        assert (code, err) == (0, "")
+        assert 'class="tampered"' not in out
+        assert [d["chain"] for d in _data(out)] == [None, None]
+
+    def test_a_row_that_does_not_decode_exits_2(
+        self, capsys: pytest.CaptureFixture[str], db: Path, tmp_path: Path
+    ) -> None:
+        """A payload that is not the event's cannot be drawn: a clear error, no file."""
+        _tamper(db, "UPDATE events SET payload = '{}' WHERE session_id = 'mig-42' AND version = 3")
+        out = tmp_path / "r.html"
+        code, _, err = _run(capsys, "report", str(db), "-o", str(out))
+        assert (code, "malformed stored event" in err, "Traceback" in err) == (2, True, False)
+        assert not out.exists()
