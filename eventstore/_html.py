@@ -18,7 +18,7 @@ import html
 import json
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -76,9 +76,15 @@ def _delta(values: Sequence[int]) -> list[int]:
     return [b - a for a, b in zip((0, *values), values, strict=False)]
 
 
+LISTED_CALLS: Final = 200  # up to this many call events, the events list shows them
+
+
 def timeline_data(t: Timeline, at: int, chain: ChainProblem | None = None) -> dict[str, Any]:
-    """The timeline as the page's script reads it: long integer columns delta-coded."""
+    """The timeline as the page's script reads it: long integer columns delta-coded; the
+    keys of banded obligations only for events the list shows (calls while few)."""
     types = sorted(set(t.event_types))
+    calls = sum(name in ("CallOpened", "CallResolved") for name in t.event_types)
+    listed = {"constraint", "negative_fact"} | ({"open_call"} if calls <= LISTED_CALLS else set())
     code = {name: chr(48 + i) for i, name in enumerate(types)}
     plain = attrs.asdict(t)
     for name in ("tok_starts", "turn_versions", "runs", "turn_info", "routine", "event_types"):
@@ -98,11 +104,13 @@ def timeline_data(t: Timeline, at: int, chain: ChainProblem | None = None) -> di
                 "hi": b.hi,
                 "raised": _delta(b.raised),
                 "ended": _delta(b.ended),
+                "keys": list(b.keys) if b.kind in listed else [],
             }
             for b in t.routine
         ],
         "types": types,
         "kinds": "".join(code[name] for name in t.event_types),
+        "list_calls": calls <= LISTED_CALLS,
         "chain": None if chain is None else {"version": chain.version, "problem": chain.problem},
     }
 

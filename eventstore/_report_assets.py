@@ -381,6 +381,12 @@ SCRIPT = r"""
       put(o.version, names[o.kind][0] + short(o.key), "info");
       if (o.ended_at && !L[o.ended_at]) put(o.ended_at, names[o.kind][1] + short(o.key), "info");
     });
+    d.routine.forEach(function (b) {
+      b.keys.forEach(function (key, k) {
+        put(b.raisedV[k], names[b.kind][0] + short(key), "info");
+        if (!L[b.endedV[k]]) put(b.endedV[k], names[b.kind][1] + short(key), "info");
+      });
+    });
     return L;
   };
 
@@ -667,13 +673,9 @@ SCRIPT = r"""
 
   Session.prototype.buildList = function () {
     var self = this,
-      d = this.d,
-      calls = 0;
-    this.types.forEach(function (t) {
-      if (t === "CallOpened" || t === "CallResolved") calls++;
-    });
+      d = this.d;
     var skip = { TurnAppended: true, SessionStarted: false };
-    if (calls > 200) {
+    if (!d.list_calls) {
       skip.CallOpened = true;
       skip.CallResolved = true;
     }

@@ -129,13 +129,14 @@ class ObligationPin:
 
 @attrs.frozen(kw_only=True)
 class RoutineBand:
-    """Routine obligations of one kind raised in ``[lo, hi)``: raise and end versions."""
+    """Routine obligations of one kind raised in ``[lo, hi)``: keys, raise and end versions."""
 
     kind: str
     lo: int
     hi: int
     raised: tuple[int, ...]
     ended: tuple[int, ...]
+    keys: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

@@ -456,6 +456,7 @@ def _bands(state: SessionState, items: list[ObligationPin]) -> list[RoutineBand]
             hi=min(state.end, (k + 1) * width) if state.end else 1,
             raised=tuple(o.version for o in group),
             ended=tuple(o.ended_at or 0 for o in group),
+            keys=tuple(o.key for o in group),
         )
         for (kind, k), group in sorted(groups.items())
     ]

@@ -322,3 +322,28 @@ class TestTampered:
         )
         assert marked == [5]
         assert page.errors == []
+
+
+class TestEventsList:
+    def test_banded_obligations_are_listed_with_their_keys(
+        self, browser: Any, journal: eventstore.Journal
+    ) -> None:
+        """Past 60 obligations the routine ones are banded on the timeline, but the events
+        list still names each one's key, raised and ended."""
+        s = new_session(journal, "many")
+        fill(s, 2)
+        for i in range(40):
+            s.state_constraint(f"rule-{i}", "x")
+            s.lift_constraint(f"rule-{i}")
+            s.dispose(f"plan-{i}", "rejected", "slow")
+            s.dispose(f"plan-{i}", "failed", "slower")
+        fill(s, 1)
+        page = Page(browser, report(Path(journal.recorder.location), "many"))
+        assert page.page.locator(".timeline .mark.routine").count() > 0
+        chips = page.page.locator(".events .chip").all_inner_texts()
+        for i in (0, 39):
+            assert any(c.endswith(f"ConstraintStated rule-{i}") for c in chips)
+            assert any(c.endswith(f"ConstraintLifted rule-{i}") for c in chips)
+            assert sum(c.endswith(f"ItemDisposed plan-{i}") for c in chips) == 2
+        assert not any(c.endswith(("ItemDisposed", "ConstraintStated")) for c in chips)
+        assert page.errors == []

@@ -258,6 +258,8 @@ class TestBuild:
         t = build("s", s.events())
         assert (t.turn_info, len(t.runs)) == ((), 2)
         assert sum(len(b.raised) for b in t.routine) == MAX_PINS + 1
+        keys = [key for b in t.routine for key in b.keys]
+        assert keys == [f"c{i}" for i in range(MAX_PINS + 1)]  # each with its raise version
         assert [o.key for o in t.obligations] == ["late"]
         for v in (0, 500, t.version - 1, t.version):
             view = view_at(t, v)
