@@ -29,7 +29,8 @@ from eventstore._report import Report, SessionReport
 from eventstore._report_assets import CONTROL_CLASS, CSS, SCRIPT
 from eventstore._review import CompactionReview
 from eventstore._timeline import Timeline
-from eventstore._timeline_build import TEXT, cut
+from eventstore._timeline_build import TEXT
+from eventstore._timeline_spans import cut
 
 _JSON_ESCAPES = {
     "<": "\\u003c",

@@ -11,7 +11,8 @@ Large sessions stay small: turns are described by runs that share their
 first truncation, first spill and withdrawal versions (each turn keeps its details
 only up to ``DETAIL_TURNS``), and above ``MAX_PINS`` obligations the routine ones
 (ended before any truncation, withdrawal or live summary took their position out of
-the context) are counted in position bands, not drawn one by one.
+the context) are counted in position bands, not drawn one by one
+(``eventstore._timeline_obligations``; positions and spans: ``_timeline_spans``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import attrs
 from eventstore._timeline import (
     MarkerPin,
     NodeBar,
-    ObligationPin,
     PointMark,
     RangeMark,
     RefusedBar,
@@ -35,6 +35,15 @@ from eventstore._timeline import (
     TurnInfo,
     TurnRun,
     WithdrawalMark,
+)
+from eventstore._timeline_obligations import Carriers, Open, bands, is_routine, packed, pin
+from eventstore._timeline_spans import (
+    Axis,
+    by_version,
+    covered_at,
+    cut,
+    first_covered,
+    pack_rows,
 )
 from reducers import (
     CallOpened,
@@ -56,7 +65,6 @@ from reducers import (
     TurnRetracted,
     Violation,
     fold,
-    merge_spans,
 )
 
 DETAIL_TURNS: Final = 1_000  # up to this many turns, each turn is its own mark
@@ -65,23 +73,9 @@ PREVIEW: Final = 200  # characters of a turn's content kept for its details
 SUMMARY: Final = 4_000  # characters of a summary kept for its details
 TEXT: Final = 1_000  # characters kept of a reason, a call name, a constraint text, a message
 NAME: Final = 200  # characters kept of a turn's role
-BANDS: Final = 200  # position bands for routine obligations
 
 
 _OBLIGATION_EVENTS = (CallOpened, CallResolved, ConstraintStated, ConstraintLifted, ItemDisposed)
-
-
-@attrs.define
-class _Open:
-    """An obligation being built (private); positions are filled in from the fold."""
-
-    kind: str
-    key: str
-    detail: str
-    version: int
-    disposition: str = ""
-    ended_at: int | None = None
-    ended: str = ""
 
 
 @attrs.define
@@ -100,8 +94,8 @@ class _Withdrawal:
 class _Builder:
     """Collects what the final state forgets: obligation lifecycles, refusals, resumes."""
 
-    obligations: list[_Open] = attrs.field(factory=list)
-    alive: dict[tuple[str, str], _Open] = attrs.field(factory=dict)
+    obligations: list[Open] = attrs.field(factory=list)
+    alive: dict[tuple[str, str], Open] = attrs.field(factory=dict)
     refusals: list[tuple[int, CompactionRefused]] = attrs.field(factory=list)
     marker_refusals: dict[str, MarkerRefused] = attrs.field(factory=dict)
     invalidated: dict[str, int] = attrs.field(factory=dict)
@@ -173,7 +167,7 @@ class _Builder:
 
     def _raise(self, version: int, kind: str, key: str, detail: str, disposition: str = "") -> None:
         detail = cut(detail, TEXT)
-        item = _Open(kind=kind, key=key, detail=detail, version=version, disposition=disposition)
+        item = Open(kind=kind, key=key, detail=detail, version=version, disposition=disposition)
         self.obligations.append(item)
         self.alive[kind, key] = item
 
@@ -200,48 +194,16 @@ def build(session_id: str, events: Iterable[Event]) -> Timeline:
     return _finish(session_id, fold(chunk, state), b)
 
 
-class Axis:
-    """A folded state's turn boundaries as plain lists, for many position look-ups."""
-
-    def __init__(self, state: SessionState) -> None:
-        self.by_turn = state.unit == "turns"
-        self.versions = list(state.turn_versions)
-        self.starts = list(state.tok_starts)
-        self.turns = state.turns
-        self.end = state.end
-
-    def position_of_turn(self, index: int) -> int:
-        """Turn ``index``'s start (``SessionState.position_of_turn``)."""
-        return index if self.by_turn else self.starts[index]
-
-    def turn_index(self, position: int) -> int:
-        """The turn starting at ``position`` (``SessionState.turn_index``)."""
-        return position if self.by_turn else bisect.bisect_left(self.starts, position)
-
-    def position_at(self, version: int) -> int:
-        """Where the fold put an obligation raised by the ``version``-th event: the start
-        of the last turn appended before it (``SessionState.last_position`` then)."""
-        before = bisect.bisect_left(self.versions, version)  # turns appended before it
-        return self.position_of_turn(before - 1) if before else 0
-
-    def turn_end(self, position: int) -> int:
-        """The end of the turn starting at ``position`` (``position`` with no turns)."""
-        if not self.turns:
-            return position
-        index = min(self.turn_index(position), self.turns - 1)
-        return self.position_of_turn(index + 1) if index + 1 < self.turns else self.end
-
-
 def _finish(session_id: str, state: SessionState, b: _Builder) -> Timeline:
     axis = Axis(state)
-    carriers = _Carriers(state, _withdrawn_positions(axis, b.withdrawals))
+    carriers = Carriers(state, _withdrawn_positions(axis, b.withdrawals))
     cleared = _cleared(state, b)
-    obligations = [_pin(axis, o, carriers) for o in b.obligations]
+    obligations = [pin(axis, o, carriers) for o in b.obligations]
     routine: list[RoutineBand] = []
     if len(obligations) > MAX_PINS:
         born = {n.node_id: n.version for n in state.nodes.values()}
-        routine = _bands(state, [o for o in obligations if _is_routine(o, born)])
-        obligations = [o for o in obligations if not _is_routine(o, born)]
+        routine = bands(state, [o for o in obligations if is_routine(o, born)])
+        obligations = [o for o in obligations if not is_routine(o, born)]
     return Timeline(
         session_id=session_id,
         config=state.config,
@@ -254,7 +216,7 @@ def _finish(session_id: str, state: SessionState, b: _Builder) -> Timeline:
         nodes=_nodes(state, b, cleared),
         refusals=_refusals(b),
         markers=tuple(_markers(state, b)),
-        obligations=tuple(_packed(obligations)),
+        obligations=tuple(packed(obligations)),
         routine=tuple(routine),
         ranges=tuple(_ranges(state)),
         points=tuple(_points(state, b)),
@@ -263,26 +225,8 @@ def _finish(session_id: str, state: SessionState, b: _Builder) -> Timeline:
     )
 
 
-def cut(text: str, limit: int) -> str:
-    """``text``, or its first ``limit`` characters and how many more there were."""
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more chars)"
-
-
 def _messages(violations: tuple[Violation, ...]) -> tuple[Violation, ...]:
     return tuple(attrs.evolve(v, message=cut(v.message, TEXT)) for v in violations)
-
-
-def _rows(spans: Iterable[tuple[int, int]]) -> list[int]:
-    """Greedy interval packing: the row of each span (in the order given, sorted by start)."""
-    ends: list[int] = []
-    out = []
-    for lo, hi in spans:
-        row = next((i for i, end in enumerate(ends) if end <= lo), len(ends))
-        if row == len(ends):
-            ends.append(hi)
-        ends[row] = max(hi, lo + 1)
-        out.append(row)
-    return out
 
 
 def _cleared(state: SessionState, b: _Builder) -> dict[str, int]:
@@ -305,7 +249,7 @@ def _nodes(state: SessionState, b: _Builder, cleared: dict[str, int]) -> tuple[N
             (n for n in state.nodes.values() if n.tier == tier),
             key=lambda n: (n.covers_lo, n.version),
         )
-        rows = _rows((n.covers_lo, n.covers_hi) for n in mine)
+        rows = pack_rows((n.covers_lo, n.covers_hi) for n in mine)
         out += [_bar(n, b, row, cleared) for n, row in zip(mine, rows, strict=True)]
     return tuple(sorted(out, key=lambda n: n.version))
 
@@ -341,7 +285,7 @@ def _refusals(b: _Builder) -> tuple[RefusedBar, ...]:
         mine = [(v, r) for v, r in b.refusals if r.proposal.tier == tier]
         spans = [(r.proposal.covers_lo, r.proposal.covers_hi) for _, r in mine]
         order = sorted(range(len(mine)), key=lambda i: spans[i])
-        rows = dict(zip(order, _rows(spans[i] for i in order), strict=True))
+        rows = dict(zip(order, pack_rows(spans[i] for i in order), strict=True))
         for i, (version, r) in enumerate(mine):
             p = r.proposal
             out.append(
@@ -382,117 +326,6 @@ def _markers(state: SessionState, b: _Builder) -> Iterator[MarkerPin]:
         )
 
 
-class _Carriers:
-    """Which nodes carry, and which nodes cover, an obligation: indexed once."""
-
-    def __init__(self, state: SessionState, withdrawn: list[tuple[int, int, int]]) -> None:
-        self.by_key: dict[tuple[str, str], list[str]] = {}
-        for n in sorted(state.nodes.values(), key=lambda n: n.version):
-            for call in sorted({*n.resolved_ids, *n.unresolved_ids}):  # invariants.carries_call
-                self.by_key.setdefault(("open_call", call), []).append(n.node_id)
-            for key in n.constraints:
-                self.by_key.setdefault(("constraint", key), []).append(n.node_id)
-            for key, disposition in n.dispositions.items():
-                self.by_key.setdefault((f"negative_fact:{disposition}", key), []).append(n.node_id)
-        self.spans = sorted(
-            (n.covers_lo, n.covers_hi, n.version, n.node_id) for n in state.nodes.values()
-        )
-        self.cuts = first_covered((t.lo, t.hi, t.version) for t in state.truncations)
-        self.withdrawn = first_covered(withdrawn)
-
-    def carried(self, o: _Open) -> tuple[str, ...]:
-        kind = f"negative_fact:{o.disposition}" if o.kind == "negative_fact" else o.kind
-        return tuple(self.by_key.get((kind, o.key), ()))
-
-    def covered(self, position: int) -> tuple[str, ...]:
-        stop = bisect.bisect_right(self.spans, (position, float("inf")))
-        found = [s for s in self.spans[:stop] if s[1] > position]
-        return tuple(node_id for *_, node_id in sorted(found, key=lambda s: s[2]))
-
-
-def _pin(axis: Axis, o: _Open, carriers: _Carriers) -> ObligationPin:
-    position = axis.position_at(o.version)
-    cut = _at(carriers.cuts, position)
-    withdrawn = _at(carriers.withdrawn, position)
-    ended = None if o.ended_at is None else axis.position_at(o.ended_at)
-    stop = axis.end if ended is None else axis.turn_end(ended)
-    return ObligationPin(
-        kind=o.kind,
-        key=o.key,
-        detail=o.detail,
-        position=position,
-        extent=max(stop, axis.turn_end(position)),
-        version=o.version,
-        ended_at=o.ended_at,
-        ended=o.ended,
-        carried_by=carriers.carried(o),
-        covered_by=carriers.covered(position),
-        fell_out_at=None if cut is None else max(cut, o.version),
-        row=0,
-        withdrawn_at=None if withdrawn is None else max(withdrawn, o.version),
-    )
-
-
-def _is_routine(o: ObligationPin, born: dict[str, int]) -> bool:
-    """Ended before any truncation, withdrawal or live summary took its position out of
-    the context."""
-    return (
-        o.ended_at is not None
-        and (o.fell_out_at is None or o.fell_out_at >= o.ended_at)
-        and (o.withdrawn_at is None or o.withdrawn_at >= o.ended_at)
-        and all(born[node_id] >= o.ended_at for node_id in o.covered_by)
-    )
-
-
-def _bands(state: SessionState, items: list[ObligationPin]) -> list[RoutineBand]:
-    width = max(1, -(-state.end // BANDS))
-    groups: dict[tuple[str, int], list[ObligationPin]] = {}
-    for o in items:
-        groups.setdefault((o.kind, o.position // width), []).append(o)
-    return [
-        RoutineBand(
-            kind=kind,
-            lo=k * width,
-            hi=min(state.end, (k + 1) * width) if state.end else 1,
-            raised=tuple(o.version for o in group),
-            ended=tuple(o.ended_at or 0 for o in group),
-            keys=tuple(o.key for o in group),
-        )
-        for (kind, k), group in sorted(groups.items())
-    ]
-
-
-def _packed(pins: list[ObligationPin]) -> Iterator[ObligationPin]:
-    """One row each while they are few (labels stay readable), packed otherwise."""
-    if len(pins) <= 24:
-        yield from (attrs.evolve(p, row=i) for i, p in enumerate(pins))
-        return
-    order = sorted(range(len(pins)), key=lambda i: (pins[i].position, pins[i].version))
-    rows = _rows((pins[i].position, pins[i].extent) for i in order)
-    by_index = dict(zip(order, rows, strict=True))
-    yield from (attrs.evolve(p, row=by_index[i]) for i, p in enumerate(pins))
-
-
-def first_covered(
-    ranges: Iterable[tuple[int, int, int]],
-) -> list[tuple[int, int, int]]:
-    """Disjoint ``(lo, hi, version)``: where each range, in version order, first covered."""
-    covered: tuple[tuple[int, int], ...] = ()
-    out = []
-    for lo, hi, version in sorted(ranges, key=lambda r: r[2]):
-        at = lo
-        for c_lo, c_hi in covered:
-            if c_hi <= at or c_lo >= hi:
-                continue
-            if c_lo > at:
-                out.append((at, c_lo, version))
-            at = max(at, c_hi)
-        if at < hi:
-            out.append((at, hi, version))
-        covered = merge_spans([*covered, (lo, hi)])
-    return sorted(out)
-
-
 def _runs(state: SessionState, withdrawals: list[_Withdrawal]) -> Iterator[TurnRun]:
     """Turns in runs that share their first truncation, spill and withdrawal versions."""
     idx = state.turn_index
@@ -506,9 +339,9 @@ def _runs(state: SessionState, withdrawals: list[_Withdrawal]) -> Iterator[TurnR
             yield TurnRun(
                 lo=lo,
                 hi=hi,
-                truncated_at=_at(cuts, lo),
-                spilled_at=_at(spills, lo),
-                withdrawn_at=_at(gone, lo),
+                truncated_at=covered_at(cuts, lo),
+                spilled_at=covered_at(spills, lo),
+                withdrawn_at=covered_at(gone, lo),
             )
 
 
@@ -524,7 +357,7 @@ def _withdrawn_positions(axis: Axis, withdrawals: list[_Withdrawal]) -> list[tup
 def _withdrawals(
     axis: Axis, withdrawals: list[_Withdrawal], cleared: dict[str, int]
 ) -> Iterator[WithdrawalMark]:
-    pieces = _pieces(first_covered(_withdrawn_positions(axis, withdrawals)))
+    pieces = by_version(first_covered(_withdrawn_positions(axis, withdrawals)))
     for w in withdrawals:
         yield WithdrawalMark(
             kind=w.kind,
@@ -540,13 +373,8 @@ def _withdrawals(
         )
 
 
-def _at(pieces: list[tuple[int, int, int]], i: int) -> int | None:
-    k = bisect.bisect_right(pieces, (i, float("inf"), 0)) - 1
-    return pieces[k][2] if k >= 0 and pieces[k][0] <= i < pieces[k][1] else None
-
-
 def _ranges(state: SessionState) -> Iterator[RangeMark]:
-    cuts = _pieces(first_covered((t.lo, t.hi, t.version) for t in state.truncations))
+    cuts = by_version(first_covered((t.lo, t.hi, t.version) for t in state.truncations))
     for t in state.truncations:
         yield RangeMark(
             kind="truncation",
@@ -556,7 +384,7 @@ def _ranges(state: SessionState) -> Iterator[RangeMark]:
             detail=cut(t.reason, TEXT),
             pieces=cuts.get(t.version, ()),
         )
-    spills = _pieces(first_covered((s.lo, s.hi, s.version) for s in state.spills))
+    spills = by_version(first_covered((s.lo, s.hi, s.version) for s in state.spills))
     for s in state.spills:
         yield RangeMark(
             kind="spill",
@@ -566,13 +394,6 @@ def _ranges(state: SessionState) -> Iterator[RangeMark]:
             detail=f"{s.handle} ({s.bytes:,} bytes, sha256 {s.sha256[:16]}…)",
             pieces=spills.get(s.version, ()),
         )
-
-
-def _pieces(found: list[tuple[int, int, int]]) -> dict[int, tuple[tuple[int, int], ...]]:
-    out: dict[int, list[tuple[int, int]]] = {}
-    for lo, hi, version in found:
-        out.setdefault(version, []).append((lo, hi))
-    return {version: tuple(spans) for version, spans in out.items()}
 
 
 def _points(state: SessionState, b: _Builder) -> Iterator[PointMark]:

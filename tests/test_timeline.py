@@ -23,8 +23,8 @@ from eventstore._timeline_build import (
     SUMMARY,
     TEXT,
     build,
-    first_covered,
 )
+from eventstore._timeline_spans import first_covered
 from tests import strategies
 from tests.helpers import config, fill, new_session, run_step
 from tests.timelines import LONG, LONG_KEY, expected, long_text_session, withdrawal_session
