@@ -180,6 +180,8 @@ def _audit_row(row: Any) -> str:
 def ingest_text(r: IngestResult) -> str:
     """What ``tierlog ingest`` did with one transcript."""
     done = "unchanged (already ingested)" if r.unchanged else "ingested"
+    if r.appended_after is not None:
+        done = f"grown: appended {_n(r.events - r.appended_after, 'event')}, now"
     lines = [
         f"{r.session_id}: {done}, {_n(r.events, 'event')} from {r.path}",
         f"  {_n(r.turns, 'turn')}, {_n(r.calls, 'call')} ({r.failed} failed, {r.rejected}"

@@ -14,6 +14,7 @@ import eventstore
 import reducers
 from eventstore import _claude_code as cc
 from eventstore import _ingest
+from eventstore._review import preamble
 from eventstore.cli import main
 from tests import transcripts
 from tests.helpers import rows
@@ -109,12 +110,13 @@ class TestRealSession:
         assert abs(before.occupancy - 167_094) / 167_094 < 0.05
         assert abs(before.occupancy - 167_094) < 100  # measured: 167,104
 
-    def test_occupancy_is_each_api_calls_prompt(
+    def test_occupancy_is_each_api_calls_prompt_and_output(
         self, real: tuple[Path, dict[str, eventstore.IngestResult]], long_file: Path
     ) -> None:
-        """When each of the 152 API calls is sent, the journal holds exactly its prompt tokens."""
-        prompts = [
-            i.usage.prompt
+        """After each of the 152 API calls' turns, the journal holds exactly its prompt and
+        output tokens."""
+        calls = [
+            i.usage.prompt + i.usage.output
             for i in cc.read(long_file).items
             if isinstance(i, cc.Message) and i.role == "assistant" and i.usage
         ]
@@ -122,11 +124,11 @@ class TestRealSession:
         with eventstore.open(real[0], readonly=True) as journal:
             state = reducers.SessionState()
             for event in journal.session(LONG_ID).events():
+                state = reducers.apply(state, event)
                 if isinstance(event, reducers.TurnAppended) and event.role == "assistant":
                     seen.append(state.occupancy)
-                state = reducers.apply(state, event)
-        assert len(prompts) == 152
-        assert seen == prompts
+        assert len(calls) == 152
+        assert seen == calls
 
     def test_the_compaction_is_judged_and_its_marker_refused(
         self, real: tuple[Path, dict[str, eventstore.IngestResult]], long_file: Path
@@ -188,19 +190,21 @@ class TestRealSession:
 
 
 class TestTokens:
-    def test_turns_between_calls_share_the_prompts_growth(self, tmp_path: Path) -> None:
-        """Notes take the unrecorded prompt; results share the growth by size; replies output."""
+    def test_a_call_holds_what_its_prompt_and_output_add(self, tmp_path: Path) -> None:
+        """Other turns are estimated; a call's turn takes its prompt and output beyond them."""
         s = Script()
         s.user("a" * 400)  # estimate 100
         s.assistant(s.tool_use("t1", "Read", file_path="/a"), prompt=1_000, output=50)
-        s.result("t1", "b" * 300)  # 75
+        s.result("t1", "b" * 300)  # renders as "[tool_result t1] " + 300 chars: 79
         s.user("c" * 100)  # 25
         s.assistant(s.text("done"), prompt=1_450, output=7)
-        s.user("d" * 80)  # after the last call: its estimate
+        s.user("d" * 80)  # 20
         journal, _ = _run(tmp_path, s)
         turns = journal.session("s-1").turns()
-        # the result renders as "[tool_result t1] " + 300 chars: 79 of the 104 estimated
-        assert [t.tokens for t in turns] == [900, 100, 50, 304, 96, 7, 20]
+        note = len(preamble("s-1")) // 4
+        first = 1_000 + 50 - (note + 100)  # the system prompt and tools, and the reply
+        second = 1_450 + 7 - (1_000 + 50 + 79 + 25)
+        assert [t.tokens for t in turns] == [note, 100, first, 79, 25, second, 20]
         journal.close()
 
     def test_estimates_where_no_usage_exists(self, tmp_path: Path) -> None:
