@@ -107,7 +107,7 @@ def file_lines(path: str | Path, max_bytes: int = MAX_BYTES) -> Iterator[tuple[i
     kind = stat.S_IFMT(os.fstat(fd).st_mode)
     if kind != stat.S_IFREG:
         os.close(fd)
-        raise InvalidEvent(f"{path} is {_KINDS.get(kind, 'not a regular file')}, not a file")
+        raise InvalidEvent(f"{_KINDS.get(kind, 'a special file')}, not a regular file: not read")
     with os.fdopen(fd, "rb") as file:
         total, number = 0, 0
         while line := file.readline(max_bytes - total + 1):

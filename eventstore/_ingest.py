@@ -146,10 +146,12 @@ def _extend(journal: Journal, sid: str, plan: Plan, fresh: _Fresh, path: str) ->
         if len(stored) < len(fresh.payloads):
             write(journal.session(sid), plan, done=len(stored), ends=fresh.ends)
         return
-    at = next(v for v, (a, b) in enumerate(zip(stored, fresh.payloads, strict=False), 1) if a != b)
+    pairs = enumerate(zip(stored, fresh.payloads, strict=False), 1)
+    at = next((v for v, (a, b) in pairs if a != b), len(fresh.payloads) + 1)
     raise InvalidEvent(
         f"session {sid!r} already exists with other content (from version {at} on):"
-        f" {path} is not ingested"
+        f" {path} is not ingested (if that session was read while Claude Code was writing"
+        " a response, ingest the file into another journal)"
         if at <= len(fresh.payloads)
         else f"session {sid!r} already holds more than {path} gives (from version {at} on):"
         " it is not ingested"

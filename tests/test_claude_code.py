@@ -143,7 +143,8 @@ class TestQueued:
         at = t.items.index(queued)
         assert (queued.line, queued.text) == (9, "/mcp")
         after = t.items[at + 1]
-        assert isinstance(after, cc.Message) and after.line == 11  # the result it went with
+        assert isinstance(after, cc.Message)
+        assert after.line == 11  # the result it went with
 
     def test_queued_text_delivered_as_the_next_entry_is_not_doubled(self) -> None:
         """Taken off the queue and sent as the next user entry: that entry is the turn."""
@@ -369,18 +370,18 @@ class TestFiles:
         """A FIFO nobody writes to is refused at once, not read forever."""
         fifo = tmp_path / "f.jsonl"
         os.mkfifo(fifo)
-        with pytest.raises(InvalidEvent, match="is a FIFO, not a file"):
+        with pytest.raises(InvalidEvent, match=r"^a FIFO, not a regular file: not read"):
             cc.read(fifo)
 
     @pytest.mark.parametrize(("path", "kind"), [("/dev/zero", "a character device")])
     def test_a_device_is_refused(self, path: str, kind: str) -> None:
         """/dev/zero would grow memory without end: refused before a byte is read."""
-        with pytest.raises(InvalidEvent, match=f"is {kind}, not a file"):
+        with pytest.raises(InvalidEvent, match=f"^{kind}, not a regular file"):
             cc.read(path)
 
     def test_a_directory_is_refused(self, tmp_path: Path) -> None:
         """A folder is no transcript."""
-        with pytest.raises(InvalidEvent, match="is a directory, not a file"):
+        with pytest.raises(InvalidEvent, match=r"^a directory, not a regular file"):
             cc.read(tmp_path)
 
     def test_a_file_past_the_cap_is_refused_naming_the_line(self, tmp_path: Path) -> None:
@@ -412,8 +413,7 @@ class TestRepeatedEntries:
         twice = cc.parse(_twice(s))
         assert twice.items == once.items
         assert twice.warnings == (
-            "line 9: an entry repeating uuid 'u0' of line 1 skipped (and 7 more repeated"
-            " entries)",
+            "line 9: an entry repeating uuid 'u0' of line 1 skipped (and 7 more repeated entries)",
         )
 
     def test_a_boundary_off_the_main_chain_is_no_compaction(self) -> None:
@@ -472,7 +472,8 @@ class TestMalformedValues:
         (result,) = [
             b for i in t.items if isinstance(i, cc.Message) for b in i.blocks if _result(b)
         ]
-        assert isinstance(result, cc.ToolResult) and result.is_error is (value is not None)
+        assert isinstance(result, cc.ToolResult)
+        assert result.is_error is (value is not None)
         malformed = not isinstance(value, bool | None)
         assert t.warnings == (
             (
@@ -490,9 +491,7 @@ class TestMalformedValues:
         s.assistant(s.text("ok"), output=-5)
         t = cc.parse(s.dump().encode())
         assert [i.usage for i in t.items if isinstance(i, cc.Message)] == [None, None]
-        assert t.warnings == (
-            "line 2: usage output_tokens -5 is not a token count: usage ignored",
-        )
+        assert t.warnings == ("line 2: usage output_tokens -5 is not a token count: usage ignored",)
 
     def test_a_tool_use_without_an_id_is_no_call(self) -> None:
         """An empty id cannot be resolved: the block is kept as text, with a warning."""
