@@ -28,7 +28,7 @@ KNOWN_TYPES = frozenset(
     {"user", "assistant", "system", "progress", "file-history-snapshot", "queue-operation"}
     | {"summary"}  # older versions: a session title
 )
-MAX_BYTES = 256 * 2**20  # a file larger than this is refused (about 6x this in memory)
+MAX_BYTES = 256 * 2**20  # a file larger than this is refused (about 4x this in memory)
 MAX_DEPTH = 100  # JSON nesting (real entries: 7 at most); deeper is refused
 _KINDS = {
     stat.S_IFIFO: "a FIFO",
