@@ -10,7 +10,7 @@ writing and checking spills) come in through ``effects``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -62,6 +62,7 @@ from reducers import (
     Violation,
     apply,
     fold,
+    in_spans,
 )
 
 R = TypeVar("R")
@@ -111,8 +112,22 @@ def _plain(state: SessionState, event: Event) -> tuple[tuple[Event, ...], Sessio
     after = apply(state, event)
     if not isinstance(event, CAN_BREAK_MARKERS):
         return (event,), after
-    broken = invalidations(after, cause=f"{type(event).__name__} at v{after.version}")
+    cause = f"{type(event).__name__} at v{after.version}"
+    broken = invalidations(after, cause, **_touched(event))
     return (event, *broken), fold(broken, after) if broken else after
+
+
+def _touched(event: Event) -> dict[str, Any]:
+    """The obligations a plain event can take out of the context (all, if not narrower)."""
+    if isinstance(event, CallOpened):
+        return {"keys": {("open call", event.call_id)}}
+    if isinstance(event, ConstraintStated):
+        return {"keys": {("constraint", event.key)}}
+    if isinstance(event, ItemDisposed):
+        return {"keys": {("negative fact", event.key)}}
+    if isinstance(event, Truncated):
+        return {"within": (event.lo, event.hi)}
+    return {}
 
 
 def _record(command: Record, state: SessionState, _: Effects) -> Decision[None]:
@@ -121,20 +136,66 @@ def _record(command: Record, state: SessionState, _: Effects) -> Decision[None]:
 
 
 def _extend(command: Extend, state: SessionState, _: Effects) -> Decision[SessionState]:
-    """With no valid marker (plain events never create one) nothing can be invalidated,
-    so the batch is folded in one pass; otherwise each event is decided on its own."""
+    """Plain events in order, folded in one pass up to the first that may break a valid
+    marker; that one is decided on its own (with its invalidations), then the rest."""
     batch = command.events
     for event in batch:
         if type(event) not in PLAIN_EVENTS:
             raise InvalidEvent(f"{type(event).__name__} is not a plain event: use its own command")
-    if not any(m.valid for m in state.markers.values()):
-        after = fold(batch, state, check=validate)
-        return Decision(events=batch, state=after, result=after)
     out: list[Event] = []
-    for event in batch:
-        events, state = _plain(state, event)
+    while batch:
+        at, state = _fold_until_suspect(state, batch)
+        out += batch[:at]
+        if at == len(batch):
+            break
+        events, state = _plain(state, batch[at])
         out += events
+        batch = batch[at + 1 :]
     return Decision(events=tuple(out), state=state, result=state)
+
+
+def would_invalidate(before: SessionState, event: Event) -> tuple[Event, ...]:
+    """The ``MarkerInvalidated`` events a plain ``event`` would bring on ``before``
+    (cheap unless it may break a valid marker): what replay expects after it."""
+    if not any(m.valid for m in before.markers.values()) or not _may_break(before, event):
+        return ()
+    return _plain(before, event)[0][1:]
+
+
+class _Suspect(Exception):
+    """Stops a fold before an event that may break a valid marker."""
+
+
+def _fold_until_suspect(state: SessionState, batch: tuple[Event, ...]) -> tuple[int, SessionState]:
+    """How many events of ``batch`` fold without a chance of breaking a marker, and the
+    state after them. With no valid marker (plain events never make one), all of them."""
+    if not any(m.valid for m in state.markers.values()):
+        return len(batch), fold(batch, state, check=validate)
+    seen = 0
+
+    def check(before: SessionState, event: Event) -> None:
+        nonlocal seen
+        validate(before, event)
+        if _may_break(before, event):
+            raise _Suspect
+        seen += 1
+
+    try:
+        return len(batch), fold(batch, state, check=check)
+    except _Suspect:
+        return seen, fold(batch[:seen], state)  # already validated
+
+
+def _may_break(before: SessionState, event: Event) -> bool:
+    """Whether ``event`` may take an obligation out of the digest context: a truncation or
+    a withdrawal, or an obligation raised while the last turn is already evicted.
+
+    A cheap, conservative test on the state before the event (a valid marker means the
+    context lacked nothing then); ``_plain`` then decides exactly.
+    """
+    if isinstance(event, (CallOpened, ConstraintStated, ItemDisposed)):
+        return before.turns == 0 or in_spans(before.evicted, before.last_position)
+    return isinstance(event, CAN_BREAK_MARKERS)
 
 
 def _clear_context(command: ClearContext, state: SessionState, _: Effects) -> Decision[None]:
@@ -147,6 +208,7 @@ def _append_turn(command: AppendTurn, state: SessionState, _: Effects) -> Decisi
     event = TurnAppended(
         index=index, role=command.role, content=command.content, tokens=command.tokens
     )
+    validate(state, event)  # the session's token total stays a 63-bit count
     after = apply(state, event)
     turn = Turn(
         index=index,
@@ -224,23 +286,32 @@ def was_gated(recorded: Event) -> bool:
 
 
 def verified(state: SessionState, proposal: Compacted, effects: Effects) -> SessionState:
-    """``state`` with only the spills C3 may trust for ``proposal``: those that reach
-    into its floor and whose bytes still match their size and sha256.
+    """``state`` with only the spills C3 may trust for ``proposal``: spills that still
+    read back as their recorded bytes, read newest first until they hold every
+    truncated part of the floor.
 
-    Spills outside the floor cannot excuse anything, so they are not read.
+    Nothing else can excuse anything, so no other spill is read: none at all when no
+    truncation reaches into the floor.
     """
     window = floor(state, proposal)
-    good = [
-        s
-        for s in state.spills
-        if window is not None
-        and s.lo < window[1]
-        and s.hi > window[0]
-        and effects.spill_problem(s) is None
-    ]
+    need = [] if window is None else _clip(state.truncated, *window)
+    check = effects.spill_checker()
+    good = []
+    for s in reversed(state.spills):
+        if not need:
+            break
+        if any(s.lo < hi and s.hi > lo for lo, hi in need) and check(s) is None:
+            good.append(s)
+            need = [p for lo, hi in need for p in ((lo, min(hi, s.lo)), (max(lo, s.hi), hi))]
+            need = [(lo, hi) for lo, hi in need if lo < hi]
     if len(good) == len(state.spills):
         return state
-    return attrs.evolve(state, spills=Ledger.of(good))
+    return attrs.evolve(state, spills=Ledger.of(good[::-1]))
+
+
+def _clip(spans: Iterable[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    """The parts of ``spans`` inside ``[lo, hi)``."""
+    return [(max(a, lo), min(b, hi)) for a, b in spans if a < hi and b > lo]
 
 
 # -- markers and resumes -----------------------------------------------------------------

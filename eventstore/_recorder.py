@@ -3,13 +3,14 @@
 A ``Recorder`` appends events at an expected version inside one write
 transaction, streams them back, keeps the snapshot cache and answers the audit
 queries. Every SQL string lives in a recorder; nothing above this port holds a
-connection. ``SqliteRecorder`` is the embedded implementation; each backend
-passes the same contract tests (``tests/test_recorder.py``).
+connection. ``SqliteRecorder`` is the embedded implementation,
+``PostgresRecorder`` the server one; each backend passes the same contract tests
+(``tests/test_recorder.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
 
@@ -136,6 +137,11 @@ class Recorder(Protocol):
     ) -> int:
         """Append after ``expected_version`` (``ConcurrencyError`` otherwise); new version."""
 
+    def append_recorded(self, session_id: str, rows: Sequence[Recorded]) -> int:
+        """Insert rows recorded elsewhere verbatim (versions, payloads, times, hashes) after
+        the head, in one transaction; each link is checked against the head first
+        (``IntegrityError``), and a head that moved is a ``ConcurrencyError``."""
+
     def read(
         self, session_id: str, *, start: int = 1, stop: int | None = None
     ) -> Iterator[Recorded]:
@@ -158,6 +164,16 @@ class Recorder(Protocol):
     def audit_rows(self, session_id: str) -> AuditRows:
         """Refusals, invalidations and raw fallbacks of one session, in version order."""
 
+    def on_rollback(self, undo: Callable[[], None]) -> None:
+        """Run ``undo`` if the open transaction (or savepoint) rolls back instead of
+        committing (a spill file written for the decision goes with it)."""
+
+    def hash_at(self, session_id: str, version: int) -> str | None:
+        """The hash of the session's event at ``version``, or ``None`` if there is none."""
+
+    def spill_handles(self) -> Iterator[str]:
+        """Every spill handle any session recorded (distinct)."""
+
     def save_snapshot(
         self,
         session_id: str,
@@ -165,8 +181,11 @@ class Recorder(Protocol):
         sha256: str,
         header: bytes,
         chunks: Iterable[tuple[str, int, bytes]],
+        *,
+        replace: bool = False,
     ) -> None:
-        """Replace the session's snapshot header and the ledger chunks that changed."""
+        """Replace the session's snapshot header and the ledger chunks that changed
+        (``replace``: every chunk, the old ones dropped first)."""
 
     def load_snapshot(self, session_id: str) -> StoredSnapshot | None:
         """The session's snapshot, if one was saved."""
