@@ -1,9 +1,11 @@
 """Read a Claude Code transcript (JSON Lines) into typed values.
 
-Only the reading lives here: which lines are sound, which entries form the
-session's main chain, how an API message split over several entries is put
-back together (content blocks and short keys: ``_claude_code_blocks``, whose
-values this module re-exports). Mapping onto a journal is ``_ingest``'s job.
+Only the reading lives here: which entries form the session's main chain and how
+an API message split over several entries is put back together. The file and its
+lines are ``_claude_code_lines``'s, boundaries and queued text in order
+``_claude_code_items``'s, content blocks and short keys ``_claude_code_blocks``'s;
+this module re-exports their values. Mapping onto a journal is ``_ingest_plan``'s
+job. The main chain's compact boundaries are the ones its walk crosses.
 
 The main chain: walk ``parentUuid`` back from the last user or assistant entry,
 crossing a compaction through ``logicalParentUuid``. Claude Code writes parallel
