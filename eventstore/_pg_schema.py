@@ -86,6 +86,24 @@ TRIGGERS = (
 )
 
 _COMMON = "session_id, version, seq, recorded_at"
+
+# PostgreSQL text cannot hold NUL, so ``->>`` refuses a payload's ``\u0000`` escape
+# ("unsupported Unicode escape sequence"). The views and the recorder's queries read
+# the payload with each such escape (not ``\\u0000``, an escaped backslash) as
+# ``\ufffd``; the stored payload, and so its hash, stays as it was recorded.
+_NUL = r"'(?<!\\)((?:\\\\)*)\\u0000', '\1\\ufffd', 'g'"
+
+
+def json_of(column: str) -> str:
+    """SQL reading ``column`` (a payload) as ``json``, NUL escapes as U+FFFD."""
+    return (
+        f"(CASE WHEN strpos({column}, '\\u0000') > 0"
+        f" THEN regexp_replace({column}, {_NUL}) ELSE {column} END)::json"
+    )
+
+
+PAYLOAD = json_of("payload")
+VIEWS_VERSION = "2"  # tierlog_meta 'views': bumped when a view's SQL changes
 _INTS = {
     "index",
     "tokens",
@@ -108,7 +126,7 @@ _INTS = {
 def _field(name: str, path: tuple[str, ...] = ()) -> str:
     """``payload``'s field as text (its own JSON text for arrays and objects), or bigint."""
     keys = "".join(f" -> '{p}'" for p in path)
-    text = f"(payload::json{keys} ->> '{name}')"
+    text = f"({PAYLOAD}{keys} ->> '{name}')"
     return f"{text}::bigint" if name in _INTS else text
 
 
@@ -123,12 +141,12 @@ def _fields(*names: str, path: tuple[str, ...] = ()) -> dict[str, str]:
 
 _RULES = (
     "(SELECT string_agg(v.value ->> 'rule', ',' ORDER BY v.n)"
-    " FROM json_array_elements(payload::json -> 'violations') WITH ORDINALITY AS v(value, n))"
+    f" FROM json_array_elements({PAYLOAD} -> 'violations') WITH ORDINALITY AS v(value, n))"
 )
-_VIOLATIONS = "(payload::json -> 'violations')::text"
+_VIOLATIONS = f"({PAYLOAD} -> 'violations')::text"
 
 _AFTER_TURN = (
-    "(SELECT max((t.payload::json ->> 'index')::bigint) FROM events t"
+    f"(SELECT max(({json_of('t.payload')} ->> 'index')::bigint) FROM events t"
     " WHERE t.session_id = events.session_id AND t.type = 'TurnAppended'"
     " AND t.version < events.version)"
 )
@@ -138,19 +156,19 @@ SELECT {_COMMON},
     CASE type WHEN 'CallOpened' THEN 'open_call'
               WHEN 'ConstraintStated' THEN 'constraint'
               ELSE 'negative_fact' END AS kind,
-    coalesce(payload::json ->> 'call_id', payload::json ->> 'key') AS key,
-    coalesce(payload::json ->> 'name', payload::json ->> 'text',
-             payload::json ->> 'disposition') AS detail,
-    payload::json ->> 'reason' AS reason,
+    coalesce({PAYLOAD} ->> 'call_id', {PAYLOAD} ->> 'key') AS key,
+    coalesce({PAYLOAD} ->> 'name', {PAYLOAD} ->> 'text',
+             {PAYLOAD} ->> 'disposition') AS detail,
+    {PAYLOAD} ->> 'reason' AS reason,
     {_AFTER_TURN} AS after_turn,
     CASE type
       WHEN 'CallOpened' THEN NOT EXISTS (SELECT 1 FROM events r
            WHERE r.session_id = events.session_id AND r.type = 'CallResolved'
-           AND r.payload::json ->> 'call_id' = events.payload::json ->> 'call_id')
+           AND {json_of("r.payload")} ->> 'call_id' = {json_of("events.payload")} ->> 'call_id')
       WHEN 'ConstraintStated' THEN NOT EXISTS (SELECT 1 FROM events r
            WHERE r.session_id = events.session_id AND r.type = 'ConstraintLifted'
            AND r.version > events.version
-           AND r.payload::json ->> 'key' = events.payload::json ->> 'key')
+           AND {json_of("r.payload")} ->> 'key' = {json_of("events.payload")} ->> 'key')
       ELSE true END AS outstanding
 FROM events WHERE type IN ('CallOpened', 'ConstraintStated', 'ItemDisposed')
 """
@@ -217,6 +235,7 @@ def statements() -> list[str]:
     meta = [
         "INSERT INTO tierlog_meta (key, value) VALUES ('application', 'tierlog')",
         f"INSERT INTO tierlog_meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}')",
+        f"INSERT INTO tierlog_meta (key, value) VALUES ('views', '{VIEWS_VERSION}')",
     ]
     return [*TABLES, *views, *meta]
 
@@ -225,7 +244,7 @@ def install(conn: Any) -> None:
     """Create the schema in an empty current schema; accept a current journal; refuse
     anything else. Concurrent installs serialise on an advisory lock."""
     if _is_journal(conn):
-        _add_missing_views(conn)
+        _refresh_views(conn)
         return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, _INSTALL_KEY))
@@ -234,21 +253,32 @@ def install(conn: Any) -> None:
                 conn.execute(statement.encode())
 
 
-def _add_missing_views(conn: Any) -> None:
-    """Views added after a journal was created (same schema version: views only read)."""
+def _refresh_views(conn: Any) -> None:
+    """Views added or changed after a journal was created (same schema version: views
+    only read): missing ones are created; all are replaced when ``tierlog_meta``'s
+    ``views`` is older than :data:`VIEWS_VERSION`."""
     have = {
         row[0]
         for row in conn.execute(
             "SELECT viewname FROM pg_views WHERE schemaname = current_schema()"
         ).fetchall()
     }
-    if set(VIEWS) <= have:
+    if set(VIEWS) <= have and _views_version(conn) == VIEWS_VERSION:
         return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, _INSTALL_KEY))
         for name, sql in VIEWS.items():
-            if name not in have:
-                conn.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+            conn.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+        conn.execute(
+            "INSERT INTO tierlog_meta (key, value) VALUES ('views', %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (VIEWS_VERSION,),
+        )
+
+
+def _views_version(conn: Any) -> str | None:
+    row = conn.execute("SELECT value FROM tierlog_meta WHERE key = 'views'").fetchone()
+    return None if row is None else str(row[0])
 
 
 def check(conn: Any) -> None:
@@ -278,7 +308,13 @@ def _is_journal(conn: Any) -> bool:
     meta = dict(conn.execute("SELECT key, value FROM tierlog_meta").fetchall())
     if meta.get("application") != "tierlog":
         raise JournalError(f"not a tierlog journal (schema {schema!r}: tierlog_meta says so)")
-    version = int(meta.get("schema_version", "0"))
+    try:
+        version = int(meta.get("schema_version", "0"))
+    except ValueError:
+        raise JournalError(
+            f"not a tierlog journal (schema {schema!r}: tierlog_meta's schema_version"
+            f" {meta.get('schema_version')!r} is not a number)"
+        ) from None
     if version > SCHEMA_VERSION:
         raise JournalError(
             f"this journal has schema version {version}; this tierlog reads up to "

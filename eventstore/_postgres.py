@@ -64,14 +64,15 @@ WITH RECURSIVE ids AS (
 SELECT id FROM ids WHERE id IS NOT NULL
 """
 
-_SUMMARIES_SQL = """
+_SUMMARIES_SQL = f"""
 SELECT session_id,
        count(*) AS events,
        count(*) FILTER (WHERE type = 'TurnAppended') AS turns,
        count(*) FILTER (WHERE type IN ('CompactionRefused', 'MarkerRefused')) AS refusals,
        count(*) FILTER (WHERE type = 'MarkerInvalidated') AS invalidations,
        count(*) FILTER (WHERE type = 'Resumed'
-                        AND payload::json ->> 'source' = 'raw_checkpoint') AS raw_fallbacks
+                        AND {_pg_schema.PAYLOAD} ->> 'source' = 'raw_checkpoint')
+                        AS raw_fallbacks
 FROM events GROUP BY session_id ORDER BY session_id
 """
 
@@ -388,7 +389,7 @@ class PostgresRecorder:
     def spill_handles(self) -> Iterator[str]:
         """Every spill handle any session recorded (distinct)."""
         rows = self._run(
-            "SELECT DISTINCT payload::json ->> 'handle' FROM events WHERE type = 'Spilled'"
+            f"SELECT DISTINCT {_pg_schema.PAYLOAD} ->> 'handle' FROM events WHERE type = 'Spilled'"
         ).fetchall()
         return (handle for (handle,) in rows if isinstance(handle, str))
 

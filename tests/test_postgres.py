@@ -13,6 +13,7 @@ import pytest
 
 import eventstore
 import reducers as r
+from eventstore._audit import audit, verify
 from eventstore._incidents import dropped_rejection, evicted_constraint
 from eventstore._postgres import PostgresRecorder, redact
 from tests.helpers import fill, new_session
@@ -286,3 +287,47 @@ class TestSameOnBothBackends:
         assert {sid: server[sid][0] for sid in spill_free} == {
             sid: file[sid][0] for sid in spill_free
         }
+
+
+class TestNulCharacters:
+    def _record_nul(self, journal: eventstore.Journal) -> None:
+        s = new_session(journal)
+        s.append_turn("user", "keep \\u0000 literal", 4)
+        s.state_constraint("no-etc", "never touch /etc\x00")
+        s.open_call("call-1", "tool_call", "grep\x00\x00")
+
+    def test_views_and_audit_read_a_nul_as_a_replacement_character(
+        self, pg: PostgresTarget
+    ) -> None:
+        """A NUL in agent text reads as U+FFFD in the views (an escaped backslash stays
+        text), the audit runs, and the stored payload keeps its \\u0000."""
+        with eventstore.open(pg.location) as journal:
+            self._record_nul(journal)
+            detail = journal.recorder.query(
+                "SELECT kind, detail FROM obligations WHERE outstanding ORDER BY version",
+                timeout=5,
+            )
+            turns = journal.recorder.query("SELECT content FROM turns", timeout=5)
+            report = audit(journal)
+            assert list(verify(journal)) == []
+        assert detail.rows == [
+            ("constraint", "never touch /etc\ufffd"),
+            ("open_call", "grep\ufffd\ufffd"),
+        ]
+        assert turns.rows == [("keep \\u0000 literal",)]
+        assert report.sessions["s"] is not None
+        stored = pg.rows("SELECT payload FROM events WHERE type = 'ConstraintStated'")
+        assert "\\u0000" in stored[0][0]
+
+    def test_an_older_journal_gets_the_new_views(self, pg: PostgresTarget) -> None:
+        """A journal whose views predate the NUL handling has them replaced when a
+        writer opens it."""
+        eventstore.open(pg.location).close()
+        pg.tamper("DELETE FROM tierlog_meta WHERE key = 'views'")
+        pg.tamper("CREATE OR REPLACE VIEW resumes AS SELECT * FROM resumes WHERE false")
+        with eventstore.open(pg.location) as journal:
+            self._record_nul(journal)
+            assert journal.recorder.query("SELECT count(*) FROM resumes", timeout=5).rows == [(0,)]
+        assert pg.rows("SELECT value FROM tierlog_meta WHERE key = 'views'") == [("2",)]
+        definition = pg.rows("SELECT pg_get_viewdef('resumes')")[0][0]
+        assert "u0000" in definition
