@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from decimal import Decimal
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from eventstore import _pg_schema
 from eventstore._chain import GENESIS, Recorded, check_links, link
@@ -97,14 +97,30 @@ def is_url(location: object) -> bool:
     return isinstance(location, str) and location.startswith(SCHEMES)
 
 
+_USERINFO_SECRET = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/@]*:)([^/]*)@", re.I)
+_QUERY_SECRET = re.compile(r"([?&](?:ssl)?password=)([^&#]*)", re.I)
+
+
 def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """The URL without its secrets (the userinfo password, any ``password=`` or
+    ``sslpassword=`` parameter), for messages; never raises, even on a malformed URL."""
+    url = _USERINFO_SECRET.sub(r"\1***@", str(url), count=1)
+    return _QUERY_SECRET.sub(r"\1***", url)
+
+
+def _secrets(url: str) -> set[str]:
+    """The URL's secrets, as written and percent-decoded."""
+    found = [m.group(2) for m in _USERINFO_SECRET.finditer(url)]
+    found += [m.group(2) for m in _QUERY_SECRET.finditer(url)]
+    return {text for secret in found if secret for text in (secret, unquote(secret))}
+
+
+def scrub(message: str, url: str) -> str:
+    """``message`` (a driver's, which may quote the URL) with ``url``'s secrets hidden."""
+    message = message.replace(url, redact(url))
+    for secret in sorted(_secrets(url), key=len, reverse=True):
+        message = message.replace(secret, "***")
+    return message
 
 
 def _driver() -> Any:
@@ -136,8 +152,9 @@ class PostgresRecorder:
         self._clock = clock
         try:
             self.conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
-        except psycopg.Error as exc:
-            raise JournalError(f"cannot connect to {redact(url)}: {first_line(exc)}") from None
+        except (psycopg.Error, ValueError, TypeError) as exc:
+            problem = scrub(first_line(exc), url)
+            raise JournalError(f"cannot connect to {redact(url)}: {problem}") from None
         self.wire = Wire(psycopg, self.conn, self.location)
         try:
             if readonly:
@@ -149,7 +166,8 @@ class PostgresRecorder:
                 self.conn.execute("SET synchronous_commit = off")
         except psycopg.Error as exc:
             self.conn.close()
-            raise JournalError(f"cannot use {self.location}: {first_line(exc)}") from None
+            problem = scrub(first_line(exc), url)
+            raise JournalError(f"cannot use {self.location}: {problem}") from None
         except JournalError:
             self.conn.close()
             raise

@@ -16,6 +16,7 @@ import reducers as r
 from eventstore._audit import audit, verify
 from eventstore._incidents import dropped_rejection, evicted_constraint
 from eventstore._postgres import PostgresRecorder, redact
+from eventstore.cli import main
 from tests.helpers import fill, new_session
 from tests.targets import PostgresTarget
 
@@ -83,6 +84,43 @@ class TestOpen:
         assert redact("postgresql://ann:s3cret@db.internal:5432/fleet") == (
             "postgresql://ann:***@db.internal:5432/fleet"
         )
+
+    @pytest.mark.parametrize(
+        ("url", "shown"),
+        [
+            ("postgresql://ann:s3cret@[::1/db", "postgresql://ann:***@[::1/db"),
+            (
+                "postgres://ann@/db?host=/run&password=s3cret&sslpassword=s3cret#x",
+                "postgres://ann@/db?host=/run&password=***&sslpassword=***#x",
+            ),
+            ("postgresql://ann:s3%40cret@h:99999999/db", "postgresql://ann:***@h:99999999/db"),
+        ],
+    )
+    def test_redaction_hides_every_password_and_never_raises(self, url: str, shown: str) -> None:
+        """A password in the userinfo or the query string is hidden, even in a URL
+        urllib cannot parse."""
+        assert redact(url) == shown
+
+    def test_a_malformed_url_is_a_usage_error_without_the_password(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """libpq quotes a URL it cannot parse: the CLI exits 2 with one line, no
+        traceback, no password."""
+        assert main(["verify", "postgresql://alice:S3CRETpw@[::1/db"]) == 2
+        out, err = capsys.readouterr()
+        assert "cannot connect" in err
+        assert "S3CRETpw" not in out + err
+        assert "Traceback" not in err
+
+    def test_a_password_parameter_never_shows(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A password given as ?password= is hidden in the error message."""
+        url = f"postgresql://u@/db?host={tmp_path}&password=S3CRETpw&connect_timeout=2"
+        assert main(["verify", url]) == 2
+        out, err = capsys.readouterr()
+        assert "password=***" in err
+        assert "S3CRETpw" not in out + err
 
 
 class TestImmutability:
