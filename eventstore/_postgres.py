@@ -39,6 +39,7 @@ from eventstore._recorder import (
     QueryResult,
     SessionSummary,
     StoredSnapshot,
+    seconds,
 )
 from eventstore._sqlite import utc_now
 from reducers import Event, InvalidEvent, JournalError
@@ -429,6 +430,7 @@ class PostgresRecorder:
         READ ONLY transaction, cancelled after ``timeout`` seconds."""
         if not sql.strip():
             raise InvalidEvent("empty query")
+        timeout = seconds(timeout)
         if self.wire.depth or self.wire.pending:
             raise JournalError("query() runs in its own transaction, not inside another")
         hint = " (tierlog sql is read-only: SELECT and WITH queries only)"

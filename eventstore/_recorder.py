@@ -10,6 +10,7 @@ connection. ``SqliteRecorder`` is the embedded implementation,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
@@ -17,7 +18,7 @@ from typing import NamedTuple, Protocol
 import attrs
 
 from eventstore._chain import Recorded
-from reducers import Event
+from reducers import Event, InvalidEvent
 
 
 class Head(NamedTuple):
@@ -195,3 +196,13 @@ class Recorder(Protocol):
 
     def integrity_problems(self) -> list[str]:
         """What the database's own integrity check reports (empty when sound)."""
+
+
+def seconds(timeout: object, name: str = "timeout") -> float:
+    """``timeout`` as a number of seconds, checked for every backend: a finite number
+    above zero, else InvalidEvent (``nan`` and ``inf`` included)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise InvalidEvent(f"{name} must be a number of seconds, not {timeout!r}")
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise InvalidEvent(f"{name} must be a positive, finite number of seconds, not {timeout}")
+    return float(timeout)

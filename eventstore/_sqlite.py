@@ -29,6 +29,7 @@ from eventstore._recorder import (
     QueryResult,
     SessionSummary,
     StoredSnapshot,
+    seconds,
 )
 from reducers import Event, InvalidEvent, JournalError
 
@@ -380,6 +381,7 @@ class SqliteRecorder:
         ``timeout`` seconds."""
         if not sql.strip():
             raise InvalidEvent("empty query")
+        timeout = seconds(timeout)
         conn = self.conn
         deadline = time.monotonic() + timeout
         conn.execute("PRAGMA query_only = ON")

@@ -66,6 +66,15 @@ class TestOpen:
         with pytest.raises(eventstore.JournalError, match="schema version 99"):
             eventstore.open(pg.location)
 
+    def test_a_schema_version_that_is_not_a_number_is_not_a_journal(
+        self, pg: PostgresTarget
+    ) -> None:
+        """A garbled schema_version in tierlog_meta is a clear JournalError."""
+        eventstore.open(pg.location).close()
+        pg.tamper("UPDATE tierlog_meta SET value = '2a' WHERE key = 'schema_version'")
+        with pytest.raises(eventstore.JournalError, match=r"not a tierlog journal.*'2a'"):
+            eventstore.open(pg.location, readonly=True)
+
     def test_readonly_on_an_empty_schema_creates_nothing(self, pg: PostgresTarget) -> None:
         """readonly=True never installs the schema."""
         with pytest.raises(eventstore.JournalError, match="not a tierlog journal"):

@@ -222,6 +222,14 @@ class RecorderContract:
         with pytest.raises(eventstore.InvalidEvent, match="stopped"):
             store.query(endless, timeout=0.2)
 
+    @pytest.mark.parametrize("timeout", [float("nan"), float("inf"), 0, -1.0])
+    def test_query_refuses_a_timeout_that_is_not_a_duration(
+        self, store: Recorder, timeout: float
+    ) -> None:
+        """nan, inf, zero and negative timeouts are InvalidEvent on every backend."""
+        with pytest.raises(eventstore.InvalidEvent, match="positive, finite"):
+            store.query("SELECT 1", timeout=timeout)
+
     # -- verbatim copies (tierlog ship) -----------------------------------------------------
     def test_append_recorded_copies_rows_verbatim(self, store: Recorder, tmp_path: Path) -> None:
         """Rows recorded by another journal keep their versions, times and hashes."""
