@@ -427,7 +427,7 @@ class PostgresRecorder:
     # -- audits ------------------------------------------------------------------------
     def query(self, sql: str, *, timeout: float) -> QueryResult:
         """One read-only query: a single SELECT (or WITH, VALUES, TABLE, EXPLAIN) in a
-        READ ONLY transaction, cancelled after ``timeout`` seconds."""
+        READ ONLY transaction that is rolled back, cancelled after ``timeout`` seconds."""
         if not sql.strip():
             raise InvalidEvent("empty query")
         timeout = seconds(timeout)
@@ -438,7 +438,9 @@ class PostgresRecorder:
             raise InvalidEvent(f"query refused{hint}")
         errors = self._pg.errors
         try:
-            with self.conn.transaction():
+            # rolled back, never committed: lo_from_bytea() and pg_notify() ignore READ
+            # ONLY, and only a COMMIT would keep their large object or send the NOTIFY
+            with self.conn.transaction(force_rollback=True):
                 self.conn.execute("SET TRANSACTION READ ONLY")
                 self.conn.execute(
                     "SELECT set_config('statement_timeout', %s, true)",

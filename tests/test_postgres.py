@@ -294,6 +294,20 @@ class TestQuery:
                 journal.recorder.query(sql, timeout=5)
         assert pg.rows() == before
 
+    def test_the_query_leaves_no_large_object_and_no_notification(self, pg: PostgresTarget) -> None:
+        """lo_from_bytea and pg_notify pass READ ONLY, but the query's transaction is
+        rolled back: no large object stays and no NOTIFY is delivered."""
+        listener = _connect(pg.location)
+        listener.execute("LISTEN tierlog_probe")
+        with eventstore.open(pg.location) as journal:
+            new_session(journal)
+            journal.recorder.query(
+                "SELECT lo_from_bytea(0, 'x'), pg_notify('tierlog_probe', 'x')", timeout=5
+            )
+        assert pg.rows("SELECT count(*) FROM pg_largeobject_metadata") == [(0,)]
+        assert list(listener.notifies(timeout=0.5, stop_after=1)) == []
+        listener.close()
+
     def test_numbers_come_back_as_python_numbers(self, pg: PostgresTarget) -> None:
         """sum() of bigints (numeric on PostgreSQL) is an int, as on SQLite."""
         with eventstore.open(pg.location) as journal:
