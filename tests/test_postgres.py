@@ -235,6 +235,21 @@ class TestSpills:
                 recorder.write_spill("h", "b" * 64, 4, None, 0, b"two\n")
         assert pg.spill("h") == b"one\n"
 
+    def test_an_orphan_row_is_not_said_to_be_removable_by_clean(
+        self, pg: PostgresTarget, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """verify's note on a hand-written spill row says --clean cannot remove it."""
+        eventstore.open(pg.location).close()
+        pg.tamper(
+            "INSERT INTO spill_data (handle, sha256, bytes, data) VALUES ('aa/zz.spill', 'x', 1,"
+            " '\\x00')"
+        )
+        assert main(["verify", pg.location]) == 0
+        out = capsys.readouterr().out
+        assert "aa/zz.spill" in out
+        assert "--clean cannot remove it" in out
+        assert "--clean removes it" not in out
+
 
 class TestLocking:
     def test_writers_on_other_sessions_do_not_wait(self, pg: PostgresTarget) -> None:
