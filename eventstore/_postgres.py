@@ -47,6 +47,7 @@ from reducers import Event, InvalidEvent, JournalError
 SCHEMES = ("postgresql://", "postgres://")
 PAGE = 2_000  # rows a read fetches at a time
 COPY_MIN = 64  # batches at least this long are written with COPY
+LOCK_TIMEOUT = 30.0  # seconds a writer waits for a session's lock (SQLite's busy timeout)
 
 _COLUMNS = "session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"
 _INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
@@ -145,7 +146,13 @@ class PostgresRecorder:
         clock: Callable[[], str] = utc_now,
         synchronous: str = "full",
         connect_timeout: int = 30,
+        lock_timeout: float | None = None,
     ) -> None:
+        """``lock_timeout``: seconds a writer waits for a session's lock before a
+        ConcurrencyError; ``None``: the server's setting (the URL's ``options=-c
+        lock_timeout=...``, the role's, the database's), or :data:`LOCK_TIMEOUT`
+        where that is 0 (wait forever)."""
+        wait = None if lock_timeout is None else seconds(lock_timeout, "lock_timeout")
         psycopg = _driver()
         self._pg = psycopg
         self.url = url
@@ -158,6 +165,7 @@ class PostgresRecorder:
             raise JournalError(f"cannot connect to {redact(url)}: {problem}") from None
         self.wire = Wire(psycopg, self.conn, self.location)
         try:
+            self._set_lock_timeout(wait)
             if readonly:
                 self.conn.execute("SET default_transaction_read_only = on")
                 _pg_schema.check(self.conn)
@@ -172,6 +180,15 @@ class PostgresRecorder:
         except JournalError:
             self.conn.close()
             raise
+
+    def _set_lock_timeout(self, wait: float | None) -> None:
+        if wait is None:
+            if self.conn.execute("SHOW lock_timeout").fetchone()[0] != "0":
+                return  # configured on the server or in the URL
+            wait = LOCK_TIMEOUT
+        self.conn.execute(
+            "SELECT set_config('lock_timeout', %s, false)", (f"{max(1, round(wait * 1000))}ms",)
+        )
 
     @property
     def location(self) -> str:

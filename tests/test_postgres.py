@@ -264,6 +264,34 @@ class TestLocking:
         holder.close()
         other.close()
 
+    def test_a_stalled_lock_holder_makes_a_waiting_writer_give_up(self, pg: PostgresTarget) -> None:
+        """A writer waits for a stalled holder of the session's lock only up to its
+        lock_timeout, then gets a ConcurrencyError and writes nothing."""
+        holder = PostgresRecorder(pg.location)
+        waiter = PostgresRecorder(pg.location, lock_timeout=0.3)
+        with holder.transaction():
+            holder.head("s")  # takes the lock, then stalls
+            started = time.monotonic()
+            with pytest.raises(eventstore.ConcurrencyError, match="lock"):
+                waiter.append("s", [TURN], expected_version=0)
+            assert time.monotonic() - started < 5
+        assert waiter.head("s").version == 0
+        holder.close()
+        waiter.close()
+
+    def test_the_lock_timeout_defaults_to_30_s_unless_configured(self, pg: PostgresTarget) -> None:
+        """Without a setting a writer waits 30 s; a URL's own lock_timeout is kept."""
+        plain = PostgresRecorder(pg.location)
+        sep = "&" if "?" in pg.location else "?"
+        configured = PostgresRecorder(f"{pg.location}{sep}options=-c%20lock_timeout%3D7s")
+        shown = [
+            r.query("SELECT current_setting('lock_timeout')", timeout=5).rows
+            for r in (plain, configured)
+        ]
+        assert shown == [[("30s",)], [("7s",)]]
+        plain.close()
+        configured.close()
+
     def test_a_writer_on_the_same_session_waits_then_sees_the_new_head(
         self, pg: PostgresTarget
     ) -> None:
