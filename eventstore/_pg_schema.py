@@ -20,6 +20,12 @@ SCHEMA_VERSION = 1
 LOCK_SPACE = 0x74696572  # "tier": the first key of every advisory lock tierlog takes
 _INSTALL_KEY = 0  # the second key of the lock that serialises installs
 
+_IMMUTABLE = """
+        BEGIN
+            RAISE EXCEPTION 'tierlog % are immutable: % refused', TG_TABLE_NAME, TG_OP
+                USING ERRCODE = 'integrity_constraint_violation';
+        END """
+
 TABLES = (
     """CREATE TABLE tierlog_meta (
         key   text PRIMARY KEY,
@@ -37,11 +43,7 @@ TABLES = (
         hash           text    NOT NULL,
         UNIQUE (session_id, version)
     )""",
-    """CREATE FUNCTION tierlog_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            RAISE EXCEPTION 'tierlog % are immutable: % refused', TG_TABLE_NAME, TG_OP
-                USING ERRCODE = 'integrity_constraint_violation';
-        END $$""",
+    f"CREATE FUNCTION tierlog_immutable() RETURNS trigger LANGUAGE plpgsql AS $${_IMMUTABLE}$$",
     """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
         FOR EACH ROW EXECUTE FUNCTION tierlog_immutable()""",
     """CREATE TRIGGER events_no_delete BEFORE DELETE ON events
@@ -77,13 +79,27 @@ TABLES = (
     )""",
 )
 
-TRIGGERS = (
-    "events_no_update",
-    "events_no_delete",
-    "events_no_truncate",
-    "spill_data_no_update",
-    "spill_data_no_truncate",
-)
+# pg_trigger.tgtype bits: ROW 1, BEFORE 2, INSERT 4, DELETE 8, UPDATE 16, TRUNCATE 32
+TRIGGERS = {  # name: (table, tgtype)
+    "events_no_update": ("events", 1 | 2 | 16),
+    "events_no_delete": ("events", 1 | 2 | 8),
+    "events_no_truncate": ("events", 2 | 32),
+    "spill_data_no_update": ("spill_data", 1 | 2 | 8 | 16),
+    "spill_data_no_truncate": ("spill_data", 2 | 32),
+}
+_TRIGGERS_SQL = """
+SELECT t.tgname, c.relname, t.tgtype, t.tgenabled IN ('O', 'A'),
+       t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0, p.proname, pn.nspname
+FROM pg_trigger t
+JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_namespace pn ON pn.oid = p.pronamespace
+WHERE n.nspname = current_schema() AND NOT t.tgisinternal
+"""
+_FUNCTION_SQL = """
+SELECT p.prosrc, l.lanname FROM pg_proc p
+JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
+WHERE n.nspname = current_schema() AND p.proname = 'tierlog_immutable' AND p.pronargs = 0
+"""
 
 _COMMON = "session_id, version, seq, recorded_at"
 
@@ -324,20 +340,32 @@ def _is_journal(conn: Any) -> bool:
 
 
 def integrity_problems(conn: Any) -> list[str]:
-    """What protects the log and is missing or disabled (triggers, the unique key)."""
-    enabled = dict(
-        conn.execute(
-            "SELECT t.tgname, t.tgenabled <> 'D' FROM pg_trigger t"
-            " JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = current_schema() AND NOT t.tgisinternal"
-        ).fetchall()
-    )
-    problems = [
-        f"trigger {name} is {'disabled' if name in enabled else 'missing'}: the log is not"
-        " protected against UPDATE and DELETE"
-        for name in TRIGGERS
-        if not enabled.get(name)
-    ]
+    """What protects the log and is missing, disabled or changed (the triggers, the
+    function they run, the unique key)."""
+    unprotected = ": the log is not protected against UPDATE and DELETE"
+    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+    found = {row[0]: row[1:] for row in conn.execute(_TRIGGERS_SQL).fetchall()}
+    problems = []
+    for name, (table, tgtype) in TRIGGERS.items():
+        if name not in found:
+            problems.append(f"trigger {name} is missing{unprotected}")
+            continue
+        on, kind, enabled, unconditional, function, function_schema = found[name]
+        if not enabled:
+            problems.append(f"trigger {name} is disabled{unprotected}")
+        elif (on, kind, unconditional, function, function_schema) != (
+            table,
+            tgtype,
+            True,
+            "tierlog_immutable",
+            schema,
+        ):
+            problems.append(f"trigger {name} was changed (it is not tierlog's){unprotected}")
+    body = conn.execute(_FUNCTION_SQL).fetchall()
+    if [(" ".join(src.split()), lang) for src, lang in body] != [
+        (" ".join(_IMMUTABLE.split()), "plpgsql")
+    ]:
+        problems.append(f"function tierlog_immutable() was changed or is missing{unprotected}")
     unique = conn.execute(
         "SELECT count(*) FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid"
         " JOIN pg_namespace n ON n.oid = t.relnamespace"

@@ -189,6 +189,46 @@ class TestImmutability:
             True,
         )
 
+    @pytest.mark.parametrize(
+        ("sql", "problem"),
+        [
+            (
+                "DROP TRIGGER events_no_delete ON events; CREATE TRIGGER events_no_delete"
+                " AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION tierlog_immutable()",
+                "trigger events_no_delete was changed",
+            ),
+            (
+                "DROP TRIGGER events_no_update ON events; CREATE TRIGGER events_no_update"
+                " BEFORE UPDATE ON events FOR EACH ROW WHEN (false)"
+                " EXECUTE FUNCTION tierlog_immutable()",
+                "trigger events_no_update was changed",
+            ),
+            (
+                "ALTER TABLE spill_data ENABLE REPLICA TRIGGER spill_data_no_update",
+                "trigger spill_data_no_update is disabled",
+            ),
+            (
+                "CREATE OR REPLACE FUNCTION tierlog_immutable() RETURNS trigger"
+                " LANGUAGE plpgsql AS $$BEGIN IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;"
+                " RETURN NEW; END$$",
+                "function tierlog_immutable() was changed",
+            ),
+        ],
+    )
+    def test_a_changed_trigger_or_function_is_an_integrity_problem(
+        self, pg: PostgresTarget, sql: str, problem: str
+    ) -> None:
+        """A trigger re-created under its name to do nothing, or a neutered function,
+        is reported although every trigger name is still there and enabled."""
+        with eventstore.open(pg.location) as journal:
+            new_session(journal)
+        with _connect(pg.location) as conn:
+            conn.execute(sql.encode())
+        with eventstore.open(pg.location, readonly=True) as journal:
+            (finding,) = verify(journal)
+        assert finding.check == "integrity"
+        assert problem in finding.problem
+
 
 class TestSpills:
     def test_a_spill_rolls_back_with_its_transaction(self, pg: PostgresTarget) -> None:
