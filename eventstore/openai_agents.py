@@ -301,15 +301,21 @@ class TierlogSession:
         """Append each item as a turn holding its exact JSON, in one transaction.
 
         The items a model produced count the output tokens its usage reports when the
-        runner passes it; the others one token per four bytes of JSON.
+        runner passes it (at most the session's ``window_tokens``; a count that is not
+        an integer >= 0 is ignored, with a warning); the others, and the model's items
+        without a usable count, one token per four bytes of JSON.
         """
         self._check_open()
         if not items:
             return
         texts = [_encode(i, item) for i, item in enumerate(items)]
-        tokens = self._tokens(cast(list[Item], items), texts, wrapper)
         data = cast(list[Item], items)
-        await self._ado(lambda: self._retry(lambda s: self._plan_items(s, data, texts, tokens)))
+        reported = self._reported(data, wrapper)
+
+        def plan(state: SessionState) -> list[Event]:
+            return self._plan_items(state, data, texts, self._tokens(state, data, texts, reported))
+
+        await self._ado(lambda: self._retry(plan))
 
     async def pop_item(
         self, *, wrapper: RunContextWrapper[Any] | None = None
@@ -389,13 +395,22 @@ class TierlogSession:
         return self._do(lambda: fn(self._session))
 
     def close(self) -> None:
-        """Close the journal if this session opened it (idempotent)."""
+        """Close the journal if this session opened it (idempotent).
+
+        Called on the journal's own thread (from a ``run(fn)`` callback), it closes
+        the journal right there and lets the thread end once the callback returns.
+        """
         if self._closed:
             return
         self._closed = True
-        if self._executor is not None:
-            self._executor.submit(self._journal.close).result()
-            self._executor.shutdown(wait=True)
+        if self._executor is None:
+            return
+        if threading.get_ident() == self._owner:  # waiting on our own thread would hang
+            self._journal.close()
+            self._executor.shutdown(wait=False)
+            return
+        self._executor.submit(self._journal.close).result()
+        self._executor.shutdown(wait=True)
 
     def __enter__(self) -> TierlogSession:
         return self
@@ -444,21 +459,44 @@ class TierlogSession:
                     raise
 
     # -- items <-> turns -------------------------------------------------------------------
-    def _tokens(self, items: list[Item], texts: list[str], wrapper: object) -> list[int]:
-        """Per item: its share of the new responses' output tokens, else an estimate."""
-        tokens = [_estimate(text) for text in texts]
-        produced = [i for i, item in enumerate(items) if _is_model_output(item)]
+    def _reported(self, items: list[Item], wrapper: object) -> int | None:
+        """The output tokens the runner's usage reports for responses not yet counted,
+        or ``None`` (no model item, no usage, or a count that is not an integer >= 0)."""
+        if not any(_is_model_output(item) for item in items):
+            return None
         entries = getattr(getattr(wrapper, "usage", None), "request_usage_entries", None)
-        if not produced or not isinstance(entries, list):
-            return tokens
+        if not isinstance(entries, list):
+            return None
         seen = self._usage_seen if entries is self._usage_entries else 0
         fresh = entries[seen:]
         self._usage_entries, self._usage_seen = entries, len(entries)
-        reported = sum(int(getattr(e, "output_tokens", 0) or 0) for e in fresh)
-        if reported > 0:
-            shares = _split(reported, [tokens[i] for i in produced])
-            for i, share in zip(produced, shares, strict=True):
-                tokens[i] = share
+        counts = [getattr(e, "output_tokens", None) for e in fresh]
+        junk = [c for c in counts if c is not None and not _is_count(c)]
+        if junk:
+            self._log.warning(
+                "usage_ignored", output_tokens=repr(junk[0])[:80], reason="not an integer >= 0"
+            )
+            return None
+        return sum(cast(int, c) for c in counts if c is not None)
+
+    def _tokens(
+        self, state: SessionState, items: list[Item], texts: list[str], reported: int | None
+    ) -> list[int]:
+        """Per item: its share of the new responses' output tokens, else an estimate.
+
+        A reported count above the session's ``window_tokens`` is clamped to it: one
+        response cannot put more in the context than the context holds."""
+        tokens = [_estimate(text) for text in texts]
+        if not reported:
+            return tokens
+        window = state.config.window_tokens if state.config is not None else reported
+        if reported > window:
+            self._log.warning("usage_clamped", output_tokens=reported, window_tokens=window)
+            reported = window
+        produced = [i for i, item in enumerate(items) if _is_model_output(item)]
+        shares = _split(reported, [tokens[i] for i in produced])
+        for i, share in zip(produced, shares, strict=True):
+            tokens[i] = share
         return tokens
 
     def _plan_items(
@@ -719,6 +757,11 @@ def _outcome(item: Item) -> str:
 def _estimate(text: str) -> int:
     """About one token per four bytes of UTF-8, at least one."""
     return max(1, (len(text.encode("utf-8", "surrogatepass")) + 3) // 4)
+
+
+def _is_count(value: object) -> bool:
+    """Whether ``value`` is a token count: an integer >= 0 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _is_model_output(item: Item) -> bool:

@@ -6,11 +6,13 @@ import asyncio
 import contextlib
 import io
 import json
+import logging
 import os
 import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -204,6 +206,24 @@ class TestProtocol:
         assert state.dispositions["add-then-backfill"].disposition == "rejected"
         session.close()
 
+    def test_close_on_the_journal_thread_closes_there(self, tmp_path: Path) -> None:
+        """close() from a run(fn) callback closes the journal instead of hanging."""
+        session = TierlogSession("s", tmp_path / "t.db")
+        asyncio.run(session.add_items([{"role": "user", "content": "hi"}]))
+        done: list[str] = []
+        caller = threading.Thread(
+            target=lambda: done.append(str(session.run(lambda _: session.close()))), daemon=True
+        )
+        caller.start()
+        caller.join(10)
+        assert not caller.is_alive(), "close() on the journal thread hung"
+        assert done == ["None"]
+        with pytest.raises(eventstore.JournalError, match="closed"):
+            session.run(lambda s: s.state)
+        session.close()  # still idempotent
+        with TierlogSession("s", tmp_path / "t.db") as again:  # the file was let go
+            assert asyncio.run(again.get_items()) == [{"role": "user", "content": "hi"}]
+
 
 class TestSameAsSQLiteSession:
     def test_two_runs_and_a_restart_leave_equal_items(self, tmp_path: Path) -> None:
@@ -335,6 +355,46 @@ class TestJournal:
         assert by_role["assistant"] == 9
         user = next(t for t in turns if t.role == "user")
         assert user.tokens == (len(user.content.encode()) + 3) // 4
+
+    @pytest.mark.parametrize(
+        "count", [float("nan"), float("inf"), 1.5, "many", -3, True, [12]], ids=repr
+    )
+    def test_junk_usage_falls_back_to_the_estimate(
+        self, tmp_path: Path, count: object, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """An output token count that is not an integer >= 0 is ignored with a warning."""
+        item: Any = {"role": "assistant", "content": "hello there"}
+        with TierlogSession("s", tmp_path / "t.db") as session:
+            with caplog.at_level(logging.WARNING, logger="tierlog"):
+                asyncio.run(session.add_items([item], wrapper=_wrapper(count)))
+            (turn,) = session.run(lambda s: s.turns())
+        assert turn.tokens == (len(turn.content.encode()) + 3) // 4
+        assert "usage_ignored" in caplog.text
+
+    def test_absurd_usage_is_clamped_to_the_window(
+        self, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Counts above window_tokens are clamped to it, and the session takes more items."""
+        items: list[Any] = [
+            {"role": "assistant", "content": "a"},
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+        ]
+        with TierlogSession("s", tmp_path / "t.db", config=EAGER) as session:
+            with caplog.at_level(logging.WARNING, logger="tierlog"):
+                for usage in (_wrapper(10**19), _wrapper(2**62, 2**62 - 1000)):
+                    asyncio.run(session.add_items(list(items), wrapper=usage))
+            asyncio.run(session.add_items([{"role": "user", "content": "next " * 800}]))
+            turns = session.run(lambda s: s.turns())
+            assert len(asyncio.run(session.get_items())) == 5
+        assert sum(t.tokens for t in turns[:2]) == EAGER.window_tokens
+        assert sum(t.tokens for t in turns[2:4]) == EAGER.window_tokens
+        assert caplog.text.count("usage_clamped") == 2
+
+
+def _wrapper(*counts: object) -> Any:
+    """What the runner passes add_items: usage.request_usage_entries[*].output_tokens."""
+    entries = [SimpleNamespace(output_tokens=c) for c in counts]
+    return SimpleNamespace(usage=SimpleNamespace(request_usage_entries=entries))
 
 
 def _forgetful(requests: list[SummaryRequest]) -> Callable[[SummaryRequest], Summary]:
