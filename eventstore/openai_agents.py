@@ -77,6 +77,7 @@ except ImportError as exc:  # pragma: no cover - only without the extra
 __all__ = [
     "DEFAULT_CONFIG",
     "Summarizer",
+    "SummarizerError",
     "Summary",
     "SummaryRequest",
     "TierlogSession",
@@ -172,6 +173,10 @@ class SummaryRequest:
         )
 
 
+class SummarizerError(JournalError):
+    """The summarizer raised; nothing was written. Its exception is the ``__cause__``."""
+
+
 Summarizer: TypeAlias = Callable[[SummaryRequest], Summary | Awaitable[Summary]]
 
 
@@ -258,6 +263,7 @@ class TierlogSession:
         if isinstance(db, Journal):
             self._journal = db
             self._session = self._do(lambda: _open_session(db, session_id, config))
+            self._on_unsafe = self._do(lambda: _on_unsafe(self._session))
             return
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tierlog")
 
@@ -275,6 +281,7 @@ class TierlogSession:
         except BaseException:
             self._executor.shutdown(wait=True)
             raise
+        self._on_unsafe = self._do(lambda: _on_unsafe(self._session))
 
     def __repr__(self) -> str:
         return f"TierlogSession({self.session_id!r}, {self._journal.recorder.location!r})"
@@ -340,14 +347,31 @@ class TierlogSession:
         wrapper: RunContextWrapper[Any] | None = None,
     ) -> None:
         """The runner's hook after each turn: compact once occupancy reaches the trigger
-        (or when ``args["force"]``). A refused summary changes nothing the runner sees;
-        with ``on_unsafe="halt"`` the UnrecoverableCompactionError ends the run."""
+        (or when ``args["force"]``).
+
+        With ``on_unsafe="spill"`` compaction never ends the run: a refused summary is
+        recorded and spilled, and a summarizer that fails (``SummarizerError``) or
+        claims what the session does not hold (``InvalidEvent``, nothing written) is
+        logged as a ``compaction_failed`` warning on the ``tierlog`` logger; the runner
+        sees its items unchanged either way. With ``on_unsafe="halt"`` the refusal
+        (UnrecoverableCompactionError), the SummarizerError or the InvalidEvent ends
+        the run."""
+        self._check_open()
         try:
             await self.compact(force=bool((args or {}).get("force", False)))
         except UnrecoverableCompactionError as refused:
             if refused.action == "halted":
                 raise
             self._log.info("refused summary spilled; the runner's items are unchanged")
+        except Exception as failed:
+            if self._on_unsafe == "halt":
+                raise
+            self._log.warning(
+                "compaction_failed",
+                error=type(failed).__name__,
+                detail=str(failed)[:500],
+                on_unsafe=self._on_unsafe,
+            )
 
     # -- compaction ----------------------------------------------------------------------
     async def compact(self, *, force: bool = False) -> Node | None:
@@ -356,7 +380,11 @@ class TierlogSession:
         Returns the committed node, or ``None`` when there is nothing to do (no
         summarizer, below the trigger, nothing before the tail, or another writer
         moved the session while the summarizer ran). Raises
-        UnrecoverableCompactionError when the summary is refused (recorded either way).
+        UnrecoverableCompactionError when the summary is refused (recorded either way),
+        SummarizerError when the summarizer raises (its error is the ``__cause__``),
+        InvalidEvent when it returns no Summary or one whose claims name a call, a
+        pending constraint or a negative fact the session does not hold, or a call as
+        both resolved and unresolved (nothing written for either).
         """
         self._check_open()
         summarizer = self.summarizer
@@ -365,8 +393,13 @@ class TierlogSession:
         plan = await self._ado(lambda: self._plan_compaction(force))
         if plan is None:
             return None
-        answer = summarizer(plan.request)
-        summary = await answer if inspect.isawaitable(answer) else answer
+        try:
+            answer = summarizer(plan.request)
+            summary = await answer if inspect.isawaitable(answer) else answer
+        except Exception as exc:
+            raise SummarizerError(
+                f"the summarizer failed: {type(exc).__name__}: {exc}"[:500]
+            ) from exc
         if not isinstance(summary, Summary):
             raise InvalidEvent(f"the summarizer returned {type(summary).__name__}, not a Summary")
         return await self._ado(lambda: self._commit_compaction(plan, summary))
@@ -674,6 +707,7 @@ class TierlogSession:
         return [_decode(role, text) for index, role, text in texts if not in_spans(cut, index)]
 
     def _commit_compaction(self, plan: _Plan, summary: Summary) -> Node | None:
+        _check_claims(self._session.state, summary)
         item = {"role": SUMMARY_ROLE, "content": summary.text}
         estimate = _estimate(json.dumps(item, ensure_ascii=False))
         tokens = summary.tokens if summary.tokens is not None else estimate
@@ -707,6 +741,38 @@ def _open_session(journal: Journal, session_id: str, config: SessionConfig | Non
         return journal.start_session(session_id, config or DEFAULT_CONFIG)
     except InvalidEvent:  # another process started it in between
         return journal.session(session_id)
+
+
+def _check_claims(state: SessionState, summary: Summary) -> None:
+    """InvalidEvent unless every claim of ``summary`` is about something the session
+    has: a call it saw (never both resolved and unresolved), a pending constraint, a
+    negative fact with the disposition it was recorded with."""
+    problems: list[str] = []
+    unknown = [
+        c for c in (*summary.resolved_ids, *summary.unresolved_ids) if c not in state.call_ids
+    ]
+    if unknown:
+        problems.append(f"unknown call(s) {', '.join(map(repr, unknown))}")
+    both = sorted(set(summary.resolved_ids) & set(summary.unresolved_ids))
+    if both:
+        problems.append(f"call(s) {', '.join(map(repr, both))} both resolved and unresolved")
+    loose = [k for k in summary.constraints if k not in state.constraints]
+    if loose:
+        problems.append(f"no pending constraint(s) {', '.join(map(repr, loose))}")
+    for key, disposition in summary.dispositions.items():
+        fact = state.dispositions.get(key)
+        if fact is None:
+            problems.append(f"no negative fact {key!r}")
+        elif fact.disposition != disposition:
+            problems.append(f"negative fact {key!r} is {fact.disposition!r}, not {disposition!r}")
+    if problems:
+        raise InvalidEvent("the summary claims " + "; ".join(problems))
+
+
+def _on_unsafe(session: Session) -> str:
+    """The session's ``on_unsafe`` ("spill" or "halt"); it never changes."""
+    config = session.state.config
+    return config.on_unsafe if config is not None else DEFAULT_CONFIG.on_unsafe
 
 
 def _summary_item(node: Node) -> Item:
