@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-import sqlite3
 import sys
 from collections.abc import Iterable
 from typing import Any
 
 from eventstore._journal import Journal
-from eventstore._store import Recorded
-from reducers import InvalidEvent, SessionState
+from eventstore._store import Recorded, Selection
+from reducers import SessionState
 
 SESSIONS_SQL = """
 SELECT session_id,
@@ -23,40 +23,34 @@ FROM events GROUP BY session_id ORDER BY session_id
 """
 
 
-def query(journal: Journal, sql: str, *, read_only: bool = False) -> list[dict[str, Any]]:
-    """Rows of ``sql`` as dicts; with ``read_only`` no statement can write, ATTACH included."""
-    if not sql.strip():
-        raise InvalidEvent("empty query")
-    conn = journal.store.conn
-    if read_only:
-        conn.execute("PRAGMA query_only = ON")
-        conn.set_authorizer(_read_only)
-    try:
-        cursor = conn.execute(sql)
-        names = [c[0] for c in cursor.description or ()]
-        return [dict(zip(names, row, strict=True)) for row in cursor]
-    except sqlite3.Error as exc:
-        denied = "not authorized" in str(exc) or "readonly" in str(exc)
-        hint = " (tierlog sql is read-only: SELECT and WITH queries only)" if denied else ""
-        raise InvalidEvent(f"query failed: {exc}{hint}") from None
-    finally:
-        if read_only:
-            conn.set_authorizer(None)
+def query(journal: Journal, sql: str) -> list[dict[str, Any]]:
+    """Rows of one of tierlog's own queries, as dicts."""
+    with journal.store.select(sql) as rows:
+        return [dict(zip(rows.names, row, strict=True)) for row in rows]
 
 
-_READS = {
-    sqlite3.SQLITE_SELECT,
-    sqlite3.SQLITE_READ,
-    sqlite3.SQLITE_FUNCTION,
-    sqlite3.SQLITE_RECURSIVE,
-    sqlite3.SQLITE_SAVEPOINT,  # sqlite-utils wraps each query in one
-    sqlite3.SQLITE_TRANSACTION,
-}
+def stream(rows: Selection, as_json: bool, *, buffer: int = 1000) -> None:
+    """Print rows as they come: JSON, or a table aligned on the first ``buffer`` rows."""
+    records = ({n: _cell(v) for n, v in zip(rows.names, row, strict=True)} for row in rows)
+    if as_json:
+        opener = "["
+        for record in records:
+            print(opener, json.dumps(record, ensure_ascii=False))
+            opener = ","
+        print("[]" if opener == "[" else "]")
+        return
+    head = list(itertools.islice(records, buffer))
+    if not head:
+        print("(no rows)")
+        return
+    lines, widths = _table(head)
+    print("\n".join(lines))
+    for record in records:
+        print(_line([_short(v) for v in record.values()], widths))
 
 
-def _read_only(action: int, *_: object) -> int:
-    """Authorizer: reads only (ATTACH, PRAGMA and every write are denied)."""
-    return sqlite3.SQLITE_OK if action in _READS else sqlite3.SQLITE_DENY
+def _line(cells: list[str], widths: list[int]) -> str:
+    return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))
 
 
 def _cell(value: Any) -> Any:
@@ -74,12 +68,15 @@ def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
     """An aligned text table; long cells are cut at 60 characters."""
+    return _table(rows)[0]
+
+
+def _table(rows: list[dict[str, Any]]) -> tuple[list[str], list[int]]:
     names = list(rows[0])
     cells = [[_short(row[n]) for n in names] for row in rows]
     widths = [max(len(n), *(len(c[i]) for c in cells)) for i, n in enumerate(names)]
-    line = "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True))
-    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
-    return [line, "  ".join("-" * w for w in widths), *body]
+    body = [_line(r, widths) for r in cells]
+    return [_line(names, widths), "  ".join("-" * w for w in widths), *body], widths
 
 
 def _short(value: Any) -> str:

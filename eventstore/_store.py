@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +20,7 @@ import attrs
 
 from eventstore import _schema
 from eventstore._codec import SCHEMA_VERSION, from_payload, hash_bytes, to_payload
-from eventstore._errors import ConcurrencyError
+from eventstore._errors import ConcurrencyError, IntegrityError
 from reducers import Event, InvalidEvent, JournalError, canonical_json
 
 GENESIS = "0" * 64
@@ -131,6 +132,8 @@ class EventStore:
             raise kind(f"cannot use {self.path}: {exc}") from None
         except sqlite3.DatabaseError as exc:  # "file is not a database"
             self.conn.close()
+            if is_corruption(exc):
+                raise IntegrityError(f"{self.path} is corrupt: {exc}") from None
             raise JournalError(f"{self.path} is not a tierlog journal: {exc}") from None
         except JournalError:
             self.conn.close()
@@ -259,6 +262,74 @@ class EventStore:
         )
         for (payload,) in cursor:
             yield json.loads(payload)
+
+    # -- heads (the witness) and verbatim copies (import) -------------------------------
+    def heads(self) -> list[tuple[str, int, str]]:
+        """Every session's ``(id, head version, head hash)``, sorted by id."""
+        rows = self.conn.execute(
+            "SELECT session_id, max(version), hash FROM events GROUP BY session_id"
+            " ORDER BY session_id"
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def hash_at(self, session_id: str, version: int) -> str | None:
+        """The hash of the session's event at ``version``, or ``None`` if there is none."""
+        row = self.conn.execute(
+            "SELECT hash FROM events WHERE session_id = ? AND version = ?", (session_id, version)
+        ).fetchone()
+        return row[0] if row else None
+
+    def integrity_problems(self) -> list[str]:
+        """What ``PRAGMA integrity_check`` complains about (nothing when the file is sound)."""
+        return [row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+
+    def insert_recorded(self, rows: Iterable[Recorded]) -> None:
+        """Insert rows already chained elsewhere, verbatim, in the caller's transaction.
+
+        ``import`` decides a new session in a scratch journal and copies its rows
+        here; the caller has checked, under this transaction's lock, that the
+        session does not exist yet.
+        """
+        if not self._in_txn:
+            raise JournalError("insert_recorded joins the caller's transaction; open one")
+        values = (
+            (
+                r.session_id,
+                r.version,
+                r.type,
+                r.schema_version,
+                r.payload,
+                r.recorded_at,
+                r.prev_hash,
+                r.hash,
+            )
+            for r in rows
+        )
+        try:
+            self.conn.executemany(_INSERT, values)
+        except sqlite3.IntegrityError as exc:
+            raise ConcurrencyError(f"cannot copy the rows: {exc}") from None
+        except sqlite3.OperationalError as exc:
+            raise JournalError(f"cannot write to {self.path}: {exc}") from None
+
+    def select(
+        self,
+        sql: str,
+        *,
+        read_only: bool = False,
+        timeout: float | None = None,
+        heap_limit: int | None = None,
+    ) -> Selection:
+        """The rows of ``sql``, streamed, within limits; use it as a context manager.
+
+        ``read_only``: an authorizer denies every write, ``PRAGMA`` and ``ATTACH``.
+        ``timeout`` (seconds) and ``heap_limit`` (bytes, ``PRAGMA hard_heap_limit``:
+        process-wide while the selection is open, restored after) stop a runaway
+        query with a :class:`JournalError`; Ctrl-C stops it with ``KeyboardInterrupt``.
+        """
+        return Selection(
+            self.conn, sql, read_only=read_only, timeout=timeout, heap_limit=heap_limit
+        )
 
     # -- snapshots (a cache: replay must agree with it) ---------------------------------
     def save_snapshot(
@@ -409,3 +480,114 @@ def _check_row(row: Recorded, prev: str, expected: int) -> tuple[Event | None, s
         return from_payload(row.type, data), ""
     except InvalidEvent as exc:
         return None, f"payload does not decode: {exc}"
+
+
+def is_corruption(exc: sqlite3.Error) -> bool:
+    """Whether SQLite found the file damaged (a malformed page, a torn header)."""
+    return getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT"
+
+
+_READS = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+    sqlite3.SQLITE_SAVEPOINT,
+    sqlite3.SQLITE_TRANSACTION,
+}
+
+
+def _reads_only(action: int, *_: object) -> int:
+    """Authorizer: reads only (ATTACH, PRAGMA and every write are denied)."""
+    return sqlite3.SQLITE_OK if action in _READS else sqlite3.SQLITE_DENY
+
+
+class Selection:
+    """One query's column names and rows, with its limits in force until closed."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        sql: str,
+        *,
+        read_only: bool,
+        timeout: float | None,
+        heap_limit: int | None,
+    ) -> None:
+        if not sql.strip():
+            raise InvalidEvent("empty query")
+        self._conn, self._sql, self._read_only = conn, sql, read_only
+        self._timeout, self._heap_limit = timeout, heap_limit
+        self._deadline = float("inf")
+        self._restore: list[Callable[[], object]] = []
+        self.names: list[str] = []
+        self._cursor: sqlite3.Cursor | None = None
+
+    def __enter__(self) -> Selection:
+        conn = self._conn
+        if self._heap_limit is not None:
+            (before,) = conn.execute("PRAGMA hard_heap_limit").fetchone()
+            conn.execute(f"PRAGMA hard_heap_limit = {int(self._heap_limit)}")
+            self._restore.append(lambda: conn.execute(f"PRAGMA hard_heap_limit = {before}"))
+        if self._read_only:
+            conn.execute("PRAGMA query_only = ON")
+            conn.set_authorizer(_reads_only)
+            self._restore += [lambda: conn.execute("PRAGMA query_only = OFF")]
+            self._restore += [lambda: conn.set_authorizer(None)]
+        if self._timeout is not None:
+            self._deadline = time.monotonic() + self._timeout
+        # also gives Python a moment to see Ctrl-C while SQLite runs
+        conn.set_progress_handler(self._stop, 10_000)
+        self._restore.append(lambda: conn.set_progress_handler(None, 0))
+        try:
+            self._cursor = self._guarded(lambda: conn.execute(self._sql))
+        except BaseException:
+            self.close()
+            raise
+        self.names = [c[0] for c in self._cursor.description or ()]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the query and lift its limits (idempotent)."""
+        if self._cursor is not None:
+            self._cursor.close()
+            self._cursor = None
+        while self._restore:
+            self._restore.pop()()
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        cursor = self._cursor
+        if cursor is None:
+            raise JournalError("the selection is closed")
+        while True:
+            row = self._guarded(lambda: next(cursor, None))
+            if row is None:
+                return
+            yield row
+
+    def _stop(self) -> bool:
+        return time.monotonic() > self._deadline
+
+    def _guarded(self, step: Callable[[], Any]) -> Any:
+        try:
+            return step()
+        except MemoryError:
+            limit = f" of {self._heap_limit / 2**20:g} MB" if self._heap_limit else ""
+            raise JournalError(
+                f"query stopped: it needs more than its memory limit{limit}"
+            ) from None
+        except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_INTERRUPT":
+                if time.monotonic() > self._deadline:
+                    raise JournalError(
+                        f"query stopped: it ran past its time limit of {self._timeout:g} s"
+                    ) from None
+                raise KeyboardInterrupt from None  # Ctrl-C, seen inside the progress handler
+            if is_corruption(exc):
+                raise IntegrityError(f"database is corrupt: {exc}") from None
+            denied = "not authorized" in str(exc) or "readonly" in str(exc)
+            hint = " (read-only: SELECT and WITH queries only)" if denied else ""
+            raise InvalidEvent(f"query failed: {exc}{hint}") from None

@@ -358,7 +358,7 @@ class TestTransfer:
         assert code == 2
         assert "v18" in err
         assert "unknown node 'n99'" in err
-        assert rows(tmp_path / "x.db", "SELECT count(*) FROM events") == [(0,)]
+        assert not list(tmp_path.glob("*x.db*"))
 
     @pytest.mark.parametrize(
         "line",
@@ -375,13 +375,13 @@ class TestTransfer:
     def test_malformed_import_writes_nothing(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path, line: str
     ) -> None:
-        """A file with a bad line is refused whole, exit 2."""
+        """A file with a bad line is refused whole, exit 2, and no journal file is left."""
         dump = tmp_path / "bad.jsonl"
         dump.write_text(line + "\n")
         code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
         assert code == 2
         assert "line 1" in err
-        assert rows(tmp_path / "x.db", "SELECT count(*) FROM events") == [(0,)]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
 
 
 class TestDemo:

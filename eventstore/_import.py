@@ -1,0 +1,273 @@
+"""``import``: decide without the write lock, then commit in one short transaction.
+
+Re-deciding every command, writing spill files and hashing the rows run against
+a *scratch journal*: a file with the target's name in a private folder next to
+it (``.<name>.import-XXXXXXXX/``), so spill handles come out exactly as the
+target names them. Nobody else sees the scratch journal, and the sessions being
+imported are new, so no other writer can change what their decisions depend on
+(their own earlier events and the spill files they wrote).
+
+The target's write lock is taken once, at the end: in one ``BEGIN IMMEDIATE``
+transaction each session is checked to be still absent, the staged spill files
+are renamed into the spill folder, the rows are inserted verbatim (hashes and
+all) and a snapshot is written. COMMIT is the only commit point: a failure
+anywhere leaves no event, the moved spill files are removed again, and the
+scratch folder is always deleted (a ``kill -9`` can leave it behind; it holds
+nothing the journal needs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+
+import attrs
+
+from eventstore._files import write_atomically
+from eventstore._journal import Journal, check_session_id
+from eventstore._redecide import Outcome, Redecider
+from eventstore._transfer import read_sessions
+from reducers import (
+    Event,
+    InvalidEvent,
+    JournalError,
+    SessionConfig,
+    SessionStarted,
+    SessionState,
+    fold,
+)
+
+
+@attrs.frozen(kw_only=True)
+class Imported:
+    """What an import did for one session."""
+
+    source_id: str
+    session_id: str
+    events: int
+    redecided: int
+    skipped: tuple[str, ...]
+    unchanged: bool
+
+
+@attrs.frozen(kw_only=True)
+class _Decided:
+    source: str
+    target: str
+    state: SessionState
+    outcome: Outcome
+
+
+def import_file(
+    journal: Journal,
+    file: Iterable[bytes | str],
+    *,
+    rename: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[Imported]:
+    """Import every session in ``file`` into ``journal``, re-deciding every command.
+
+    A command the current checks decide differently is committed as they decide
+    it (an unsafe compaction becomes a refusal). A later command that this makes
+    impossible (a marker on the node that was refused) is skipped and reported.
+    A command invalid in the file's own history, or a malformed line, aborts
+    the import whole. Sessions already present with the same history are left
+    unchanged.
+    """
+    with Import(journal.path, read_sessions(file), rename=rename) as job:
+        job.decide(journal, progress)
+        return job.commit(journal)
+
+
+class Import:
+    """One import into the journal at ``path``: ``decide`` (no lock), then ``commit``."""
+
+    def __init__(
+        self, path: str | Path, sessions: dict[str, list[Event]], *, rename: str | None = None
+    ) -> None:
+        if rename is not None:
+            check_session_id(rename)
+            if len(sessions) != 1:
+                raise InvalidEvent(f"--session renames one session; the file holds {len(sessions)}")
+        self.path = Path(path)
+        if not self.path.parent.is_dir():
+            raise JournalError(f"cannot create {self.path}: no folder {self.path.parent}")
+        self._sessions = sessions
+        self._rename = rename
+        self._unchanged: list[Imported] = []
+        self._decided: list[_Decided] = []
+        self._folder = Path(
+            tempfile.mkdtemp(prefix=f".{self.path.name}.import-", dir=self.path.parent)
+        )
+        try:
+            self._scratch = Journal(
+                self._folder / self.path.name, synchronous="normal", snapshot_every=0
+            )
+            self._scratch.store.transaction().__enter__()  # never committed: closed with it
+        except BaseException:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            raise
+
+    def __enter__(self) -> Import:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Drop the scratch journal and its folder (idempotent)."""
+        self._scratch.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+    # -- without the lock ------------------------------------------------------------
+    def decide(
+        self, existing: Journal | None, progress: Callable[[int], None] | None = None
+    ) -> None:
+        """Re-decide every session not already in ``existing`` into the scratch journal."""
+        for source, events in self._sessions.items():
+            target = source if self._rename is None else self._rename
+            if _holds(existing, target, events):
+                self._unchanged.append(_unchanged(source, target, len(events)))
+                continue
+            decided = self._decide(source, target, events, progress)
+            if existing is not None and existing.store.head(target)[0]:
+                self._unchanged.append(self._same_as_stored(existing, decided))
+            else:
+                self._decided.append(decided)
+
+    def _decide(
+        self,
+        source: str,
+        target: str,
+        events: list[Event],
+        progress: Callable[[int], None] | None,
+    ) -> _Decided:
+        first = events[0]
+        if not isinstance(first, SessionStarted):
+            raise InvalidEvent(f"session {source!r} does not begin with SessionStarted")
+        session = self._scratch.start_session(target, SessionConfig(**attrs.asdict(first)))
+        outcome = Redecider(session, source, fold([first])).run(events[1:], progress)
+        return _Decided(source=source, target=target, state=session.state, outcome=outcome)
+
+    def _same_as_stored(self, journal: Journal, d: _Decided) -> Imported:
+        """``unchanged`` if ``journal`` holds exactly what was decided, else InvalidEvent."""
+        stored = journal.store.read_payloads(d.target)
+        decided = self._scratch.store.read_payloads(d.target)
+        if any(a != b for a, b in itertools.zip_longest(stored, decided)):
+            raise InvalidEvent(f"session {d.target!r} already exists with a different history")
+        return _unchanged(d.source, d.target, d.state.version)
+
+    # -- under the lock --------------------------------------------------------------
+    def commit(self, journal: Journal) -> list[Imported]:
+        """Copy the decided sessions into ``journal`` in one transaction."""
+        results = list(self._unchanged)
+        moved: list[Path] = []
+        try:
+            with journal.store.transaction():
+                todo = []
+                for d in self._decided:
+                    if journal.store.head(d.target)[0]:  # another writer created it meanwhile
+                        results.append(self._same_as_stored(journal, d))
+                    else:
+                        todo.append(d)
+                if todo:
+                    moved = _move_tree(_spill_root(self._scratch.path), _spill_root(journal.path))
+                results += [self._copy(journal, d) for d in todo]
+        except BaseException:
+            for path in moved:
+                path.unlink(missing_ok=True)
+            raise
+        return results
+
+    def _copy(self, journal: Journal, d: _Decided) -> Imported:
+        journal.store.insert_recorded(self._scratch.store.read(d.target))
+        if journal.snapshot_every and d.state.version >= journal.snapshot_every:
+            journal.save_snapshot(d.target, d.state)
+        return Imported(
+            source_id=d.source,
+            session_id=d.target,
+            events=d.state.version,
+            redecided=d.outcome.redecided,
+            skipped=d.outcome.skipped,
+            unchanged=False,
+        )
+
+
+def _holds(journal: Journal | None, session_id: str, events: list[Event]) -> bool:
+    """Whether ``journal`` holds ``session_id`` with exactly ``events``."""
+    if journal is None or not journal.store.head(session_id)[0]:
+        return False
+    return list(journal.session(session_id).events()) == events
+
+
+def _unchanged(source: str, target: str, events: int) -> Imported:
+    return Imported(
+        source_id=source, session_id=target, events=events, redecided=0, skipped=(), unchanged=True
+    )
+
+
+def _spill_root(db: Path) -> Path:
+    """The journal's spill folder: ``<db file>.spills`` beside it (the SPEC's layout)."""
+    return db.with_name(db.name + ".spills")
+
+
+def _move_tree(source: Path, target: Path) -> list[Path]:
+    """Move every file under ``source`` to the same place under ``target``; fsync the folders."""
+    moved: list[Path] = []
+    files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else []
+    for path in files:
+        dest = target / path.relative_to(source)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        moved.append(dest)
+        try:
+            os.replace(path, dest)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            write_atomically(dest, path.read_bytes())  # the spill folder is on another device
+    for folder in {p.parent for p in moved}:
+        _fsync_folder(folder)
+    return moved
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def created_journal(path: str | Path) -> Iterator[Journal]:
+    """A journal created at ``path`` for an import; removed again if the import fails
+    and it still holds no event (with its ``-wal``/``-shm`` and an empty spill folder)."""
+    journal = Journal(path)
+    try:
+        yield journal
+    except BaseException:
+        with contextlib.suppress(Exception):
+            if not journal.sessions():
+                journal.close()
+                _remove_journal_files(Path(path))
+        raise
+    finally:
+        journal.close()
+
+
+def _remove_journal_files(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # only if nothing was left in it
+        for folder in sorted(_spill_root(db).rglob("*"), reverse=True):
+            folder.rmdir()
+        _spill_root(db).rmdir()
