@@ -110,7 +110,6 @@ class Import:
             self._scratch = Journal(
                 self._folder / self.path.name, synchronous="normal", snapshot_every=0
             )
-            self._scratch.store.transaction().__enter__()  # never committed: closed with it
         except BaseException:
             shutil.rmtree(self._folder, ignore_errors=True)
             raise
@@ -133,6 +132,10 @@ class Import:
         self, existing: Journal | None, progress: Callable[[int], None] | None = None
     ) -> None:
         """Re-decide every session not already in ``existing`` into the scratch journal."""
+        with self._scratch.store.transaction():  # one transaction: each command a savepoint
+            self._decide_all(existing, progress)
+
+    def _decide_all(self, existing: Journal | None, progress: Callable[[int], None] | None) -> None:
         for source, events in self._sessions.items():
             target = source if self._rename is None else self._rename
             if _holds(existing, target, events):
@@ -172,7 +175,7 @@ class Import:
         results = list(self._unchanged)
         moved: list[Path] = []
         try:
-            with journal.store.transaction():
+            with journal.store.attached(self._scratch.path) as source, journal.store.transaction():
                 todo = []
                 for d in self._decided:
                     if journal.store.head(d.target)[0]:  # another writer created it meanwhile
@@ -181,15 +184,15 @@ class Import:
                         todo.append(d)
                 if todo:
                     moved = _move_tree(_spill_root(self._scratch.path), _spill_root(journal.path))
-                results += [self._copy(journal, d) for d in todo]
+                results += [self._copy(journal, source, d) for d in todo]
         except BaseException:
             for path in moved:
                 path.unlink(missing_ok=True)
             raise
         return results
 
-    def _copy(self, journal: Journal, d: _Decided) -> Imported:
-        journal.store.insert_recorded(self._scratch.store.read(d.target))
+    def _copy(self, journal: Journal, source: str, d: _Decided) -> Imported:
+        journal.store.copy_session(source, d.target)
         if journal.snapshot_every and d.state.version >= journal.snapshot_every:
             journal.save_snapshot(d.target, d.state)
         return Imported(

@@ -6,6 +6,7 @@ It knows nothing of tiers. Every write is one ``BEGIN IMMEDIATE`` transaction
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -283,34 +284,38 @@ class EventStore:
         """What ``PRAGMA integrity_check`` complains about (nothing when the file is sound)."""
         return [row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
 
-    def insert_recorded(self, rows: Iterable[Recorded]) -> None:
-        """Insert rows already chained elsewhere, verbatim, in the caller's transaction.
-
-        ``import`` decides a new session in a scratch journal and copies its rows
-        here; the caller has checked, under this transaction's lock, that the
-        session does not exist yet.
-        """
-        if not self._in_txn:
-            raise JournalError("insert_recorded joins the caller's transaction; open one")
-        values = (
-            (
-                r.session_id,
-                r.version,
-                r.type,
-                r.schema_version,
-                r.payload,
-                r.recorded_at,
-                r.prev_hash,
-                r.hash,
-            )
-            for r in rows
-        )
+    @contextlib.contextmanager
+    def attached(self, path: Path) -> Iterator[str]:
+        """Attach the journal at ``path`` for the block (outside any transaction);
+        yields its schema name for :meth:`copy_session`."""
+        self.conn.execute("ATTACH DATABASE ? AS tierlog_source", (str(path),))
         try:
-            self.conn.executemany(_INSERT, values)
+            yield "tierlog_source"
+        finally:
+            self.conn.execute("DETACH DATABASE tierlog_source")
+
+    def copy_session(self, schema: str, session_id: str) -> None:
+        """Copy a session's rows verbatim (hashes and all) from an attached journal, in the
+        caller's transaction. ``import`` decides new sessions in a scratch journal and
+        copies them here; the caller has checked, under this transaction's lock, that
+        the session does not exist yet."""
+        if not self._in_txn:
+            raise JournalError("copy_session joins the caller's transaction; open one")
+        columns = _COLUMNS.removeprefix("seq, ")
+        # the source is a tierlog journal: its payloads passed the same CHECK(json_valid)
+        self.conn.execute("PRAGMA ignore_check_constraints = ON")
+        try:
+            self.conn.execute(
+                f"INSERT INTO main.events ({columns}) SELECT {columns} FROM {schema}.events"
+                " WHERE session_id = ? ORDER BY version",
+                (session_id,),
+            )
         except sqlite3.IntegrityError as exc:
-            raise ConcurrencyError(f"cannot copy the rows: {exc}") from None
+            raise ConcurrencyError(f"cannot copy session {session_id!r}: {exc}") from None
         except sqlite3.OperationalError as exc:
             raise JournalError(f"cannot write to {self.path}: {exc}") from None
+        finally:
+            self.conn.execute("PRAGMA ignore_check_constraints = OFF")
 
     def select(
         self,
