@@ -328,9 +328,12 @@ class EventStore:
         """The rows of ``sql``, streamed, within limits; use it as a context manager.
 
         ``read_only``: an authorizer denies every write, ``PRAGMA`` and ``ATTACH``.
-        ``timeout`` (seconds) and ``heap_limit`` (bytes, ``PRAGMA hard_heap_limit``:
-        process-wide while the selection is open, restored after) stop a runaway
-        query with a :class:`JournalError`; Ctrl-C stops it with ``KeyboardInterrupt``.
+        ``timeout`` (seconds) and ``heap_limit`` (bytes) stop a runaway query with a
+        :class:`JournalError`; Ctrl-C stops it with ``KeyboardInterrupt``. The heap
+        limit caps every string or blob of this connection while the selection is
+        open, and SQLite's whole heap through ``PRAGMA hard_heap_limit``, which is
+        process-wide and can only be lowered: it stays for the process (the CLI runs
+        one query a process).
         """
         return Selection(
             self.conn, sql, read_only=read_only, timeout=timeout, heap_limit=heap_limit
@@ -531,9 +534,10 @@ class Selection:
     def __enter__(self) -> Selection:
         conn = self._conn
         if self._heap_limit is not None:
-            (before,) = conn.execute("PRAGMA hard_heap_limit").fetchone()
             conn.execute(f"PRAGMA hard_heap_limit = {int(self._heap_limit)}")
-            self._restore.append(lambda: conn.execute(f"PRAGMA hard_heap_limit = {before}"))
+            before = conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(before, int(self._heap_limit)))
+            self._restore.append(lambda: conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, before))
         if self._read_only:
             conn.execute("PRAGMA query_only = ON")
             conn.set_authorizer(_reads_only)
@@ -579,20 +583,23 @@ class Selection:
     def _guarded(self, step: Callable[[], Any]) -> Any:
         try:
             return step()
-        except MemoryError:
-            limit = f" of {self._heap_limit / 2**20:g} MB" if self._heap_limit else ""
-            raise JournalError(
-                f"query stopped: it needs more than its memory limit{limit}"
-            ) from None
-        except sqlite3.Error as exc:
-            if getattr(exc, "sqlite_errorname", "") == "SQLITE_INTERRUPT":
-                if time.monotonic() > self._deadline:
-                    raise JournalError(
-                        f"query stopped: it ran past its time limit of {self._timeout:g} s"
-                    ) from None
-                raise KeyboardInterrupt from None  # Ctrl-C, seen inside the progress handler
-            if is_corruption(exc):
-                raise IntegrityError(f"database is corrupt: {exc}") from None
-            denied = "not authorized" in str(exc) or "readonly" in str(exc)
-            hint = " (read-only: SELECT and WITH queries only)" if denied else ""
-            raise InvalidEvent(f"query failed: {exc}{hint}") from None
+        except (MemoryError, sqlite3.Error) as exc:
+            raise self._stopped(exc) from None
+
+    def _stopped(self, exc: MemoryError | sqlite3.Error) -> BaseException:
+        """The tierlog error (or the Ctrl-C) that a failed step means."""
+        name = getattr(exc, "sqlite_errorname", "")
+        memory = "memory"
+        if self._heap_limit:
+            memory = f"its memory limit of {self._heap_limit / 2**20:g} MB"
+        if isinstance(exc, MemoryError) or (name == "SQLITE_TOOBIG" and self._heap_limit):
+            return JournalError(f"query stopped: it needs more than {memory}")
+        if name == "SQLITE_INTERRUPT":
+            if time.monotonic() <= self._deadline:
+                return KeyboardInterrupt()  # Ctrl-C, seen inside the progress handler
+            return JournalError(f"query stopped: it ran past its time limit of {self._timeout:g} s")
+        if is_corruption(exc):
+            return IntegrityError(f"database is corrupt: {exc}")
+        denied = "not authorized" in str(exc) or "readonly" in str(exc)
+        hint = " (read-only: SELECT and WITH queries only)" if denied else ""
+        return InvalidEvent(f"query failed: {exc}{hint}")
