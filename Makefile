@@ -33,3 +33,7 @@ fuzz: install  ## the long campaigns: many more Hypothesis examples and crash lo
 
 clean:
 	rm -rf $(VENV) tierlog-demo.db tierlog-demo.db-* tierlog-demo.db.spills .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: bench-import
+bench-import: install  ## a live agent's append latency while a 250k-event import runs beside it
+	$(BIN)/python bench/import_wait.py --events 250000

@@ -11,6 +11,7 @@ import attrs
 import pytest
 
 import eventstore
+from bench.import_wait import build, measure
 from eventstore._import import Import, Imported, created_journal, import_file
 from eventstore._store import EventStore
 from eventstore._transfer import export_lines, read_sessions
@@ -224,3 +225,17 @@ class TestLockAndAtomicity:
         """Importing into a folder that does not exist names the folder."""
         with pytest.raises(JournalError, match="no folder"):
             Import(tmp_path / "nope" / "x.db", {})
+
+
+@pytest.mark.slow
+class TestLiveAgent:
+    def test_an_agent_appends_throughout_an_import(self, tmp_path: Path) -> None:
+        """An agent process appending every 5 ms never fails while an import runs beside it.
+
+        The same measurement at 250k events is ``make bench-import``.
+        """
+        dump = build(tmp_path / "source.db", 6_000)
+        result = measure(dump, tmp_path / "target.db", 0.005)
+        assert (result["import_exit"], result["failures"]) == (0, [])
+        assert isinstance(result["appends"], int)
+        assert result["appends"] > 10
