@@ -9,6 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[openai-agents]'
 	touch $(STAMP)
 
 install: $(STAMP)  ## virtual environment with tierlog, test and lint tools
@@ -29,7 +30,7 @@ bench: install  ## benchmarks against raw SQLite and the eventsourcing library
 	$(BIN)/python bench/run.py
 
 fuzz: install  ## the long campaigns: many more Hypothesis examples and crash loops
-	TIERLOG_CAMPAIGN=long $(BIN)/python -m pytest -q tests/test_properties.py tests/test_crash.py
+	TIERLOG_CAMPAIGN=long $(BIN)/python -m pytest -q tests/test_properties.py tests/test_context_model.py tests/test_crash.py
 
 clean:
 	rm -rf $(VENV) tierlog-demo.db tierlog-demo.db-* tierlog-demo.db.spills .pytest_cache .mypy_cache .ruff_cache

@@ -261,7 +261,7 @@ import sys, tracemalloc
 sys.path.insert(0, {root!r})
 import reducers
 from eventstore._codec import from_payload
-from eventstore._store import EventStore
+from eventstore._sqlite import SqliteRecorder
 
 def peak_kb():  # VmHWM: this process's peak RSS (reset by exec, unlike ru_maxrss)
     for line in open("/proc/self/status"):
@@ -269,7 +269,7 @@ def peak_kb():  # VmHWM: this process's peak RSS (reset by exec, unlike ru_maxrs
             return int(line.split()[1])
     return 0
 
-store = EventStore({path!r}, readonly=True)
+store = SqliteRecorder({path!r}, readonly=True)
 before = peak_kb()
 state = reducers.fold(from_payload(t, p) for t, p in store.read_payloads("s"))
 rss = (peak_kb() - before) / 1024

@@ -8,7 +8,9 @@ Everything a user needs is importable from here::
 """
 
 from eventstore._errors import ConcurrencyError, IntegrityError
+from eventstore._ingest import IngestResult, ingest
 from eventstore._journal import Journal, open
+from eventstore._review import CompactionReview, ObligationReview
 from eventstore._session import Session
 from eventstore._values import Context, Turn
 from invariants import MarkerInvalid, UnrecoverableCompactionError
@@ -20,6 +22,7 @@ from reducers import (
     CompactionRefused,
     ConstraintLifted,
     ConstraintStated,
+    ContextCleared,
     Event,
     InvalidEvent,
     ItemDisposed,
@@ -37,6 +40,7 @@ from reducers import (
     Spilled,
     Truncated,
     TurnAppended,
+    TurnRetracted,
     Violation,
 )
 
@@ -46,11 +50,14 @@ __all__ = [
     "Checkpointed",
     "Compacted",
     "CompactionRefused",
+    "CompactionReview",
     "ConcurrencyError",
     "ConstraintLifted",
     "ConstraintStated",
     "Context",
+    "ContextCleared",
     "Event",
+    "IngestResult",
     "IntegrityError",
     "InvalidEvent",
     "ItemDisposed",
@@ -62,6 +69,7 @@ __all__ = [
     "MarkerInvalidated",
     "MarkerRefused",
     "Node",
+    "ObligationReview",
     "Resumed",
     "Session",
     "SessionConfig",
@@ -72,7 +80,9 @@ __all__ = [
     "Truncated",
     "Turn",
     "TurnAppended",
+    "TurnRetracted",
     "UnrecoverableCompactionError",
     "Violation",
+    "ingest",
     "open",
 ]

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import attrs
 
+from eventstore._chain import ChainWalk
 from eventstore._journal import Journal
+from eventstore._recorder import (
+    CompactionRefusalRow,
+    FallbackRow,
+    InvalidationRow,
+    MarkerRefusalRow,
+)
 from eventstore._replay import divergences
-from eventstore._session import Session
+from eventstore._review import CompactionReview, review_session
 from invariants import carries_call
 from reducers import Node, SessionState, in_spans
 
@@ -36,9 +42,8 @@ def verify(
 ) -> list[Finding]:
     """Integrity check, hash chains, spill files, snapshots, and every decision re-derived."""
     found = [
-        Finding(check="integrity", session_id=None, version=None, problem=row[0])
-        for row in journal.store.conn.execute("PRAGMA integrity_check")
-        if row[0] != "ok"
+        Finding(check="integrity", session_id=None, version=None, problem=problem)
+        for problem in journal.recorder.integrity_problems()
     ]
     for session_id in session_ids or journal.sessions():
         if progress:
@@ -49,77 +54,105 @@ def verify(
 
 def _verify_session(journal: Journal, session_id: str) -> Iterator[Finding]:
     """One pass: walk the chain, and replay what it yields through the decisions."""
-    session = Session(journal, session_id, SessionState())  # no trusted fold of the log
-    walk = journal.store.walk(session_id)
-    snap = journal.store.load_snapshot(session_id)
-    for d in divergences(session, walk, snapshot=snap[:2] if snap else None):
+    recorder = journal.recorder
+    walk = ChainWalk(session_id, recorder.read(session_id))
+    snap = recorder.load_snapshot(session_id)
+    seen = (snap.version, snap.sha256) if snap else None
+    for d in divergences(session_id, walk, journal.effects(session_id), snapshot=seen):
         yield Finding(check=d.check, session_id=session_id, version=d.version, problem=d.problem)
     if walk.problem is not None:
         p = walk.problem
         yield Finding(check="chain", session_id=session_id, version=p.version, problem=p.problem)
-    head = journal.store.head(session_id)[0]
-    if snap is not None and snap[0] > head:
+    head = recorder.head(session_id).version
+    if snap is not None and snap.version > head:
         yield Finding(
             check="snapshot",
             session_id=session_id,
             version=head + 1,
-            problem=f"a snapshot at version {snap[0]} is ahead of the log: events are missing",
+            problem=f"a snapshot at version {snap.version} is ahead of the log: events are missing",
         )
 
 
-_AUDIT_QUERIES = {
-    "compaction_refusals": (
-        "SELECT version, node_id, action, rules, violations FROM compaction_refusals"
-        " WHERE session_id = ? ORDER BY version"
-    ),
-    "marker_refusals": (
-        "SELECT version, marker_id, node_id, rules, violations FROM marker_refusals"
-        " WHERE session_id = ? ORDER BY version"
-    ),
-    "marker_invalidations": (
-        "SELECT version, marker_id, rule, reason FROM marker_invalidations"
-        " WHERE session_id = ? ORDER BY version"
-    ),
-    "raw_fallbacks": (
-        "SELECT version, marker_id, checkpoint_at, reason FROM resumes"
-        " WHERE session_id = ? AND source = 'raw_checkpoint' ORDER BY version"
-    ),
-}
+@attrs.frozen(kw_only=True)
+class EvictedObligation:
+    """An obligation raised inside a truncated range, and the live nodes that carry it."""
+
+    kind: str
+    key: str
+    position: int
+    carried_by: tuple[str, ...]
 
 
-def audit(journal: Journal, session_ids: list[str] | None = None) -> dict[str, Any]:
+@attrs.frozen(kw_only=True)
+class SessionAudit:
+    """What an auditor looks at in one session."""
+
+    compaction_refusals: tuple[CompactionRefusalRow, ...]
+    marker_refusals: tuple[MarkerRefusalRow, ...]
+    marker_invalidations: tuple[InvalidationRow, ...]
+    raw_fallbacks: tuple[FallbackRow, ...]
+    evicted_obligations: tuple[EvictedObligation, ...]
+    # ingested transcripts: each compaction and what its summary evidences. Not a
+    # finding and not totalled: what it does not evidence is a marker refusal already.
+    compaction_reviews: tuple[CompactionReview, ...] = attrs.field(
+        default=(), metadata={"total": False}
+    )
+
+    @property
+    def findings(self) -> bool:
+        """Whether anything here needs a person: a refusal, an invalidation, a
+        fallback, or an evicted obligation no live node carries."""
+        recorded = (
+            self.compaction_refusals,
+            self.marker_refusals,
+            self.marker_invalidations,
+            self.raw_fallbacks,
+        )
+        return any(recorded) or any(not o.carried_by for o in self.evicted_obligations)
+
+
+SECTIONS = tuple(a.name for a in attrs.fields(SessionAudit) if a.metadata.get("total", True))
+
+
+@attrs.frozen(kw_only=True)
+class AuditReport:
+    """Per session, and in total per section."""
+
+    sessions: dict[str, SessionAudit]
+    totals: dict[str, int]
+
+    @property
+    def findings(self) -> bool:
+        """Whether any session has a finding."""
+        return any(s.findings for s in self.sessions.values())
+
+
+def audit(journal: Journal, session_ids: list[str] | None = None) -> AuditReport:
     """Per session and in total: refusals, invalidations, raw fallbacks, evicted obligations."""
-    sessions = {}
-    for session_id in session_ids or journal.sessions():
-        sessions[session_id] = _audit_session(journal, session_id)
-    totals = {key: sum(len(s[key]) for s in sessions.values()) for key in _SECTIONS}
-    return {"sessions": sessions, "totals": totals}
+    sessions = {sid: _audit_session(journal, sid) for sid in session_ids or journal.sessions()}
+    totals = {key: sum(len(getattr(s, key)) for s in sessions.values()) for key in SECTIONS}
+    return AuditReport(sessions=sessions, totals=totals)
 
 
-_SECTIONS = (*_AUDIT_QUERIES, "evicted_obligations")
+def _audit_session(journal: Journal, session_id: str) -> SessionAudit:
+    rows = journal.recorder.audit_rows(session_id)
+    return SessionAudit(
+        compaction_refusals=rows.compaction_refusals,
+        marker_refusals=rows.marker_refusals,
+        marker_invalidations=rows.marker_invalidations,
+        raw_fallbacks=rows.raw_fallbacks,
+        evicted_obligations=evicted_obligations(journal.session(session_id).state),
+        compaction_reviews=review_session(journal, session_id),
+    )
 
 
-def _audit_session(journal: Journal, session_id: str) -> dict[str, list[dict[str, Any]]]:
-    conn = journal.store.conn
-    out: dict[str, list[dict[str, Any]]] = {}
-    for key, sql in _AUDIT_QUERIES.items():
-        cursor = conn.execute(sql, (session_id,))
-        names = [c[0] for c in cursor.description]
-        out[key] = [dict(zip(names, row, strict=True)) for row in cursor]
-    out["evicted_obligations"] = evicted_obligations(journal.session(session_id).state)
-    return out
-
-
-def evicted_obligations(state: SessionState) -> list[dict[str, Any]]:
+def evicted_obligations(state: SessionState) -> tuple[EvictedObligation, ...]:
     """Obligations raised inside a truncated range, and which live node (if any) carries them."""
     live = state.live_nodes
-    rows: list[dict[str, Any]] = []
+    rows: list[EvictedObligation] = []
     for c in state.open_calls.values():
-        rows.append(
-            _row(
-                "open_call", c.call_id, c.position, [n for n in live if carries_call(n, c.call_id)]
-            )
-        )
+        by = [n for n in live if carries_call(n, c.call_id)]
+        rows.append(_row("open_call", c.call_id, c.position, by))
     for p in state.constraints.values():
         rows.append(
             _row("constraint", p.key, p.position, [n for n in live if p.key in n.constraints])
@@ -127,24 +160,10 @@ def evicted_obligations(state: SessionState) -> list[dict[str, Any]]:
     for d in state.dispositions.values():
         by = [n for n in live if n.dispositions.get(d.key) == d.disposition]
         rows.append(_row("negative_fact", d.key, d.position, by))
-    return [r for r in rows if in_spans(state.truncated, r["position"])]
+    return tuple(r for r in rows if in_spans(state.truncated, r.position))
 
 
-def _row(kind: str, key: str, position: int, carriers: list[Node]) -> dict[str, Any]:
-    return {
-        "kind": kind,
-        "key": key,
-        "position": position,
-        "carried_by": [n.node_id for n in carriers],
-    }
-
-
-def has_findings(report: dict[str, Any]) -> bool:
-    """Whether an audit found anything an auditor must look at."""
-    totals = report["totals"]
-    uncarried = any(
-        not row["carried_by"]
-        for s in report["sessions"].values()
-        for row in s["evicted_obligations"]
+def _row(kind: str, key: str, position: int, carriers: list[Node]) -> EvictedObligation:
+    return EvictedObligation(
+        kind=kind, key=key, position=position, carried_by=tuple(n.node_id for n in carriers)
     )
-    return uncarried or any(totals[k] for k in _AUDIT_QUERIES)

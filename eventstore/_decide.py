@@ -1,100 +1,311 @@
-"""The safety half of ``decide``: a checked command -> the events to commit.
+"""``decide(command, state, effects) -> Decision``: the one place a command becomes events.
 
-Shared by the live session, ``verify`` (which re-derives every recorded
-decision) and ``import`` (which re-runs every command), so that the three can
-never disagree. The only effect, writing a spill file, is passed in.
+The live session, ``verify`` (which re-derives every recorded decision) and
+``import`` (which re-runs every command) all call it, so the three can never
+disagree. It validates, runs the invariants, folds the events it decides on,
+and hands back the command's result; the only effects (reading turns back,
+writing and checking spills) come in through ``effects``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
 
 import attrs
 
+from eventstore._commands import (
+    AppendTurn,
+    Checkpoint,
+    ClearContext,
+    Command,
+    Compact,
+    EmitMarker,
+    Extend,
+    Record,
+    Resume,
+    WriteSpill,
+)
+from eventstore._effects import Effects
+from eventstore._files import render_digest, render_turns
+from eventstore._values import Context, Turn
 from invariants import (
     MarkerInvalid,
     UnrecoverableCompactionError,
     check_compaction,
     check_marker,
+    check_range,
+    floor,
     invalidations,
     validate,
 )
 from reducers import (
+    PLAIN_EVENTS,
+    CallOpened,
+    Checkpointed,
     Compacted,
     CompactionRefused,
+    ConstraintStated,
+    ContextCleared,
     Event,
     InvalidEvent,
+    ItemDisposed,
     JournalError,
+    Ledger,
     MarkerEmitted,
     MarkerRefused,
     SessionState,
-    Spilled,
+    Truncated,
+    TurnAppended,
+    TurnRetracted,
+    Violation,
     apply,
     fold,
 )
 
-MakeSpill = Callable[[SessionState, int, int], Spilled]
+R = TypeVar("R")
 
 
 @attrs.frozen(kw_only=True)
-class Decision:
-    """What to commit, and the error to raise once it is committed."""
+class Decision(Generic[R]):
+    """The events to commit, the state after them, the command's result, and the error
+    to raise once they are committed (a refusal is recorded, then raised)."""
 
     events: tuple[Event, ...]
+    state: SessionState
+    result: R
     error: JournalError | None = None
-    state: SessionState | None = None  # the state after ``events``, when already folded
 
 
+def decide(command: Command[R], state: SessionState, effects: Effects) -> Decision[R]:
+    """The decision on ``command`` for ``state``; InvalidEvent if it cannot follow it."""
+    decider = _DECIDERS.get(type(command))
+    if decider is None:
+        raise InvalidEvent(f"not a tierlog command: {type(command).__name__}")
+    decision: Decision[R] = decider(command, state, effects)
+    return decision
+
+
+# -- plain events ------------------------------------------------------------------------
+# The plain events that can take an obligation out of the digest context: a
+# truncation evicts turns; an obligation raised (or a fact re-disposed) while the
+# last turn is already evicted is born outside it. Turns, resolutions, lifts and
+# checkpoints only ever add to the context or remove obligations. A retraction or a
+# clear withdraws turns (and a clear the live summaries) from the context.
+CAN_BREAK_MARKERS = (
+    Truncated,
+    CallOpened,
+    ConstraintStated,
+    ItemDisposed,
+    TurnRetracted,
+    ContextCleared,
+)
+
+
+def _plain(state: SessionState, event: Event) -> tuple[tuple[Event, ...], SessionState]:
+    """A plain event, with one ``MarkerInvalidated`` per marker it breaks, and the state."""
+    if type(event) not in PLAIN_EVENTS:
+        raise InvalidEvent(f"{type(event).__name__} is not a plain event: use its own command")
+    validate(state, event)
+    after = apply(state, event)
+    if not isinstance(event, CAN_BREAK_MARKERS):
+        return (event,), after
+    broken = invalidations(after, cause=f"{type(event).__name__} at v{after.version}")
+    return (event, *broken), fold(broken, after) if broken else after
+
+
+def _record(command: Record, state: SessionState, _: Effects) -> Decision[None]:
+    events, after = _plain(state, command.event)
+    return Decision(events=events, state=after, result=None)
+
+
+def _extend(command: Extend, state: SessionState, _: Effects) -> Decision[SessionState]:
+    """With no valid marker (plain events never create one) nothing can be invalidated,
+    so the batch is folded in one pass; otherwise each event is decided on its own."""
+    batch = command.events
+    for event in batch:
+        if type(event) not in PLAIN_EVENTS:
+            raise InvalidEvent(f"{type(event).__name__} is not a plain event: use its own command")
+    if not any(m.valid for m in state.markers.values()):
+        after = fold(batch, state, check=validate)
+        return Decision(events=batch, state=after, result=after)
+    out: list[Event] = []
+    for event in batch:
+        events, state = _plain(state, event)
+        out += events
+    return Decision(events=tuple(out), state=state, result=state)
+
+
+def _clear_context(command: ClearContext, state: SessionState, _: Effects) -> Decision[None]:
+    events, after = _plain(state, ContextCleared(before=state.turns, reason=command.reason))
+    return Decision(events=events, state=after, result=None)
+
+
+def _append_turn(command: AppendTurn, state: SessionState, _: Effects) -> Decision[Turn]:
+    index = state.turns
+    event = TurnAppended(
+        index=index, role=command.role, content=command.content, tokens=command.tokens
+    )
+    after = apply(state, event)
+    turn = Turn(
+        index=index,
+        role=event.role,
+        content=event.content,
+        tokens=event.tokens,
+        tok_start=after.tok_starts[index],
+    )
+    return Decision(events=(event,), state=after, result=turn)
+
+
+def _checkpoint(_: Checkpoint, state: SessionState, __: Effects) -> Decision[int]:
+    events, after = _plain(state, Checkpointed(at=state.end))
+    return Decision(events=events, state=after, result=state.end)
+
+
+def _write_spill(command: WriteSpill, state: SessionState, effects: Effects) -> Decision[Any]:
+    check_range(state, "spill", command.lo, command.hi)
+    spilled = effects.write_spill(state, command.lo, command.hi)
+    validate(state, spilled)
+    after = apply(state, spilled)
+    return Decision(events=(spilled,), state=after, result=after.spills[-1])
+
+
+# -- compaction --------------------------------------------------------------------------
 def node_id_for(state: SessionState) -> str:
     """The id of the node a compaction decided on ``state`` gets (deterministic)."""
     return f"n{state.version + 1}"
 
 
+def _compact(command: Compact, state: SessionState, effects: Effects) -> Decision[Any]:
+    """Commit the proposal with the markers it breaks, or refuse it (spilling first)."""
+    proposal = command.proposal(node_id_for(state))
+    validate(state, proposal)
+    found = check_compaction(verified(state, proposal, effects), proposal)
+    if command.require_marker:
+        found += marker_gate(state, proposal)
+    if not found:
+        after = apply(state, proposal)
+        broken = invalidations(after, cause=f"Compacted {proposal.node_id}")
+        after = fold(broken, after) if broken else after
+        return Decision(
+            events=(proposal, *broken), state=after, result=after.nodes[proposal.node_id]
+        )
+    events: list[Event] = []
+    action = "halted"
+    if state.config is not None and state.config.on_unsafe == "spill":
+        events.append(effects.write_spill(state, 0, state.end))
+        action = "spilled"
+    events.append(CompactionRefused(proposal=proposal, violations=found, action=action))
+    return Decision(
+        events=tuple(events),
+        state=fold(events, state),
+        result=None,
+        error=UnrecoverableCompactionError(found, action=action),
+    )
+
+
+def marker_gate(state: SessionState, proposal: Compacted) -> list[Violation]:
+    """The M rules a marker on ``proposal``'s node would break right after it commits.
+
+    M3 is left out: a new node is live, and its tier is the runtime's choice. A runtime
+    that replaces its history with the summary (the OpenAI Agents session) proposes
+    with this gate, so a summary that drops an open call or a negative fact is refused
+    before anything it replaces leaves the context.
+    """
+    return [v for v in check_marker(apply(state, proposal), proposal.node_id) if v.rule != "M3"]
+
+
+def was_gated(recorded: Event) -> bool:
+    """Whether a recorded compaction refusal came from the marker gate (an M rule)."""
+    return isinstance(recorded, CompactionRefused) and any(
+        v.rule.startswith("M") for v in recorded.violations
+    )
+
+
+def verified(state: SessionState, proposal: Compacted, effects: Effects) -> SessionState:
+    """``state`` with only the spills C3 may trust for ``proposal``: those that reach
+    into its floor and whose bytes still match their size and sha256.
+
+    Spills outside the floor cannot excuse anything, so they are not read.
+    """
+    window = floor(state, proposal)
+    good = [
+        s
+        for s in state.spills
+        if window is not None
+        and s.lo < window[1]
+        and s.hi > window[0]
+        and effects.spill_problem(s) is None
+    ]
+    if len(good) == len(state.spills):
+        return state
+    return attrs.evolve(state, spills=Ledger.of(good))
+
+
+# -- markers and resumes -----------------------------------------------------------------
 def marker_id_for(state: SessionState) -> str:
     """The id of the marker emitted on ``state`` (deterministic)."""
     return f"m{state.version + 1}"
 
 
-def compaction(
-    state: SessionState,
-    proposal: Compacted,
-    *,
-    checked_against: SessionState,
-    make_spill: MakeSpill,
-) -> Decision:
-    """Commit ``proposal`` with the markers it breaks, or refuse it (spilling first).
-
-    ``checked_against`` is ``state`` less any spill whose file no longer verifies.
-    """
-    validate(state, proposal)
-    found = check_compaction(checked_against, proposal)
-    if not found:
-        after = apply(state, proposal)
-        broken = invalidations(after)
-        return Decision(events=(proposal, *broken), state=fold(broken, after))
-    events: list[Event] = []
-    action = "halted"
-    if state.config is not None and state.config.on_unsafe == "spill":
-        events.append(make_spill(state, 0, state.end))
-        action = "spilled"
-    events.append(CompactionRefused(proposal=proposal, violations=found, action=action))
-    return Decision(events=tuple(events), error=UnrecoverableCompactionError(found, action=action))
-
-
-def marker(state: SessionState, marker_id: str, node_id: str) -> Decision:
-    """Emit a marker on ``node_id``, or record its refusal (M1-M3)."""
-    node = state.nodes.get(node_id)
+def _emit_marker(command: EmitMarker, state: SessionState, _: Effects) -> Decision[Any]:
+    """Emit a marker on the node, or record its refusal (M1-M3)."""
+    node = state.nodes.get(command.node_id)
     if node is None:
-        raise InvalidEvent(f"unknown node {node_id!r}: a marker needs a committed summary node")
+        raise InvalidEvent(
+            f"unknown node {command.node_id!r}: a marker needs a committed summary node"
+        )
+    marker_id = marker_id_for(state)
     emitted = MarkerEmitted(
-        marker_id=marker_id, node_id=node_id, tier_depth=node.tier, resolved_ids=node.resolved_ids
+        marker_id=marker_id,
+        node_id=node.node_id,
+        tier_depth=node.tier,
+        resolved_ids=node.resolved_ids,
     )
     validate(state, emitted)
-    found = check_marker(state, node_id)
+    found = check_marker(state, node.node_id)
     if not found:
-        return Decision(events=(emitted,))
-    refused = MarkerRefused(marker_id=marker_id, node_id=node_id, violations=found)
-    return Decision(events=(refused,), error=MarkerInvalid(found, marker_id=marker_id))
+        after = apply(state, emitted)
+        return Decision(events=(emitted,), state=after, result=after.markers[marker_id])
+    refused = MarkerRefused(marker_id=marker_id, node_id=node.node_id, violations=found)
+    return Decision(
+        events=(refused,),
+        state=apply(state, refused),
+        result=None,
+        error=MarkerInvalid(found, marker_id=marker_id),
+    )
+
+
+def _resume(command: Resume, state: SessionState, effects: Effects) -> Decision[Context]:
+    context = context_for(state, command.marker_id, effects)
+    event = context.event()
+    after = apply(state, event)
+    return Decision(
+        events=(event,), state=after, result=attrs.evolve(context, version=after.version)
+    )
+
+
+def context_for(state: SessionState, marker_id: str, effects: Effects) -> Context:
+    """The context a resume of ``marker_id`` on ``state`` returns (nothing written)."""
+    if marker_id not in state.markers:
+        raise InvalidEvent(f"unknown marker {marker_id!r}")
+    trusted, reason = resume_verdict(state, marker_id)
+    if trusted:
+        source, at = "digest", None
+        data = render_digest(state.live_nodes, effects.turns(state, resident_turns(state)))
+    else:
+        source, at = "raw_checkpoint", raw_checkpoint(state, marker_id)
+        data = render_turns(effects.turns(state, raw_turns(state, at)))
+    return Context(
+        marker_id=marker_id,
+        source=source,
+        content=data.decode(),
+        sha256=hashlib.sha256(data).hexdigest(),
+        checkpoint_at=at,
+        reason=reason,
+        version=state.version,
+    )
 
 
 def resume_verdict(state: SessionState, marker_id: str) -> tuple[bool, str]:
@@ -115,3 +326,51 @@ def raw_checkpoint(state: SessionState, marker_id: str) -> int:
     """The nearest checkpoint at or below the marker node's ``covers_hi`` (0 if none)."""
     covers_hi = state.nodes[state.markers[marker_id].node_id].covers_hi
     return max((at for at in state.checkpoints if at <= covers_hi), default=0)
+
+
+def raw_turns(state: SessionState, at: int) -> Iterator[tuple[int, int]]:
+    """The turn index ranges of a raw context at checkpoint ``at``, in order.
+
+    Every turn that ends at or before ``at``, then each later turn that holds an
+    obligation still live (the turn at its position), so a raw fallback, like a
+    trusted digest, never lacks one. Nothing is summarised, nothing patched.
+    """
+    prefix = state.turns_before(at)
+    if prefix:
+        yield 0, prefix
+    positions = {
+        o.position
+        for group in (state.open_calls, state.constraints, state.dispositions)
+        for o in group.values()
+    }
+    later = sorted({i for p in positions for i in state.turns_at(p) if i >= prefix})
+    for i in later:
+        yield i, i + 1
+
+
+def resident_turns(state: SessionState) -> Iterator[tuple[int, int]]:
+    """The turn index ranges still resident verbatim: neither truncated nor summarised.
+
+    Zero-token turns at the end of a token-unit log are resident too.
+    """
+    lo = 0
+    for gone_lo, gone_hi in state.evicted:
+        if lo < gone_lo:
+            yield state.turn_index(lo), state.turn_index(gone_lo)
+        lo = max(lo, gone_hi)
+    first = state.turn_index(lo)
+    if first < state.turns:
+        yield first, state.turns
+
+
+_DECIDERS: dict[type[Any], Callable[[Any, SessionState, Effects], Decision[Any]]] = {
+    Record: _record,
+    Extend: _extend,
+    AppendTurn: _append_turn,
+    Checkpoint: _checkpoint,
+    ClearContext: _clear_context,
+    WriteSpill: _write_spill,
+    Compact: _compact,
+    EmitMarker: _emit_marker,
+    Resume: _resume,
+}

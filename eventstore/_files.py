@@ -41,11 +41,6 @@ def render_digest(nodes: Iterable[Node], tail: Iterable[Mapping[str, object]]) -
     return b"".join(line + b"\n" for line in lines)
 
 
-def spill_handle(db_path: Path, session_id: str, version: int, lo: int, hi: int) -> str:
-    """Where a spill goes, relative to the database's folder."""
-    return f"{db_path.name}.spills/{session_id}/v{version:08d}_{lo}-{hi}.jsonl"
-
-
 def write_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` durably: temp file, fsync, rename, fsync the folder."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -33,7 +33,6 @@ import attrs
 from eventstore._files import write_atomically
 from eventstore._journal import Journal, check_session_id
 from eventstore._redecide import Outcome, Redecider
-from eventstore._transfer import read_sessions
 from reducers import (
     Event,
     InvalidEvent,
@@ -63,27 +62,6 @@ class _Decided:
     target: str
     state: SessionState
     outcome: Outcome
-
-
-def import_file(
-    journal: Journal,
-    file: Iterable[bytes | str],
-    *,
-    rename: str | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> list[Imported]:
-    """Import every session in ``file`` into ``journal``, re-deciding every command.
-
-    A command the current checks decide differently is committed as they decide
-    it (an unsafe compaction becomes a refusal). A later command that this makes
-    impossible (a marker on the node that was refused) is skipped and reported.
-    A command invalid in the file's own history, or a malformed line, aborts
-    the import whole. Sessions already present with the same history are left
-    unchanged.
-    """
-    with Import(journal.path, read_sessions(file), rename=rename) as job:
-        job.decide(journal, progress)
-        return job.commit(journal)
 
 
 class Import:
@@ -132,7 +110,7 @@ class Import:
         self, existing: Journal | None, progress: Callable[[int], None] | None = None
     ) -> None:
         """Re-decide every session not already in ``existing`` into the scratch journal."""
-        with self._scratch.store.transaction():  # one transaction: each command a savepoint
+        with self._scratch.recorder.transaction():  # one transaction: each command a savepoint
             self._decide_all(existing, progress)
 
     def _decide_all(self, existing: Journal | None, progress: Callable[[int], None] | None) -> None:
@@ -142,7 +120,7 @@ class Import:
                 self._unchanged.append(_unchanged(source, target, len(events)))
                 continue
             decided = self._decide(source, target, events, progress)
-            if existing is not None and existing.store.head(target)[0]:
+            if existing is not None and existing.has_session(target):
                 self._unchanged.append(self._same_as_stored(existing, decided))
             else:
                 self._decided.append(decided)
@@ -163,8 +141,8 @@ class Import:
 
     def _same_as_stored(self, journal: Journal, d: _Decided) -> Imported:
         """``unchanged`` if ``journal`` holds exactly what was decided, else InvalidEvent."""
-        stored = journal.store.read_payloads(d.target)
-        decided = self._scratch.store.read_payloads(d.target)
+        stored = journal.recorder.read_payloads(d.target)
+        decided = self._scratch.recorder.read_payloads(d.target)
         if any(a != b for a, b in itertools.zip_longest(stored, decided)):
             raise InvalidEvent(f"session {d.target!r} already exists with a different history")
         return _unchanged(d.source, d.target, d.state.version)
@@ -175,26 +153,27 @@ class Import:
         results = list(self._unchanged)
         moved: list[Path] = []
         try:
-            with journal.store.attached(self._scratch.path) as source, journal.store.transaction():
+            recorder = journal.recorder
+            with recorder.attached(self._scratch.recorder), recorder.transaction():
                 todo = []
                 for d in self._decided:
-                    if journal.store.head(d.target)[0]:  # another writer created it meanwhile
+                    if journal.has_session(d.target):  # another writer created it meanwhile
                         results.append(self._same_as_stored(journal, d))
                     else:
                         todo.append(d)
                 if todo:
                     moved = _move_tree(_spill_root(self._scratch.path), _spill_root(journal.path))
-                results += [self._copy(journal, source, d) for d in todo]
+                results += [self._copy(journal, d) for d in todo]
         except BaseException:
             for path in moved:
                 path.unlink(missing_ok=True)
             raise
         return results
 
-    def _copy(self, journal: Journal, source: str, d: _Decided) -> Imported:
-        journal.store.copy_session(source, d.target)
-        if journal.snapshot_every and d.state.version >= journal.snapshot_every:
-            journal.save_snapshot(d.target, d.state)
+    def _copy(self, journal: Journal, d: _Decided) -> Imported:
+        journal.recorder.copy_session(self._scratch.recorder, d.target)
+        if journal.snapshots.due(d.state, 0):
+            journal.snapshots.save(d.target, d.state)
         return Imported(
             source_id=d.source,
             session_id=d.target,
@@ -207,7 +186,7 @@ class Import:
 
 def _holds(journal: Journal | None, session_id: str, events: list[Event]) -> bool:
     """Whether ``journal`` holds ``session_id`` with exactly ``events``."""
-    if journal is None or not journal.store.head(session_id)[0]:
+    if journal is None or not journal.has_session(session_id):
         return False
     return list(journal.session(session_id).events()) == events
 

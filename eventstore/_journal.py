@@ -1,4 +1,4 @@
-"""The Journal: one SQLite file, many sessions."""
+"""The Journal: one database, many sessions; it owns the recorder, spills and snapshots."""
 
 from __future__ import annotations
 
@@ -10,23 +10,15 @@ from types import TracebackType
 
 import attrs
 
+from eventstore._effects import FolderSpills, SessionEffects, SpillStore
+from eventstore._recorder import Recorder
 from eventstore._session import Session
-from eventstore._store import EventStore, utc_now
+from eventstore._snapshots import SNAPSHOT_EVERY, Snapshots
+from eventstore._sqlite import SqliteRecorder, utc_now
 from invariants import validate
-from reducers import (
-    InvalidEvent,
-    SessionConfig,
-    SessionStarted,
-    SessionState,
-    chunk_rows,
-    fold,
-    from_snapshot,
-    ledger_lengths,
-    to_snapshot,
-)
+from reducers import InvalidEvent, SessionConfig, SessionStarted, SessionState, fold
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
-SNAPSHOT_EVERY = 1000
 
 
 def check_session_id(session_id: object) -> str:
@@ -40,7 +32,7 @@ def check_session_id(session_id: object) -> str:
 
 
 class Journal:
-    """An open journal file. Not shared across threads: open one per thread."""
+    """An open journal. Not shared across threads: open one per thread."""
 
     def __init__(
         self,
@@ -53,10 +45,12 @@ class Journal:
     ) -> None:
         if type(snapshot_every) is not int or snapshot_every < 0:
             raise InvalidEvent(f"snapshot_every must be an integer >= 0, not {snapshot_every!r}")
-        self.store = EventStore(path, synchronous=synchronous, readonly=readonly, clock=clock)
-        self.path = self.store.path
-        self.snapshot_every = snapshot_every
+        sqlite = SqliteRecorder(path, synchronous=synchronous, readonly=readonly, clock=clock)
+        self.recorder: Recorder = sqlite
+        self.path = sqlite.path
+        self.spills: SpillStore = FolderSpills(sqlite.path)
         self.logger = logging.getLogger("tierlog")
+        self.snapshots = Snapshots(self.recorder, snapshot_every, self.logger)
 
     def __enter__(self) -> Journal:
         return self
@@ -71,11 +65,15 @@ class Journal:
 
     def close(self) -> None:
         """Close the database connection."""
-        self.store.close()
+        self.recorder.close()
 
     def sessions(self) -> list[str]:
         """Every session id in the journal, sorted."""
-        return self.store.sessions()
+        return self.recorder.sessions()
+
+    def has_session(self, session_id: str) -> bool:
+        """Whether ``session_id`` names a session of this journal."""
+        return self.recorder.head(check_session_id(session_id)).version > 0
 
     def start_session(self, session_id: str, config: SessionConfig) -> Session:
         """Start a new session; InvalidEvent if the id is taken."""
@@ -83,44 +81,38 @@ class Journal:
         if not isinstance(config, SessionConfig):
             raise InvalidEvent(f"config must be a SessionConfig, not {type(config).__name__}")
         started = SessionStarted(**attrs.asdict(config))
-        with self.store.transaction():
-            if self.store.head(session_id)[0]:
+        with self.recorder.transaction():
+            if self.recorder.head(session_id).version:
                 raise InvalidEvent(f"session {session_id!r} already exists")
             validate(SessionState(), started)
-            self.store.append(session_id, [started], expected_version=0)
-        return Session(self, session_id, fold([started]))
+            self.recorder.append(session_id, [started], expected_version=0)
+        return self._session(session_id, fold([started]), {})
 
     def session(self, session_id: str) -> Session:
         """Reopen a session: its snapshot plus the events after it."""
-        check_session_id(session_id)
-        if not self.store.head(session_id)[0]:
-            raise InvalidEvent(f"no session {session_id!r} in {self.path}")
-        state, lengths = self._snapshot(session_id)
-        return Session(self, session_id, state, snapshot_lengths=lengths)
+        if not self.has_session(session_id):
+            raise InvalidEvent(f"no session {session_id!r} in {self.recorder.location}")
+        state, lengths = self.snapshots.load(session_id)
+        return self._session(session_id, state, lengths)
 
-    def _snapshot(self, session_id: str) -> tuple[SessionState, dict[str, int]]:
-        """The cached state, or the empty one when there is none or it cannot be trusted."""
-        found = self.store.load_snapshot(session_id)
-        if found is None:
-            return SessionState(), {}
-        version, _, header, chunks = found
-        try:
-            state = from_snapshot(header, chunk_rows(chunks))
-        except (ValueError, TypeError, KeyError) as exc:
-            self.logger.warning("snapshot of %s unreadable, replaying: %s", session_id, exc)
-            return SessionState(), {}
-        if state.version != version or version > self.store.head(session_id)[0]:
-            self.logger.warning("snapshot of %s is ahead of its log, replaying", session_id)
-            return SessionState(), {}
-        return state, ledger_lengths(state)
+    def replay_session(self, session_id: str) -> Session:
+        """A session object that trusts nothing cached: its state starts empty."""
+        return self._session(session_id, SessionState(), {})
 
-    def save_snapshot(
-        self, session_id: str, state: SessionState, since: dict[str, int] | None = None
-    ) -> dict[str, int]:
-        """Cache ``state`` (joins an open transaction); returns its ledger lengths."""
-        header, chunks = to_snapshot(state, since)
-        self.store.save_snapshot(session_id, state.version, state.sha256, header, chunks)
-        return ledger_lengths(state)
+    def effects(self, session_id: str) -> SessionEffects:
+        """The effects decisions on ``session_id`` use: its turns and the spill store."""
+        return SessionEffects(self.recorder, session_id, self.spills)
+
+    def _session(self, session_id: str, state: SessionState, lengths: dict[str, int]) -> Session:
+        return Session(
+            session_id,
+            state,
+            recorder=self.recorder,
+            effects=self.effects(session_id),
+            snapshots=self.snapshots,
+            logger=self.logger,
+            snapshot_lengths=lengths,
+        )
 
 
 def open(  # noqa: A001 - the SPEC's name

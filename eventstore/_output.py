@@ -8,30 +8,25 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from eventstore._journal import Journal
-from eventstore._store import Recorded, Selection
+import attrs
+
+from eventstore._audit import AuditReport, EvictedObligation
+from eventstore._chain import Recorded
+from eventstore._ingest import IngestResult
+from eventstore._recorder import QueryResult
+from eventstore._review import CompactionReview
 from reducers import SessionState
 
-SESSIONS_SQL = """
-SELECT session_id,
-       count(*) AS events,
-       sum(type = 'TurnAppended') AS turns,
-       sum(type IN ('CompactionRefused', 'MarkerRefused')) AS refusals,
-       sum(type = 'MarkerInvalidated') AS invalidations,
-       sum(type = 'Resumed' AND payload ->> '$.source' = 'raw_checkpoint') AS raw_fallbacks
-FROM events GROUP BY session_id ORDER BY session_id
-"""
+
+def rows_of(result: QueryResult) -> list[dict[str, Any]]:
+    """A query result as one dict a row."""
+    return [dict(zip(result.columns, row, strict=True)) for row in result.rows]
 
 
-def query(journal: Journal, sql: str) -> list[dict[str, Any]]:
-    """Rows of one of tierlog's own queries, as dicts."""
-    with journal.store.select(sql) as rows:
-        return [dict(zip(rows.names, row, strict=True)) for row in rows]
-
-
-def stream(rows: Selection, as_json: bool, *, buffer: int = 1000) -> None:
+def stream(result: QueryResult, as_json: bool, *, buffer: int = 1000) -> None:
     """Print rows as they come: JSON, or a table aligned on the first ``buffer`` rows."""
-    records = ({n: _cell(v) for n, v in zip(rows.names, row, strict=True)} for row in rows)
+    names = result.columns
+    records = ({n: _cell(v) for n, v in zip(names, row, strict=True)} for row in result.rows)
     if as_json:
         opener = "["
         for record in records:
@@ -116,8 +111,12 @@ def describe_state(state: SessionState) -> str:
         f"constraints  {sorted(state.constraints)}",
         f"negatives    {sorted(f'{k}={d.disposition}' for k, d in state.dispositions.items())}",
     ]
+    if state.withdrawn:
+        lines.append(f"withdrawn    turns {list(state.withdrawn)} (retracted or cleared)")
     for n in sorted(state.nodes.values(), key=lambda n: n.version):
         status = "live" if n.live else f"replaced by {n.replaced_by}"
+        if not n.live and n.replaced_by is None:
+            status = "cleared"
         lines.append(
             f"node {n.node_id:<7} L{n.tier} [{n.covers_lo}, {n.covers_hi}) {status}: "
             f"{_short(n.summary)}"
@@ -177,26 +176,80 @@ class Progress:
             print("\r" + " " * self.width + "\r", end="", file=sys.stderr, flush=True)
 
 
-def audit_text(report: dict[str, Any]) -> str:
+def audit_text(report: AuditReport) -> str:
     """The audit report for a person."""
     lines = []
-    for session_id, sections in report["sessions"].items():
+    for session_id, audit in report.sessions.items():
         lines.append(f"== {session_id}")
-        for name, rows in sections.items():
+        for field in attrs.fields(type(audit)):
+            rows = getattr(audit, field.name)
             if rows:
-                lines.append(f"  {name.replace('_', ' ')} ({len(rows)}):")
-                lines += [f"    {_audit_row(name, row)}" for row in rows]
-    totals = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in report["totals"].items())
+                lines.append(f"  {field.name.replace('_', ' ')} ({len(rows)}):")
+                lines += [f"    {_audit_row(row)}" for row in rows]
+    totals = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in report.totals.items())
     lines.append(f"total: {totals}")
     return "\n".join(lines)
 
 
-def _audit_row(section: str, row: dict[str, Any]) -> str:
-    if section == "evicted_obligations":
-        carried = ", ".join(row["carried_by"]) or "NOBODY"
-        return f"{row['kind']} {row['key']!r} at {row['position']}: carried by {carried}"
-    if "violations" in row:
-        rules = "; ".join(v["message"] for v in json.loads(row["violations"]))
-        subject = row.get("node_id") or row.get("marker_id")
-        return f"v{row['version']} {subject} [{row['rules']}]: {rules}"
-    return f"v{row['version']} " + " ".join(f"{k}={v}" for k, v in row.items() if k != "version")
+def _audit_row(row: Any) -> str:
+    if isinstance(row, CompactionReview):
+        return "\n    ".join(review_lines(row))
+    if isinstance(row, EvictedObligation):
+        carried = ", ".join(row.carried_by) or "NOBODY"
+        return f"{row.kind} {row.key!r} at {row.position}: carried by {carried}"
+    fields = attrs.asdict(row)
+    if "violations" in fields:
+        rules = "; ".join(v["message"] for v in json.loads(fields["violations"]))
+        subject = fields.get("node_id") or fields.get("marker_id")
+        return f"v{row.version} {subject} [{fields['rules']}]: {rules}"
+    return f"v{row.version} " + " ".join(f"{k}={v}" for k, v in fields.items() if k != "version")
+
+
+# -- ingest and compaction reviews -------------------------------------------------------
+def ingest_text(r: IngestResult) -> str:
+    """What ``tierlog ingest`` did with one transcript."""
+    done = "unchanged (already ingested)" if r.unchanged else "ingested"
+    lines = [
+        f"{r.session_id}: {done}, {_n(r.events, 'event')} from {r.path}",
+        f"  {_n(r.turns, 'turn')}, {_n(r.calls, 'call')} ({r.failed} failed, {r.rejected}"
+        f" rejected), {_n(r.interruptions, 'interruption')}, {_n(r.constraints, 'rule')} found,"
+        f" {_n(r.queued, 'queued text')}, {_n(len(r.compactions), 'compaction')}",
+    ]
+    for review in r.compactions:
+        lines.append("  " + review_lines(review)[0])
+        missing = [f"{o.key} ({o.detail})" for o in review.not_evidenced]
+        if missing:
+            lines.append(f"    not evidenced: {'; '.join(missing)} (tierlog audit shows where)")
+    return "\n".join(lines)
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def review_lines(r: CompactionReview) -> list[str]:
+    """A compaction review: a headline, then one line per obligation live at it."""
+    pre = r.pre_tokens
+    drift = f" ({(r.occupancy - pre) / pre:+.2%})" if pre else ""
+    where = f" at line {r.line} ({r.trigger})" if r.line is not None else ""
+    rules = f" ({','.join(r.marker_rules)})" if r.marker_rules else ""
+    if r.refused_rules:
+        marker = f"compaction refused ({','.join(r.refused_rules)})"
+    elif r.marker_id is None:
+        marker = "no marker"
+    else:
+        marker = f"marker {r.marker_id} {r.marker_status}{rules}"
+    head = (
+        f"{r.node_id}{where}: preTokens {'unknown' if pre is None else format(pre, ',')},"
+        f" occupancy {r.occupancy:,}{drift}; compacted {_n(r.turns_compacted, 'turn')},"
+        f" {r.tokens_compacted:,} tokens; summary {r.summary_chars:,} chars,"
+        f" {r.summary_tokens:,} tokens; {marker}"
+    )
+    lines = [head]
+    for o in r.obligations:
+        verdict = "evidenced    " if o.evidenced else "NOT evidenced"
+        detail = "" if o.kind == "constraint" else f" ({o.detail})"
+        lines.append(
+            f"  {verdict} {o.kind} {o.key!r}{detail} at turn {o.raised_at_turn}: {o.quote}"
+        )
+    return lines

@@ -12,16 +12,16 @@ file's ids to the ones the re-decided session gave.
 
 from __future__ import annotations
 
-import contextlib
-import functools
+import itertools
 from collections.abc import Callable, Iterable
 
 import attrs
 
 from eventstore import _decide
-from eventstore._replay import commands, decide_again
+from eventstore._commands import Extend
+from eventstore._replay import command_of, commands
 from eventstore._session import Session
-from invariants import MarkerInvalid, UnrecoverableCompactionError, validate
+from invariants import validate
 from reducers import (
     PLAIN_EVENTS,
     Compacted,
@@ -32,13 +32,13 @@ from reducers import (
     MarkerInvalidated,
     MarkerRefused,
     Resumed,
+    SessionStarted,
     SessionState,
     Spilled,
     apply,
-    fold,
 )
 
-BATCH = 1000  # plain events committed together in the scratch session
+BATCH = 1000  # lone plain events committed together in the scratch session
 Ids = dict[str, str | None]  # the file's node/marker id -> the re-decided one (None: gone)
 
 
@@ -65,34 +65,34 @@ class Redecider:
 
     def run(self, events: Iterable[Event], progress: Callable[[int], None] | None) -> Outcome:
         """Re-decide every command of ``events`` (which follow ``recorded``)."""
-        for count, command in enumerate(commands(events), 1):
-            self.feed(command)
+        for count, group in enumerate(commands(events), 1):
+            self.feed(group)
             if progress:
                 progress(count)
         self._flush()
         return Outcome(redecided=self.redecided, skipped=tuple(self.skipped))
 
-    def feed(self, command: list[Event]) -> None:
-        """Check ``command`` on the recorded history, then decide it on the new one."""
-        self._check_recorded(command)
-        if len(command) == 1 and type(command[0]) in PLAIN_EVENTS:
-            self._plain.append(command[0])
+    def feed(self, group: list[Event]) -> None:
+        """Check ``group`` on the recorded history, then decide it on the new one."""
+        self._check_recorded(group)
+        if len(group) == 1 and type(group[0]) in PLAIN_EVENTS:
+            self._plain.append(group[0])
             self.version += 1
             if len(self._plain) >= BATCH:
                 self._flush()
             return
         self._flush()
-        self._decide(command)
-        self.version += len(command)
+        self._decide(group)
+        self.version += len(group)
 
     # -- the file's own history ------------------------------------------------------
-    def _check_recorded(self, command: list[Event]) -> None:
-        """InvalidEvent (aborting the import) if ``command`` cannot follow the file's history."""
+    def _check_recorded(self, group: list[Event]) -> None:
+        """InvalidEvent (aborting the import) if ``group`` cannot follow the file's history."""
         state = self.recorded
         try:
-            if isinstance(command[0], MarkerInvalidated):
-                raise InvalidEvent("MarkerInvalidated without the compaction that caused it")
-            for event in command:
+            if isinstance(group[0], (MarkerInvalidated, SessionStarted)):
+                command_of(group)  # raises: no command writes these first
+            for event in group:
                 validate(state, event)
                 state = apply(state, event)
         except InvalidEvent as exc:
@@ -101,61 +101,48 @@ class Redecider:
 
     # -- the re-decided history ------------------------------------------------------
     def _flush(self) -> None:
-        """Commit the buffered plain events: together, or one by one if one fails."""
+        """Commit the buffered plain events together, or one by one if one fails.
+
+        A plain event may now break a marker the file's history did not have valid
+        at that point: each one that does counts as decided differently.
+        """
         batch, self._plain = self._plain, []
         if not batch:
             return
-        version = self.version - len(batch)
+        first = self.version - len(batch)
         try:
-            self.session._commit(
-                lambda s: _decide.Decision(
-                    events=tuple(batch), state=fold(batch, s, check=validate)
-                )
-            )
-            return
+            events = self.session.run(Extend(events=tuple(batch))).events
         except InvalidEvent:
-            pass
-        for offset, event in enumerate(batch):
-            try:
-                self.session._commit(functools.partial(_single, event=event))
-            except InvalidEvent as exc:
-                self._skip(version + offset, [event], str(exc))
+            for offset, event in enumerate(batch):
+                self._decide([event], version=first + offset)
+            return
+        self.redecided += sum(
+            isinstance(b, MarkerInvalidated) and not isinstance(a, MarkerInvalidated)
+            for a, b in itertools.pairwise(events)
+        )
 
-    def _decide(self, command: list[Event]) -> None:
-        gone = [ref for ref in _references(command) if ref in self.ids and not self.ids[ref]]
+    def _decide(self, group: list[Event], *, version: int | None = None) -> None:
+        version = self.version if version is None else version
+        gone = [ref for ref in _references(group) if ref in self.ids and not self.ids[ref]]
         if gone:
             needs = ", ".join(map(repr, gone))
-            self._skip(self.version, command, f"needs {needs}, which the re-decision removed")
+            self._skip(version, group, f"needs {needs}, which the re-decision removed")
             return
-        translated = _translate(command, self.ids)
-        decided: list[_decide.Decision] = []
-        expected: list[list[Event]] = []
-
-        def decide(state: SessionState) -> _decide.Decision:
-            expected.append(_translate(translated, _own_ids(command, state)))
-            decided.append(
-                decide_again(self.session, state, translated, make_spill=self.session.make_spill)
-            )
-            return decided[-1]
-
+        translated = _translate(group, self.ids)
+        state = self.session.state
         try:
-            with contextlib.suppress(UnrecoverableCompactionError, MarkerInvalid):
-                self.session._commit(decide)
+            command, _ = command_of(translated)
+            decided = self.session.run(command).events
         except InvalidEvent as exc:
-            self._skip(self.version, command, str(exc))
+            self._skip(version, group, str(exc))
             return
-        events = decided[-1].events
-        self.redecided += not _same(events, expected[-1])
-        self.ids.update(_created(command, events))
+        expected = _translate(translated, _own_ids(group, state))
+        self.redecided += not _same(decided, expected)
+        self.ids.update(_created(group, decided))
 
-    def _skip(self, version: int, command: list[Event], why: str) -> None:
-        self.skipped.append(f"v{version} {type(command[0]).__name__}: {why}")
-        self.ids.update(dict.fromkeys(_created(command, ()), None))
-
-
-def _single(state: SessionState, event: Event) -> _decide.Decision:
-    validate(state, event)
-    return _decide.Decision(events=(event,))
+    def _skip(self, version: int, group: list[Event], why: str) -> None:
+        self.skipped.append(f"v{version} {type(group[0]).__name__}: {why}")
+        self.ids.update(dict.fromkeys(_created(group, ()), None))
 
 
 def _proposal(event: Event) -> Compacted | None:
@@ -164,9 +151,9 @@ def _proposal(event: Event) -> Compacted | None:
     return event if isinstance(event, Compacted) else None
 
 
-def _references(command: list[Event]) -> list[str]:
-    """The node and marker ids ``command`` needs to exist."""
-    head = command[-1] if isinstance(command[-1], CompactionRefused) else command[0]
+def _references(group: list[Event]) -> list[str]:
+    """The node and marker ids ``group``'s command needs to exist."""
+    head = group[-1] if isinstance(group[-1], CompactionRefused) else group[0]
     proposal = _proposal(head)
     if proposal is not None:
         return list(proposal.replaces)

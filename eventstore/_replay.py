@@ -1,20 +1,23 @@
 """Re-deriving recorded decisions: the engine behind ``verify`` and ``import``.
 
-A recorded log is read back as *commands*: a compaction with the marker
-invalidations it caused, a refusal with the spill written before it, or a
-single event. Each command is decided again on the state before it, with the
-same code the live session uses; ``verify`` compares the result to what was
+A recorded log is read back as *commands*: a compaction or a plain event with
+the marker invalidations it caused, a refusal with the spill written before it,
+or a single event. ``command_of`` turns each group back into the command value
+that produced it, and ``decide`` decides it again on the state before it, with
+the same code the live session uses; ``verify`` compares the result to what was
 recorded, ``import`` commits it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import attrs
 
-from eventstore import _decide
-from eventstore._session import Session
+from eventstore._commands import Command, Compact, EmitMarker, Record, Resume, WriteSpill
+from eventstore._decide import CAN_BREAK_MARKERS, Decision, decide, was_gated
+from eventstore._effects import Effects, RecordedSpills
 from invariants import validate
 from reducers import (
     PLAIN_EVENTS,
@@ -27,6 +30,7 @@ from reducers import (
     MarkerInvalidated,
     MarkerRefused,
     Resumed,
+    SessionStarted,
     SessionState,
     Spilled,
     fold,
@@ -51,61 +55,45 @@ def _continues(group: list[Event], event: Event) -> bool:
     if not group:
         return False
     if isinstance(event, MarkerInvalidated):
-        return isinstance(group[0], Compacted)
+        return isinstance(group[0], (Compacted, *CAN_BREAK_MARKERS))
     if isinstance(event, CompactionRefused) and event.action == "spilled":
         return len(group) == 1 and isinstance(group[0], Spilled)
     return False
 
 
-def proposal_of(command: list[Event]) -> Compacted | None:
-    """The compaction a command proposed, if it is one."""
-    if isinstance(command[-1], CompactionRefused):
-        return command[-1].proposal
-    return command[0] if isinstance(command[0], Compacted) else None
+def command_of(group: list[Event]) -> tuple[Command[Any], Spilled | None]:
+    """The command that produced ``group``, and the spill it recorded (if any)."""
+    head = group[0]
+    spilled = head if isinstance(head, Spilled) else None
+    last = group[-1]
+    if isinstance(last, CompactionRefused):
+        return Compact.of(last.proposal, require_marker=was_gated(last)), spilled
+    if isinstance(head, Compacted):
+        return Compact.of(head), None
+    if isinstance(head, (MarkerEmitted, MarkerRefused)):
+        return EmitMarker(node_id=head.node_id), None
+    if isinstance(head, Resumed):
+        return Resume(marker_id=head.marker_id), None
+    if spilled is not None:
+        return WriteSpill(lo=spilled.lo, hi=spilled.hi), spilled
+    if isinstance(head, MarkerInvalidated):
+        raise InvalidEvent("MarkerInvalidated without the event that caused it")
+    if isinstance(head, SessionStarted):
+        raise InvalidEvent("SessionStarted in the middle of a session")
+    return Record(event=head), None
 
 
 def decide_again(
-    session: Session,
-    state: SessionState,
-    command: list[Event],
-    *,
-    make_spill: _decide.MakeSpill | None = None,
-) -> _decide.Decision:
-    """The decision the current code makes for ``command`` on ``state``.
+    state: SessionState, group: list[Event], effects: Effects, *, write_spills: bool = False
+) -> Decision[Any]:
+    """The decision the current code makes for ``group``'s command on ``state``.
 
-    Ids are derived from ``state`` as the live session derives them. Spills come
-    from ``make_spill`` (``import`` writes real files) or, by default, from the
-    recorded events (``verify`` writes nothing). Raises :class:`InvalidEvent`
-    when the command is not valid on ``state``.
+    Ids are derived from ``state`` as the live session derives them. A spill due
+    is the recorded one unless ``write_spills`` (``import`` writes real files).
+    Raises :class:`InvalidEvent` when the command is not valid on ``state``.
     """
-    head = command[0]
-    proposal = proposal_of(command)
-    spill = make_spill or _recorded_spill(head)
-    if proposal is not None:
-        proposal = attrs.evolve(proposal, node_id=_decide.node_id_for(state))
-        return _decide.compaction(
-            state, proposal, checked_against=session.verified(state, proposal), make_spill=spill
-        )
-    if isinstance(head, (MarkerEmitted, MarkerRefused)):
-        return _decide.marker(state, _decide.marker_id_for(state), head.node_id)
-    if isinstance(head, Resumed):
-        context = session.context_for(state, head.marker_id)
-        return _decide.Decision(events=(context.event(),))
-    if isinstance(head, MarkerInvalidated):
-        raise InvalidEvent("MarkerInvalidated without the compaction that caused it")
-    validate(state, head)
-    if isinstance(head, Spilled):
-        return _decide.Decision(events=(spill(state, head.lo, head.hi),))
-    return _decide.Decision(events=(head,))
-
-
-def _recorded_spill(head: Event) -> _decide.MakeSpill:
-    def replay_spill(_: SessionState, lo: int, hi: int) -> Spilled:
-        if not isinstance(head, Spilled) or (head.lo, head.hi) != (lo, hi):
-            raise InvalidEvent(f"a spill of [{lo}, {hi}) is due here but none was recorded")
-        return head
-
-    return replay_spill
+    command, spilled = command_of(group)
+    return decide(command, state, effects if write_spills else RecordedSpills(effects, spilled))
 
 
 @attrs.frozen(kw_only=True)
@@ -119,43 +107,46 @@ class Divergence:
 
 
 def divergences(
-    session: Session,
-    events: Iterable[Event] | None = None,
+    session_id: str,
+    events: Iterable[Event],
+    effects: Effects,
     *,
     snapshot: tuple[int, str] | None = None,
 ) -> Iterator[Divergence]:
-    """Replay ``events`` (the session's own by default) from version 1, re-deciding each
-    command on the state before it; yield where the log and the decision differ.
+    """Replay ``events`` from version 1, re-deciding each command on the state before it;
+    yield where the log and the decision differ.
 
-    Runs of plain events are validated and folded in one pass; decisions are re-derived
-    one by one. Stops at the first divergence; a bad spill file does not stop it.
+    Runs of plain events are validated and folded in one pass while no marker is valid
+    (no plain event can then invalidate one); decisions are re-derived one by one.
+    Stops at the first divergence; a bad spill file does not stop it.
     ``snapshot`` (version, sha256) is compared with the replayed state at that version.
     """
     state, plain = SessionState(), []
     watch = snapshot[0] if snapshot else -1
-    for command in commands(session.events() if events is None else events):
-        if len(command) == 1 and type(command[0]) in PLAIN_EVENTS:
+    for command in commands(events):
+        batchable = not any(m.valid for m in state.markers.values())
+        if batchable and len(command) == 1 and type(command[0]) in PLAIN_EVENTS:
             plain.append(command[0])
             if state.version + len(plain) != watch:
                 continue
             command = []
-        state, found = _fold_plain(session.id, state, plain)
+        state, found = _fold_plain(session_id, state, plain)
         plain = []
         if found is None and command:
-            found = _redecide(session, state, command)
+            found = _redecide(session_id, state, command, effects)
         if found is not None:
             yield found
             return
-        yield from _spill_problems(session, state.version + 1, command)
+        yield from _spill_problems(session_id, state.version + 1, command, effects)
         state = fold(command, state)
         if snapshot and state.version == watch and state.sha256 != snapshot[1]:
             yield Divergence(
-                session_id=session.id,
+                session_id=session_id,
                 version=watch,
                 check="snapshot",
                 problem="the snapshot disagrees with the replayed state",
             )
-    _, found = _fold_plain(session.id, state, plain)
+    _, found = _fold_plain(session_id, state, plain)
     if found is not None:
         yield found
 
@@ -177,23 +168,30 @@ def _fold_plain(
         return state, Divergence(session_id=session_id, version=at[0] + 1, problem=str(exc))
 
 
-def _redecide(session: Session, state: SessionState, command: list[Event]) -> Divergence | None:
+def _redecide(
+    session_id: str, state: SessionState, command: list[Event], effects: Effects
+) -> Divergence | None:
     version = state.version + 1
     try:
-        derived = decide_again(session, state, command).events
+        if isinstance(command[0], SessionStarted):  # no command starts a session twice
+            validate(state, command[0])
+            return None
+        derived = decide_again(state, command, effects).events
     except JournalError as exc:
-        return Divergence(session_id=session.id, version=version, problem=str(exc))
+        return Divergence(session_id=session_id, version=version, problem=str(exc))
     if tuple(command) != derived:
         return Divergence(
-            session_id=session.id, version=version, problem=_mismatch(command, derived)
+            session_id=session_id, version=version, problem=_mismatch(command, derived)
         )
     return None
 
 
-def _spill_problems(session: Session, version: int, command: list[Event]) -> Iterator[Divergence]:
+def _spill_problems(
+    session_id: str, version: int, command: list[Event], effects: Effects
+) -> Iterator[Divergence]:
     for event in command:
-        if isinstance(event, Spilled) and (problem := session.spill_problem(event)):
-            yield Divergence(session_id=session.id, version=version, problem=problem, check="spill")
+        if isinstance(event, Spilled) and (problem := effects.spill_problem(event)):
+            yield Divergence(session_id=session_id, version=version, problem=problem, check="spill")
 
 
 def _mismatch(recorded: list[Event], derived: tuple[Event, ...]) -> str:

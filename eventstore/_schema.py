@@ -139,12 +139,20 @@ VIEWS: dict[str, str] = {
         "Resumed", _fields("marker_id", "source", "checkpoint_at", "context_sha256", "reason")
     ),
     "obligations": _OBLIGATIONS,
+    # not a SPEC view: turns the runtime took back (pop_item) and context clears
+    "withdrawals": f"""SELECT {_COMMON},
+    CASE type WHEN 'TurnRetracted' THEN 'retracted' ELSE 'cleared' END AS kind,
+    coalesce(payload ->> '$.index', 0) AS from_turn,
+    coalesce((payload ->> '$.index') + 1, payload ->> '$.before') AS to_turn,
+    payload ->> '$.reason' AS reason
+FROM events WHERE type IN ('TurnRetracted', 'ContextCleared')""",
 }
 
 
 def install(conn: sqlite3.Connection) -> None:
     """Bring a new or current journal's schema up to date; refuse anything else."""
     if _is_journal(conn):
+        _add_missing_views(conn)
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -185,3 +193,20 @@ def _create(conn: sqlite3.Connection) -> None:
         db.create_view(name, sql)
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _add_missing_views(conn: sqlite3.Connection) -> None:
+    """Views added after a journal was created (same schema version: views only read)."""
+    have = {name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type='view'")}
+    missing = [name for name in VIEWS if name not in have]
+    if not missing:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        db = sqlite_utils.Database(conn)
+        for name in missing:
+            db.create_view(name, VIEWS[name], ignore=True)  # another process may have won
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

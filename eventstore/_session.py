@@ -1,59 +1,58 @@
-"""The Session facade: every call is one checked, atomic commit.
+"""The Session facade: every method builds a command and runs it as one commit.
 
-Each write runs the Decider loop inside one ``BEGIN IMMEDIATE`` transaction:
-bring the cached state up to date with what other writers committed, decide
-(validate, run the invariants), append the events at the expected version, and
-only after COMMIT adopt the new state and raise a refusal if there was one.
+``run`` is the Decider loop, inside one write transaction: bring the cached
+state up to date with what other writers committed, ``decide``, append the
+events at the expected version, keep a snapshot when one is due; only after
+COMMIT adopt the new state and raise a refusal if there was one.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import attrs
 import structlog
 
-from eventstore import _decide
 from eventstore._codec import from_payload
-from eventstore._errors import ConcurrencyError, IntegrityError
-from eventstore._files import (
-    file_problem,
-    render_digest,
-    render_turns,
-    spill_handle,
-    write_atomically,
+from eventstore._commands import (
+    AppendTurn,
+    Checkpoint,
+    ClearContext,
+    Command,
+    Compact,
+    EmitMarker,
+    Extend,
+    Record,
+    Resume,
+    WriteSpill,
 )
-from eventstore._store import EventStore
+from eventstore._decide import Decision, decide
+from eventstore._effects import Effects
+from eventstore._errors import ConcurrencyError, IntegrityError
+from eventstore._recorder import Recorder
+from eventstore._snapshots import Snapshots
 from eventstore._values import Context, Turn
-from invariants import check_range, floor, validate
 from reducers import (
-    PLAIN_EVENTS,
     CallOpened,
     CallResolved,
-    Checkpointed,
-    Compacted,
     ConstraintLifted,
     ConstraintStated,
     Event,
     InvalidEvent,
     ItemDisposed,
-    Ledger,
     Marker,
     MarkerInvalidated,
     Node,
     SessionState,
     Spill,
-    Spilled,
     Truncated,
-    TurnAppended,
+    TurnRetracted,
     fold,
 )
 
-if TYPE_CHECKING:
-    from eventstore._journal import Journal
+R = TypeVar("R")
 
 
 class Session:
@@ -61,33 +60,35 @@ class Session:
 
     def __init__(
         self,
-        journal: Journal,
         session_id: str,
         state: SessionState,
         *,
+        recorder: Recorder,
+        effects: Effects,
+        snapshots: Snapshots,
+        logger: logging.Logger,
         snapshot_lengths: dict[str, int] | None = None,
     ) -> None:
-        self.journal = journal
         self.id = session_id
+        self.effects = effects
+        self._recorder = recorder
+        self._snapshots = snapshots
         self._state = state
         self._snapshot_version = state.version
         self._snapshot_lengths = snapshot_lengths or {}
-        self._log = structlog.wrap_logger(
-            journal.logger, wrapper_class=structlog.stdlib.BoundLogger
-        ).bind(session_id=session_id)
+        self._logger = logger
+        self._log = structlog.wrap_logger(logger, wrapper_class=structlog.stdlib.BoundLogger).bind(
+            session_id=session_id
+        )
 
     def __repr__(self) -> str:
         return f"Session({self.id!r}, version={self._state.version})"
 
     # -- reading -----------------------------------------------------------------------
     @property
-    def _store(self) -> EventStore:
-        return self.journal.store
-
-    @property
     def state(self) -> SessionState:
         """The state at the latest committed version (other writers included)."""
-        return self._catch_up()
+        return self._catch_up(self._recorder.head(self.id).version)
 
     @property
     def version(self) -> int:
@@ -103,7 +104,7 @@ class Session:
 
     def events(self, *, start: int = 1, stop: int | None = None) -> Iterator[Event]:
         """The session's decoded events in version order, streamed."""
-        rows = self._store.read_payloads(self.id, start=start, stop=stop)
+        rows = self._recorder.read_payloads(self.id, start=start, stop=stop)
         try:
             for type_name, payload in rows:
                 yield from_payload(type_name, payload)
@@ -115,13 +116,11 @@ class Session:
         state = self.state
         stop = state.turns if hi is None else min(hi, state.turns)
         return [
-            Turn(**t, tok_start=state.tok_starts[t["index"]]) for t in self._turns(state, lo, stop)
+            Turn(**t, tok_start=state.tok_starts[t["index"]])
+            for t in self.effects.turns(state, [(lo, stop)])
         ]
 
-    def _catch_up(self) -> SessionState:
-        return self._catch_up_to(self._store.head(self.id)[0])
-
-    def _catch_up_to(self, head: int) -> SessionState:
+    def _catch_up(self, head: int) -> SessionState:
         state = self._state
         if head < state.version:
             raise IntegrityError(f"session {self.id!r} went back from {state.version} to {head}")
@@ -129,58 +128,48 @@ class Session:
             self._state = fold(self.events(start=state.version + 1), state)
         return self._state
 
-    # -- the commit pipeline -------------------------------------------------------------
-    def _commit(
-        self,
-        decide: Callable[[SessionState], _decide.Decision],
-        expected_version: int | None = None,
-    ) -> SessionState:
-        """Run ``decide`` on the up-to-date state and commit its events, in one transaction.
+    # -- the Decider loop ----------------------------------------------------------------
+    def run(self, command: Command[R], expected_version: int | None = None) -> Decision[R]:
+        """Decide ``command`` on the up-to-date state and commit its events, atomically.
 
-        Private on purpose: ``decide`` is trusted to have run the checks, so only the
-        commands here (and ``import``, which re-decides with the same code) call it.
-        The decision's error, if any, is raised after the commit.
+        A refusal is committed like any decision; its error is in ``Decision.error``
+        (the command methods raise it).
         """
-        with self._store.transaction():
-            head, head_hash = self._store.head(self.id)
-            state = self._catch_up_to(head)
+        with self._recorder.transaction():
+            head = self._recorder.head(self.id)
+            state = self._catch_up(head.version)
             if expected_version is not None and expected_version != state.version:
                 raise ConcurrencyError(
                     f"session {self.id!r} is at version {state.version}, "
                     f"expected {expected_version}"
                 )
-            decision = decide(state)
-            new = decision.state or fold(decision.events, state)
-            self._store.append(self.id, decision.events, expected_version=head, head_hash=head_hash)
-            self._maybe_snapshot(new)
-        self._state = new
-        self._log_decision(new, decision)
+            decision = decide(command, state, self.effects)
+            self._recorder.append(
+                self.id, decision.events, expected_version=head.version, head_hash=head.hash
+            )
+            self._maybe_snapshot(decision.state)
+        self._state = decision.state
+        self._log_decision(decision)
+        return decision
+
+    def _do(self, command: Command[R], expected_version: int | None) -> R:
+        decision = self.run(command, expected_version)
         if decision.error is not None:
             raise decision.error
-        return new
-
-    def _append(self, event: Event, expected_version: int | None) -> SessionState:
-        def decide(state: SessionState) -> _decide.Decision:
-            validate(state, event)
-            return _decide.Decision(events=(event,))
-
-        return self._commit(decide, expected_version)
+        return decision.result
 
     def _maybe_snapshot(self, state: SessionState) -> None:
-        every = self.journal.snapshot_every
-        if every and state.version - self._snapshot_version >= every:
-            self._snapshot_lengths = self.journal.save_snapshot(
-                self.id, state, self._snapshot_lengths
-            )
+        if self._snapshots.due(state, self._snapshot_version):
+            self._snapshot_lengths = self._snapshots.save(self.id, state, self._snapshot_lengths)
             self._snapshot_version = state.version
 
-    def _log_decision(self, state: SessionState, decision: _decide.Decision) -> None:
+    def _log_decision(self, decision: Decision[Any]) -> None:
         """Refusals and invalidations at WARNING; every commit at DEBUG (only if enabled)."""
         invalidated = [e for e in decision.events if isinstance(e, MarkerInvalidated)]
-        debug = self.journal.logger.isEnabledFor(logging.DEBUG)
+        debug = self._logger.isEnabledFor(logging.DEBUG)
         if decision.error is None and not invalidated and not debug:
             return  # the hot path: rendering a dropped log line is not free
-        log = self._log.bind(version=state.version)
+        log = self._log.bind(version=decision.state.version)
         if decision.error is not None:
             log.warning(
                 "refused",
@@ -197,15 +186,7 @@ class Session:
         self, role: str, content: str, tokens: int, *, expected_version: int | None = None
     ) -> Turn:
         """Append one raw L0 turn."""
-
-        def decide(state: SessionState) -> _decide.Decision:
-            turn = TurnAppended(index=state.turns, role=role, content=content, tokens=tokens)
-            return _decide.Decision(events=(turn,))
-
-        state = self._commit(decide, expected_version)
-        index = state.turns - 1
-        start = state.tok_starts[index]
-        return Turn(index=index, role=role, content=content, tokens=tokens, tok_start=start)
+        return self._do(AppendTurn(role=role, content=content, tokens=tokens), expected_version)
 
     def extend(
         self, events: Iterable[Event], *, expected_version: int | None = None
@@ -213,68 +194,61 @@ class Session:
         """Append many plain events (turns, calls, constraints, dispositions, truncations,
         checkpoints) in one transaction, each validated on the state before it.
 
-        Decisions (compactions, markers, resumes, spills) have their own commands.
+        Decisions (compactions, markers, resumes, spills) have their own commands. A
+        marker an event breaks is invalidated right after that event, in the batch.
         """
-        batch = tuple(events)
-        for event in batch:
-            if type(event) not in PLAIN_EVENTS:
-                raise InvalidEvent(
-                    f"{type(event).__name__} is not a plain event: use its own command"
-                )
-
-        def decide(state: SessionState) -> _decide.Decision:
-            return _decide.Decision(events=batch, state=fold(batch, state, check=validate))
-
-        return self._commit(decide, expected_version)
+        return self._do(Extend(events=tuple(events)), expected_version)
 
     def open_call(
         self, call_id: str, kind: str, name: str, *, expected_version: int | None = None
     ) -> None:
         """Record an open tool call, file handle or subprocess."""
-        self._append(CallOpened(call_id=call_id, kind=kind, name=name), expected_version)
+        self._do(Record(event=CallOpened(call_id=call_id, kind=kind, name=name)), expected_version)
 
     def resolve_call(
         self, call_id: str, outcome: str, *, expected_version: int | None = None
     ) -> None:
         """Record that an open call came back."""
-        self._append(CallResolved(call_id=call_id, outcome=outcome), expected_version)
+        self._do(Record(event=CallResolved(call_id=call_id, outcome=outcome)), expected_version)
 
     def state_constraint(self, key: str, text: str, *, expected_version: int | None = None) -> None:
         """Record a user constraint, pending until lifted."""
-        self._append(ConstraintStated(key=key, text=text), expected_version)
+        self._do(Record(event=ConstraintStated(key=key, text=text)), expected_version)
 
     def lift_constraint(self, key: str, *, expected_version: int | None = None) -> None:
         """Lift a pending constraint."""
-        self._append(ConstraintLifted(key=key), expected_version)
+        self._do(Record(event=ConstraintLifted(key=key)), expected_version)
 
     def dispose(
         self, key: str, disposition: str, reason: str, *, expected_version: int | None = None
     ) -> None:
         """Record a negative fact: ``key`` was rejected, failed or superseded."""
         event = ItemDisposed(key=key, disposition=disposition, reason=reason)
-        self._append(event, expected_version)
+        self._do(Record(event=event), expected_version)
 
     def truncate(
         self, lo: int, hi: int, reason: str = "", *, expected_version: int | None = None
     ) -> None:
         """Record that budget enforcement dropped ``[lo, hi)``."""
-        self._append(Truncated(lo=lo, hi=hi, reason=reason), expected_version)
+        self._do(Record(event=Truncated(lo=lo, hi=hi, reason=reason)), expected_version)
+
+    def retract_turn(
+        self, index: int, reason: str = "", *, expected_version: int | None = None
+    ) -> None:
+        """Take turn ``index`` out of the working context; the log keeps it."""
+        self._do(Record(event=TurnRetracted(index=index, reason=reason)), expected_version)
+
+    def clear_context(self, reason: str = "", *, expected_version: int | None = None) -> None:
+        """Take every turn and live summary out of the working context; the log keeps them."""
+        self._do(ClearContext(reason=reason), expected_version)
 
     def checkpoint(self, *, expected_version: int | None = None) -> int:
         """Record a raw-log checkpoint at the log's end; returns its position."""
-        state = self._commit(
-            lambda s: _decide.Decision(events=(Checkpointed(at=s.end),)), expected_version
-        )
-        return state.checkpoints[-1]
+        return self._do(Checkpoint(), expected_version)
 
     def spill(self, lo: int, hi: int, *, expected_version: int | None = None) -> Spill:
-        """Write the raw range ``[lo, hi)`` to a spill file and record it."""
-
-        def decide(state: SessionState) -> _decide.Decision:
-            check_range(state, "spill", lo, hi)
-            return _decide.Decision(events=(self.make_spill(state, lo, hi),))
-
-        return self._commit(decide, expected_version).spills[-1]
+        """Write the raw range ``[lo, hi)`` to the spill store and record it."""
+        return self._do(WriteSpill(lo=lo, hi=hi), expected_version)
 
     def compact(
         self,
@@ -291,126 +265,39 @@ class Session:
         constraints: Sequence[str] = (),
         replaces: Sequence[str] = (),
         expected_version: int | None = None,
+        require_marker: bool = False,
     ) -> Node:
-        """Propose a summary node; commit it, or refuse it with UnrecoverableCompactionError."""
-        fields: dict[str, Any] = {
-            "tier": tier,
-            "input_lo": input[0],
-            "input_hi": input[1],
-            "covers_lo": covers[0],
-            "covers_hi": covers[1],
-            "tail_start": tail_start,
-            "summary": summary,
-            "tokens": tokens,
-            "dispositions": dispositions or {},
-            "resolved_ids": resolved_ids,
-            "unresolved_ids": unresolved_ids,
-            "constraints": constraints,
-            "replaces": replaces,
-        }
-        node_ids: list[str] = []
+        """Propose a summary node; commit it, or refuse it with UnrecoverableCompactionError.
 
-        def decide(state: SessionState) -> _decide.Decision:
-            proposal = Compacted(node_id=_decide.node_id_for(state), **fields)
-            node_ids.append(proposal.node_id)
-            return self.decide_compaction(state, proposal)
-
-        return self._commit(decide, expected_version).nodes[node_ids[-1]]
-
-    def decide_compaction(self, state: SessionState, proposal: Compacted) -> _decide.Decision:
-        """The compaction decision on ``state``, with this session's spill files."""
-        return _decide.compaction(
-            state,
-            proposal,
-            checked_against=self.verified(state, proposal),
-            make_spill=self.make_spill,
+        With ``require_marker`` the proposal is also refused when a marker on its node
+        would break M1 or M2 (a runtime that replaces its history with the summary).
+        """
+        command = Compact(
+            tier=tier,
+            input_lo=input[0],
+            input_hi=input[1],
+            covers_lo=covers[0],
+            covers_hi=covers[1],
+            tail_start=tail_start,
+            summary=summary,
+            tokens=tokens,
+            dispositions=dispositions or {},
+            resolved_ids=tuple(resolved_ids),
+            unresolved_ids=tuple(unresolved_ids),
+            constraints=tuple(constraints),
+            replaces=tuple(replaces),
+            require_marker=require_marker,
         )
+        node = self._do(command, expected_version)
+        assert node is not None  # a refusal was raised by _do
+        return node
 
     def emit_marker(self, node_id: str, *, expected_version: int | None = None) -> Marker:
         """Emit a recovery marker on a node, or refuse it with MarkerInvalid."""
-        ids: list[str] = []
-
-        def decide(state: SessionState) -> _decide.Decision:
-            ids.append(_decide.marker_id_for(state))
-            return _decide.marker(state, ids[-1], node_id)
-
-        return self._commit(decide, expected_version).markers[ids[-1]]
+        marker = self._do(EmitMarker(node_id=node_id), expected_version)
+        assert marker is not None  # a refusal was raised by _do
+        return marker
 
     def resume(self, marker_id: str, *, expected_version: int | None = None) -> Context:
         """The digest context if the marker holds, else the raw checkpoint: never a patch."""
-        contexts: list[Context] = []
-
-        def decide(state: SessionState) -> _decide.Decision:
-            contexts.append(self.context_for(state, marker_id))
-            return _decide.Decision(events=(contexts[-1].event(),))
-
-        state = self._commit(decide, expected_version)
-        return attrs.evolve(contexts[-1], version=state.version)
-
-    # -- effects the decisions need ------------------------------------------------------
-    def context_for(self, state: SessionState, marker_id: str) -> Context:
-        """The context a resume of ``marker_id`` on ``state`` returns (no write)."""
-        if marker_id not in state.markers:
-            raise InvalidEvent(f"unknown marker {marker_id!r}")
-        trusted, reason = _decide.resume_verdict(state, marker_id)
-        if trusted:
-            source, at = "digest", None
-            data = render_digest(state.live_nodes, self._resident_turns(state))
-        else:
-            source, at = "raw_checkpoint", _decide.raw_checkpoint(state, marker_id)
-            data = render_turns(self._turns(state, 0, state.turn_index(at)))
-        return Context(
-            marker_id=marker_id,
-            source=source,
-            content=data.decode(),
-            sha256=hashlib.sha256(data).hexdigest(),
-            checkpoint_at=at,
-            reason=reason,
-            version=state.version,
-        )
-
-    def _turns(self, state: SessionState, lo: int, hi: int) -> Iterator[dict[str, Any]]:
-        """Raw turns ``lo <= index < hi`` of ``state``, read by their versions."""
-        if lo >= hi:
-            return iter(())
-        versions = state.turn_versions
-        return self._store.turns(self.id, versions[lo], versions[hi - 1])
-
-    def _resident_turns(self, state: SessionState) -> Iterator[dict[str, Any]]:
-        lo = 0
-        for gone_lo, gone_hi in (*state.evicted, (state.end, state.end)):
-            if lo < gone_lo:
-                yield from self._turns(state, state.turn_index(lo), state.turn_index(gone_lo))
-            lo = max(lo, gone_hi)
-
-    def make_spill(self, state: SessionState, lo: int, hi: int) -> Spilled:
-        """Write the raw range ``[lo, hi)`` of ``state``'s turns to a spill file (no commit)."""
-        db = self._store.path
-        data = render_turns(self._turns(state, state.turn_index(lo), state.turn_index(hi)))
-        handle = spill_handle(db, self.id, state.version + 1, lo, hi)
-        write_atomically(db.parent / handle, data)
-        digest = hashlib.sha256(data).hexdigest()
-        return Spilled(lo=lo, hi=hi, handle=handle, sha256=digest, bytes=len(data))
-
-    def spill_problem(self, spill: Spill | Spilled) -> str | None:
-        """Why a spill's file no longer holds its recorded bytes, or ``None``."""
-        return file_problem(self._store.path.parent / spill.handle, spill.sha256, spill.bytes)
-
-    def verified(self, state: SessionState, proposal: Compacted) -> SessionState:
-        """``state`` with only the spills C3 may trust for ``proposal``: those that reach
-        into its floor and whose file still matches its size and sha256.
-
-        Spills outside the floor cannot excuse anything, so their files are not read.
-        """
-        window = floor(state, proposal)
-        good = [
-            s
-            for s in state.spills
-            if window is not None
-            and s.lo < window[1]
-            and s.hi > window[0]
-            and self.spill_problem(s) is None
-        ]
-        if len(good) == len(state.spills):
-            return state
-        return attrs.evolve(state, spills=Ledger.of(good))
+        return self._do(Resume(marker_id=marker_id), expected_version)

@@ -1,22 +1,23 @@
-"""Export a session as JSON Lines, and read such lines back, strictly (``import``'s parser)."""
+"""Export a session as JSON Lines; read such lines back, strictly, and import them."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from eventstore._codec import SCHEMA_VERSION, from_payload
+from eventstore._import import Import, Imported
 from eventstore._journal import Journal, check_session_id
 from reducers import Event, InvalidEvent
 
 
 def export_lines(journal: Journal, session_id: str) -> Iterator[str]:
     """One JSON object a line per event: the stored row, payload as an object."""
-    if not journal.store.head(session_id)[0]:
-        raise InvalidEvent(f"no session {session_id!r} in {journal.path}")
-    for row in journal.store.read(session_id):
+    if not journal.has_session(session_id):
+        raise InvalidEvent(f"no session {session_id!r} in {journal.recorder.location}")
+    for row in journal.recorder.read(session_id):
         yield json.dumps(
             {
                 "session_id": row.session_id,
@@ -115,3 +116,24 @@ def _check_values(value: object) -> None:
                 item.encode("utf-8")
             except UnicodeEncodeError:
                 raise InvalidEvent(f"string {item[:40]!r} holds a lone surrogate") from None
+
+
+def import_file(
+    journal: Journal,
+    file: Iterable[bytes | str],
+    *,
+    rename: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[Imported]:
+    """Import every session in ``file`` into ``journal``, re-deciding every command.
+
+    A command the current checks decide differently is committed as they decide
+    it (an unsafe compaction becomes a refusal). A later command that this makes
+    impossible (a marker on the node that was refused) is skipped and reported.
+    A command invalid in the file's own history, or a malformed line, aborts
+    the import whole. Sessions already present with the same history are left
+    unchanged.
+    """
+    with Import(journal.path, read_sessions(file), rename=rename) as job:
+        job.decide(journal, progress)
+        return job.commit(journal)

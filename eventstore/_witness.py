@@ -23,7 +23,7 @@ from reducers import InvalidEvent
 
 
 @attrs.frozen(kw_only=True)
-class Head:
+class SessionHead:
     """A session's last version and its hash: what a witness keeps."""
 
     session_id: str
@@ -31,16 +31,19 @@ class Head:
     hash: str
 
 
-def heads(journal: Journal, session_ids: Iterable[str] | None = None) -> list[Head]:
+def heads(journal: Journal, session_ids: Iterable[str] | None = None) -> list[SessionHead]:
     """The head of every session (or of ``session_ids``), sorted by session id."""
-    found = [Head(session_id=s, version=v, hash=h) for s, v, h in journal.store.heads()]
+    found = [
+        SessionHead(session_id=s, version=h.version, hash=h.hash)
+        for s, h in journal.recorder.heads().items()
+    ]
     if session_ids is None:
         return found
     wanted = set(session_ids)
     return [h for h in found if h.session_id in wanted]
 
 
-def read_witness(text: str, source: str) -> list[Head]:
+def read_witness(text: str, source: str) -> list[SessionHead]:
     """Heads from the JSON that ``tierlog head --json`` printed (InvalidEvent if it is not)."""
     try:
         data = json.loads(text)
@@ -49,13 +52,13 @@ def read_witness(text: str, source: str) -> list[Head]:
     if not isinstance(data, list):
         raise InvalidEvent(f"{source}: a witness is the list `tierlog head --json` prints")
     try:
-        return converter.structure(data, list[Head])
+        return converter.structure(data, list[SessionHead])
     except cattrs.BaseValidationError as exc:
         why = "; ".join(cattrs.transform_error(exc))
         raise InvalidEvent(f"{source} is not a witness from `tierlog head --json`: {why}") from None
 
 
-def check_witness(journal: Journal, witness: Iterable[Head]) -> list[Finding]:
+def check_witness(journal: Journal, witness: Iterable[SessionHead]) -> list[Finding]:
     """A finding for each witnessed head the journal no longer holds as witnessed."""
     found = []
     for w in witness:
@@ -69,13 +72,13 @@ def check_witness(journal: Journal, witness: Iterable[Head]) -> list[Finding]:
     return found
 
 
-def _problem(journal: Journal, w: Head) -> str | None:
-    head = journal.store.head(w.session_id)[0]
+def _problem(journal: Journal, w: SessionHead) -> str | None:
+    head = journal.recorder.head(w.session_id).version
     if head == 0:
         return f"the session is missing (witnessed at version {w.version})"
     if head < w.version:
         return f"the log ends at version {head}: witnessed events were deleted"
-    stored = journal.store.hash_at(w.session_id, w.version)
+    stored = journal.recorder.hash_at(w.session_id, w.version)
     if stored != w.hash:
         return f"the event at version {w.version} is not the witnessed one (hash {stored})"
     return None

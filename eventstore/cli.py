@@ -13,7 +13,6 @@ import contextlib
 import json
 import logging
 import os
-import sqlite3
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -24,14 +23,15 @@ import attrs
 import structlog
 
 from eventstore import _output as out
-from eventstore._audit import Finding, audit, has_findings, verify
+from eventstore._audit import Finding, audit, verify
 from eventstore._demo import run_demo
 from eventstore._errors import IntegrityError
 from eventstore._import import Import, created_journal
+from eventstore._ingest import FORMATS, Loaded, ingest_loaded, load
 from eventstore._journal import Journal, check_session_id
-from eventstore._store import is_corruption
+from eventstore._sqlite import is_corruption, is_database_fault
 from eventstore._transfer import export_lines, read_sessions
-from eventstore._witness import Head, check_witness, heads, read_witness
+from eventstore._witness import SessionHead, check_witness, heads, read_witness
 from reducers import InvalidEvent, JournalError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -75,8 +75,8 @@ def _session_ids(journal: Journal, session_id: str | None) -> list[str] | None:
     """``[session_id]`` if it names a session of the journal; ``None`` (all) if not given."""
     if session_id is None:
         return None
-    if not journal.store.head(check_session_id(session_id))[0]:
-        raise InvalidEvent(f"no session {session_id!r} in {journal.path}")
+    if not journal.has_session(session_id):
+        raise InvalidEvent(f"no session {session_id!r} in {journal.recorder.location}")
     return [session_id]
 
 
@@ -111,7 +111,7 @@ def _amount(kind: type[int] | type[float]) -> Callable[[str], float]:
 
 def _corruption(exc: Exception) -> Finding:
     """``exc`` as a finding if it says the database is corrupt; else ``exc`` is re-raised."""
-    if isinstance(exc, sqlite3.Error) and not is_corruption(exc):
+    if not isinstance(exc, IntegrityError) and not is_corruption(exc):
         raise exc
     problem = str(exc) if isinstance(exc, JournalError) else f"database is corrupt: {exc}"
     return Finding(check="integrity", session_id=None, version=None, problem=problem)
@@ -140,7 +140,7 @@ def _demo(args: argparse.Namespace) -> int:
 @arg("--json", action="store_true", help="print JSON")
 def _sessions(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
-        rows = out.query(journal, out.SESSIONS_SQL)
+        rows = [attrs.asdict(s) for s in journal.recorder.summaries()]
     out.emit(rows, args.json)
     return 0
 
@@ -156,7 +156,7 @@ def _sessions(args: argparse.Namespace) -> int:
 def _log(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
         journal.session(args.session)
-        for row in journal.store.read(args.session, start=args.start, stop=args.stop):
+        for row in journal.recorder.read(args.session, start=args.start, stop=args.stop):
             print(out.log_line(row, args.json))
     return 0
 
@@ -224,28 +224,29 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _verify_or_corrupt(
-    journal: Journal, session_id: str | None, witness: list[Head] | None
+    journal: Journal, session_id: str | None, witness: list[SessionHead] | None
 ) -> list[Finding]:
     """verify's findings; on a corrupt page, what ``PRAGMA integrity_check`` says instead."""
     try:
         return _verify_journal(journal, session_id, witness)
-    except (sqlite3.DatabaseError, IntegrityError) as exc:
+    except Exception as exc:  # re-raised unless it is corruption
         found = _corruption(exc)
-    with contextlib.suppress(sqlite3.Error):
-        problems = journal.store.integrity_problems()
-        return [attrs.evolve(found, problem=p) for p in problems] + [found]
-    return [found]
+    try:
+        problems = journal.recorder.integrity_problems()
+    except Exception:  # too damaged even for the check: the finding says so
+        return [found]
+    return [attrs.evolve(found, problem=p) for p in problems] + [found]
 
 
 def _verify_journal(
-    journal: Journal, session_id: str | None, witness: list[Head] | None
+    journal: Journal, session_id: str | None, witness: list[SessionHead] | None
 ) -> list[Finding]:
     """verify's findings, then the witness's (a witnessed session may be missing altogether)."""
     if session_id is not None and witness is not None:
         witness = [w for w in witness if w.session_id == session_id]
         if not witness:
             raise InvalidEvent(f"the witness holds no head for session {session_id!r}")
-        if not journal.store.head(check_session_id(session_id))[0]:
+        if not journal.has_session(session_id):
             return check_witness(journal, witness)
     ids = _session_ids(journal, session_id)
     with out.Progress("verifying") as show:
@@ -292,11 +293,14 @@ def _audit(args: argparse.Namespace) -> int:
     try:
         with _reader(args) as journal:
             report = audit(journal, _session_ids(journal, args.session))
-    except (sqlite3.DatabaseError, IntegrityError) as exc:
+    except Exception as exc:  # re-raised unless it is corruption
         print(f"tierlog audit: {_corruption(exc)}", file=sys.stderr)
         return 1
-    print(json.dumps(report, indent=2, sort_keys=True) if args.json else out.audit_text(report))
-    return 1 if has_findings(report) else 0
+    if args.json:
+        print(json.dumps(attrs.asdict(report), indent=2, sort_keys=True))
+    else:
+        print(out.audit_text(report))
+    return 1 if report.findings else 0
 
 
 @command(
@@ -310,7 +314,7 @@ def _audit(args: argparse.Namespace) -> int:
 @arg(
     "--timeout",
     type=_amount(float),
-    default=10.0,
+    default=30.0,
     metavar="SECONDS",
     help="stop the query after this long (0: no limit; default: %(default)s)",
 )
@@ -324,11 +328,8 @@ def _audit(args: argparse.Namespace) -> int:
 )
 def _sql(args: argparse.Namespace) -> int:
     limits = {"timeout": args.timeout or None, "heap_limit": int(args.max_memory * 2**20) or None}
-    with (
-        _reader(args) as journal,
-        journal.store.select(args.query, read_only=True, **limits) as rows,
-    ):
-        out.stream(rows, args.json)
+    with _reader(args) as journal, journal.recorder.query(args.query, **limits) as result:
+        out.stream(result, args.json)
     return 0
 
 
@@ -378,6 +379,50 @@ def _import(args: argparse.Namespace) -> int:
         for skip in r.skipped:
             print(f"  skipped (impossible after re-decision): {skip}")
     return 0
+
+
+@command(
+    "ingest",
+    "real agent transcripts as sessions, their compactions and markers checked",
+    "tierlog ingest agent.db ~/.claude/projects/my-project/*.jsonl && tierlog audit agent.db",
+)
+@arg("db", help="journal file (created if missing)")
+@arg("files", nargs="+", metavar="FILE", help="transcripts, one session each")
+@arg("--format", default="claude-code", choices=FORMATS, help="transcript format")
+@arg("--json", action="store_true", help="print JSON")
+def _ingest(args: argparse.Namespace) -> int:
+    if not args.verbose:  # refused markers are the point: they are reported below
+        logging.getLogger("tierlog").setLevel(logging.ERROR)
+    loaded, bad = _load_transcripts(args.files, args.format)  # before the journal is touched
+    results = []
+    if loaded:
+        with Journal(args.db) as journal:
+            for item in loaded:
+                try:
+                    results.append(ingest_loaded(journal, item))
+                except InvalidEvent as exc:
+                    print(f"tierlog ingest: error: {item.path}: {exc}", file=sys.stderr)
+                    bad += 1
+    for r in results:
+        for warning in r.warnings:
+            print(f"tierlog ingest: warning: {r.path}: {warning}", file=sys.stderr)
+    if args.json:
+        print(json.dumps([attrs.asdict(r) for r in results], indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(out.ingest_text(r) for r in results) or "nothing ingested")
+    return 2 if bad else 0
+
+
+def _load_transcripts(paths: list[str], fmt: str) -> tuple[list[Loaded], int]:
+    """Each file read and mapped; an unreadable one reported. Returns them and the bad count."""
+    loaded, bad = [], 0
+    for path in paths:
+        try:
+            loaded.append(load(path, fmt))
+        except InvalidEvent as exc:
+            print(f"tierlog ingest: error: {path}: {exc}", file=sys.stderr)
+            bad += 1
+    return loaded, bad
 
 
 # -- entry point ------------------------------------------------------------------------
@@ -458,7 +503,7 @@ def _failed(args: argparse.Namespace, exc: BaseException) -> int:
         message = "interrupted"
     elif isinstance(exc, OSError) and exc.filename is not None:
         message = f"{exc.filename}: {exc.strerror}"  # a file on the command line
-    elif isinstance(exc, sqlite3.Error):
+    elif is_database_fault(exc):
         message = f"database {'is corrupt' if is_corruption(exc) else 'error'}: {exc}"
     elif not isinstance(exc, (JournalError, OSError)):
         code, message = 3, f"internal error: {type(exc).__name__}: {exc} (a bug; -vv shows where)"

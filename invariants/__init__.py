@@ -7,12 +7,14 @@ recorded decision exactly.
 """
 
 from invariants._compaction import carries_call, check_compaction, floor
+from invariants._context import Gap, context_gaps
 from invariants._errors import MarkerInvalid, UnrecoverableCompactionError
 from invariants._marker import check_marker, invalidations
 from invariants._validate import check_range, validate
 from reducers import Violation
 
 __all__ = [
+    "Gap",
     "MarkerInvalid",
     "UnrecoverableCompactionError",
     "Violation",
@@ -20,6 +22,7 @@ __all__ = [
     "check_compaction",
     "check_marker",
     "check_range",
+    "context_gaps",
     "floor",
     "invalidations",
     "validate",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from invariants._compaction import carries_call
+from invariants._context import Gap, context_gaps, gap_violations
 from reducers import InvalidEvent, MarkerInvalidated, Node, SessionState, Violation
 
 
@@ -12,27 +15,54 @@ def check_marker(
     """Every M1-M3 violation of a marker on ``node_id`` (empty when it can be trusted).
 
     ``tier_depth`` is the depth the marker claims; a new marker claims its node's tier.
+    Beyond its node's own span, a marker promises that its digest context holds
+    every live obligation (see ``context_gaps``).
     """
+    return _check(state, node_id, tier_depth, context_gaps(state))
+
+
+def invalidations(state: SessionState, cause: str = "") -> list[MarkerInvalidated]:
+    """One ``MarkerInvalidated`` per valid marker that ``state`` breaks.
+
+    ``cause`` names the event that broke them; it leads the recorded reason.
+    """
+    markers = sorted((m for m in state.markers.values() if m.valid), key=lambda m: m.marker_id)
+    if not markers:
+        return []
+    gaps = context_gaps(state)
+    out = []
+    for marker in markers:
+        found = _check(state, marker.node_id, marker.tier_depth, gaps)
+        if found:
+            reason = "; ".join(str(v) for v in found)
+            out.append(
+                MarkerInvalidated(
+                    marker_id=marker.marker_id,
+                    rule=found[0].rule,
+                    reason=f"{cause}: {reason}" if cause else reason,
+                )
+            )
+    return out
+
+
+def _check(
+    state: SessionState, node_id: str, tier_depth: int | None, gaps: list[Gap]
+) -> list[Violation]:
     node = state.nodes.get(node_id)
     if node is None:
         raise InvalidEvent(f"unknown node {node_id!r}")
     depth = node.tier if tier_depth is None else tier_depth
-    return [*_closure(node), *_negative_facts(node), *_depth(state, node, depth)]
+    own = [*_closure(node), *_negative_facts(node)]
+    reported = frozenset(_missing(node)) if own else frozenset()
+    context = gap_violations(gaps, skip=reported)
+    return [*own, *context, *_depth(state, node, depth)]
 
 
-def invalidations(state: SessionState) -> list[MarkerInvalidated]:
-    """One ``MarkerInvalidated`` per valid marker that ``state`` breaks."""
-    out = []
-    for marker in sorted(state.markers.values(), key=lambda m: m.marker_id):
-        if not marker.valid:
-            continue
-        found = check_marker(state, marker.node_id, tier_depth=marker.tier_depth)
-        if found:
-            reason = "; ".join(str(v) for v in found)
-            out.append(
-                MarkerInvalidated(marker_id=marker.marker_id, rule=found[0].rule, reason=reason)
-            )
-    return out
+def _missing(node: Node) -> Iterator[str]:
+    """The keys the node's own M1/M2 checks already report as not carried."""
+    yield from (c for c in node.required_calls if not carries_call(node, c))
+    yield from (k for k in node.required_constraints if k not in node.constraints)
+    yield from (k for k, d in node.required_dispositions.items() if node.dispositions.get(k) != d)
 
 
 def _closure(node: Node) -> list[Violation]:
@@ -96,7 +126,9 @@ def _depth(state: SessionState, node: Node, depth: int) -> list[Violation]:
             Violation(
                 rule="M3",
                 name="depth_mismatch",
-                message=f"node {node.node_id} was replaced by {node.replaced_by}",
+                message=f"node {node.node_id} was replaced by {node.replaced_by}"
+                if node.replaced_by
+                else f"node {node.node_id} was cleared from the context",
                 lo=node.covers_lo,
                 hi=node.covers_hi,
             )

@@ -17,6 +17,7 @@ from reducers import (
     Compacted,
     CompactionRefused,
     ConstraintLifted,
+    ContextCleared,
     Event,
     InvalidEvent,
     MarkerEmitted,
@@ -28,6 +29,7 @@ from reducers import (
     Spilled,
     Truncated,
     TurnAppended,
+    TurnRetracted,
 )
 
 
@@ -124,6 +126,21 @@ def _known_marker(state: SessionState, e: MarkerInvalidated | Resumed) -> None:
         raise InvalidEvent(f"unknown marker {e.marker_id!r}")
 
 
+def _retracted(state: SessionState, e: TurnRetracted) -> None:
+    if e.index >= state.turns:
+        raise InvalidEvent(f"turn {e.index} does not exist (the log has {state.turns} turns)")
+    if state.is_withdrawn(e.index):
+        raise InvalidEvent(f"turn {e.index} was already retracted or cleared")
+
+
+def _cleared(state: SessionState, e: ContextCleared) -> None:
+    if e.before != state.turns:
+        raise InvalidEvent(
+            f"a clear takes every turn: before must be the turn count {state.turns}"
+            f" (got {e.before})"
+        )
+
+
 _RULES: dict[type[Any], Callable[[SessionState, Any], None]] = {
     TurnAppended: _turn,
     CallOpened: _call_opened,
@@ -138,4 +155,6 @@ _RULES: dict[type[Any], Callable[[SessionState, Any], None]] = {
     MarkerRefused: _marker,
     MarkerInvalidated: _known_marker,
     Resumed: _known_marker,
+    TurnRetracted: _retracted,
+    ContextCleared: _cleared,
 }

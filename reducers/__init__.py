@@ -20,6 +20,7 @@ from reducers._events import (
     CompactionRefused,
     ConstraintLifted,
     ConstraintStated,
+    ContextCleared,
     Event,
     ItemDisposed,
     MarkerEmitted,
@@ -31,6 +32,7 @@ from reducers._events import (
     Spilled,
     Truncated,
     TurnAppended,
+    TurnRetracted,
     Violation,
 )
 from reducers._fold import apply, fold
@@ -64,6 +66,7 @@ __all__ = [
     "CompactionRefused",
     "ConstraintLifted",
     "ConstraintStated",
+    "ContextCleared",
     "Event",
     "InvalidEvent",
     "ItemDisposed",
@@ -86,6 +89,7 @@ __all__ = [
     "Truncated",
     "Truncation",
     "TurnAppended",
+    "TurnRetracted",
     "Violation",
     "apply",
     "canonical_json",

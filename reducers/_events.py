@@ -289,6 +289,32 @@ class Resumed:
     reason: str = attrs.field(validator=_text)
 
 
+@attrs.frozen(kw_only=True)
+class TurnRetracted:
+    """The runtime took turn ``index`` back (an SDK ``pop_item``).
+
+    The turn leaves the working context; the log keeps it. What the turn raised
+    (a call, a constraint) stays owed: a retraction changes what is resident,
+    not what must be carried.
+    """
+
+    index: int = attrs.field(validator=_count)
+    reason: str = attrs.field(validator=_text)
+
+
+@attrs.frozen(kw_only=True)
+class ContextCleared:
+    """The runtime cleared its working context (an SDK ``clear_session``).
+
+    Every turn before ``before`` (the turn count when it was cleared) and every
+    live summary leave the working context; the log keeps them, and obligations
+    stay owed, as for :class:`TurnRetracted`.
+    """
+
+    before: int = attrs.field(validator=_count)
+    reason: str = attrs.field(validator=_text)
+
+
 Event: TypeAlias = (
     SessionStarted
     | TurnAppended
@@ -306,6 +332,8 @@ Event: TypeAlias = (
     | MarkerRefused
     | MarkerInvalidated
     | Resumed
+    | TurnRetracted
+    | ContextCleared
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {
@@ -327,6 +355,8 @@ EVENT_TYPES: Final[dict[str, type[Event]]] = {
         MarkerRefused,
         MarkerInvalidated,
         Resumed,
+        TurnRetracted,
+        ContextCleared,
     )
 }
 
@@ -342,5 +372,7 @@ PLAIN_EVENTS: Final = frozenset(
         ItemDisposed,
         Truncated,
         Checkpointed,
+        TurnRetracted,
+        ContextCleared,
     }
 )

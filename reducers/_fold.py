@@ -23,6 +23,7 @@ from reducers._events import (
     CompactionRefused,
     ConstraintLifted,
     ConstraintStated,
+    ContextCleared,
     Event,
     ItemDisposed,
     MarkerEmitted,
@@ -34,6 +35,7 @@ from reducers._events import (
     Spilled,
     Truncated,
     TurnAppended,
+    TurnRetracted,
 )
 from reducers._ledger import Ledger, LedgerWriter
 from reducers._state import (
@@ -70,6 +72,7 @@ class _Acc:
     open_calls: Mapping[str, OpenCall]
     constraints: Mapping[str, PendingConstraint]
     dispositions: Mapping[str, NegativeFact]
+    withdrawn: tuple[Span, ...]
 
     def __init__(self, state: SessionState) -> None:
         for name in _FIELDS:
@@ -255,6 +258,21 @@ def _marker_refused(acc: _Acc, e: MarkerRefused) -> None:
     )
 
 
+def _turn_retracted(acc: _Acc, e: TurnRetracted) -> None:
+    acc.withdrawn = merge_spans([*acc.withdrawn, (e.index, e.index + 1)])
+
+
+def _context_cleared(acc: _Acc, e: ContextCleared) -> None:
+    """Turns before ``before`` leave the working context; live summaries stop framing it."""
+    if e.before:
+        acc.withdrawn = merge_spans([*acc.withdrawn, (0, e.before)])
+    live = [k for k, n in acc.nodes.items() if n.live]
+    if live:
+        nodes = acc.mut("nodes")
+        for k in live:
+            nodes[k] = attrs.evolve(nodes[k], live=False)
+
+
 def _no_state_change(acc: _Acc, e: CompactionRefused | Resumed) -> None:
     """Refusals and resumes are audit records: they change no tier state."""
 
@@ -276,6 +294,8 @@ _HANDLERS: dict[type[Any], Callable[[_Acc, Any], None]] = {
     MarkerRefused: _marker_refused,
     MarkerInvalidated: _marker_invalidated,
     Resumed: _no_state_change,
+    TurnRetracted: _turn_retracted,
+    ContextCleared: _context_cleared,
 }
 
 

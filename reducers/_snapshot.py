@@ -66,6 +66,8 @@ def to_snapshot(
         "lengths": ledger_lengths(state),
         **{name: _dump(getattr(state, name)) for name in _MAPPINGS},
     }
+    if state.withdrawn:  # absent before 0.2: old snapshots read as "nothing withdrawn"
+        head["withdrawn"] = [list(span) for span in state.withdrawn]
     chunks = [
         (name, k, _encode(name, getattr(state, name), k))
         for name in LEDGERS
@@ -91,6 +93,7 @@ def from_snapshot(header: bytes, chunks: Mapping[str, Sequence[bytes]]) -> Sessi
         version=head["version"],
         config=None if config is None else SessionConfig(**config),
         truncated=tuple((lo, hi) for lo, hi in head["truncated"]),
+        withdrawn=tuple((lo, hi) for lo, hi in head.get("withdrawn", ())),
         **ledgers,
         **fields,
     )

@@ -176,6 +176,9 @@ class SessionState:
     open_calls: Mapping[str, OpenCall] = attrs.field(factory=lambda: MappingProxyType({}))
     constraints: Mapping[str, PendingConstraint] = attrs.field(factory=lambda: MappingProxyType({}))
     dispositions: Mapping[str, NegativeFact] = attrs.field(factory=lambda: MappingProxyType({}))
+    # turn-index spans the runtime took out of its working context (TurnRetracted,
+    # ContextCleared); merged, and empty in every session that never used those events
+    withdrawn: tuple[Span, ...] = ()
 
     # -- positions -------------------------------------------------------------------
     @property
@@ -220,6 +223,29 @@ class SessionState:
         """The turn that starts at boundary ``pos``."""
         return pos if self.unit == "turns" else bisect.bisect_left(self.tok_starts, pos)
 
+    def turn_stop(self, hi: int) -> int:
+        """The index after the last turn of a range ending at boundary ``hi``.
+
+        A range that ends at the log's end holds every turn, the zero-token turns
+        that start there included; any other range stops at the first turn that
+        starts at ``hi``.
+        """
+        return self.turns if hi >= self.end else self.turn_index(hi)
+
+    def turns_before(self, at: int) -> int:
+        """How many turns end at or before position ``at`` (a raw checkpoint's prefix)."""
+        if self.unit == "turns":
+            return min(at, self.turns)
+        return min(bisect.bisect_right(self.tok_starts, at) - 1, self.turns)
+
+    def turns_at(self, pos: int) -> range:
+        """The turns that start at position ``pos`` (several only for zero-token turns)."""
+        if self.unit == "turns":
+            return range(pos, min(pos + 1, self.turns))
+        lo = bisect.bisect_left(self.tok_starts, pos)
+        hi = bisect.bisect_right(self.tok_starts, pos)
+        return range(lo, min(hi, self.turns))
+
     def tokens_in(self, lo: int, hi: int) -> int:
         """Tokens of the turns in ``[lo, hi)`` (boundaries in the session's unit)."""
         if self.unit == "tokens":
@@ -245,10 +271,27 @@ class SessionState:
 
     @property
     def evicted(self) -> tuple[Span, ...]:
-        """Ranges no longer resident verbatim: truncated or folded into a live node."""
+        """Ranges no longer resident verbatim: truncated, folded into a live node, or
+        withdrawn by the runtime."""
         return merge_spans(
-            [*self.truncated, *((n.covers_lo, n.covers_hi) for n in self.live_nodes)]
+            [
+                *self.truncated,
+                *((n.covers_lo, n.covers_hi) for n in self.live_nodes),
+                *self.withdrawn_positions,
+            ]
         )
+
+    @property
+    def withdrawn_positions(self) -> tuple[Span, ...]:
+        """The withdrawn turns as non-empty ranges in the session's unit."""
+        spans = (
+            (self.position_of_turn(lo), self.position_of_turn(hi)) for lo, hi in self.withdrawn
+        )
+        return tuple((lo, hi) for lo, hi in spans if lo < hi)
+
+    def is_withdrawn(self, index: int) -> bool:
+        """Whether the runtime took turn ``index`` out of its working context."""
+        return in_spans(self.withdrawn, index)
 
     @property
     def occupancy(self) -> int:
@@ -263,8 +306,12 @@ class SessionState:
 
     # -- canonical form --------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
-        """The state as plain JSON data (what ``sha256`` hashes)."""
-        return {
+        """The state as plain JSON data (what ``sha256`` hashes).
+
+        Keys added after 0.1 appear only when they hold something, so a session that
+        never used the newer events hashes exactly as it did.
+        """
+        out: dict[str, Any] = {
             "version": self.version,
             "config": None if self.config is None else attrs.asdict(self.config),
             "unit": self.unit,
@@ -286,6 +333,9 @@ class SessionState:
             "spills": [_plain(s) for s in self.spills],
             "checkpoints": list(self.checkpoints),
         }
+        if self.withdrawn:
+            out["withdrawn"] = [list(span) for span in self.withdrawn]
+        return out
 
     @cached_property
     def sha256(self) -> str:

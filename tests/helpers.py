@@ -96,6 +96,8 @@ def run_step(s: Session, kind: str, p: dict[str, Any]) -> str:
         "compact": lambda: _compact(s, p),
         "marker": lambda: s.emit_marker(nodes[p["a"] % len(nodes)] if nodes else "n0"),
         "resume": lambda: s.resume(markers[p["a"] % len(markers)] if markers else "m0"),
+        "retract": lambda: s.retract_turn(p["a"] % (st.turns + 1), "pop_item"),
+        "clear": lambda: s.clear_context("clear_session"),
     }
     try:
         actions[kind]()

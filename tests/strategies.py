@@ -120,6 +120,8 @@ def events() -> st.SearchStrategy[r.Event]:
             context_sha256=sha,
             reason=texts,
         ),
+        st.builds(r.TurnRetracted, index=counts, reason=texts),
+        st.builds(r.ContextCleared, before=counts, reason=texts),
     )
 
 
@@ -137,6 +139,7 @@ def scripts(draw: st.DrawFn, max_steps: int = 40) -> list[Step]:
                 ["turn"] * 6
                 + ["call", "resolve", "constraint", "lift", "dispose", "truncate", "spill"]
                 + ["checkpoint", "compact", "compact", "marker", "resume"]
+                + ["retract", "clear"]
             )
         )
         steps.append((kind, _params(draw, kind, i)))

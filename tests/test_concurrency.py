@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from eventstore._store import EventStore
+from eventstore._chain import check_chain
+from eventstore._sqlite import SqliteRecorder
 from tests.helpers import rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +30,7 @@ class TestTwoProcesses:
     def test_versions_are_dense_and_unique(self, tmp_path: Path) -> None:
         """Both writers finish; versions are exactly 1..n; no 'database is locked' escapes."""
         db = tmp_path / "shared.db"
-        EventStore(db).close()
+        SqliteRecorder(db).close()
         per_writer = 300
         writers = [_spawn("contend", str(db), "s", name, str(per_writer)) for name in "ab"]
         Path(f"{db}.go").touch()
@@ -42,4 +43,4 @@ class TestTwoProcesses:
         assert sum(int(out) for out, _ in results) > 0, "the writers never collided"
         calls = rows(db, "SELECT count(DISTINCT payload ->> '$.call_id') FROM events")
         assert calls == [(2 * per_writer,)]
-        assert EventStore(db).check_chain("s") is None
+        assert check_chain(SqliteRecorder(db), "s") is None

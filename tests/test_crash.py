@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from eventstore._store import EventStore
+from eventstore._chain import check_chain
+from eventstore._sqlite import SqliteRecorder
 from tests.helpers import rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,7 +24,7 @@ class TestKillNine:
     def test_killed_writer_leaves_a_sound_journal(self, tmp_path: Path, round_: int) -> None:
         """After kill -9: integrity_check ok, chain verifies, every acknowledged event is there."""
         db = tmp_path / "crash.db"
-        EventStore(db).close()
+        SqliteRecorder(db).close()
         writer = subprocess.Popen(
             [sys.executable, "-m", "tests.writers", "stream", str(db), "s"],
             cwd=ROOT,
@@ -39,6 +40,6 @@ class TestKillNine:
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait()
         assert rows(db, "PRAGMA integrity_check") == [("ok",)]
-        store = EventStore(db)
-        assert store.check_chain("s") is None
+        store = SqliteRecorder(db)
+        assert check_chain(store, "s") is None
         assert store.head("s")[0] >= seen

@@ -12,9 +12,9 @@ import pytest
 
 import eventstore
 from bench.import_wait import build, measure
-from eventstore._import import Import, Imported, created_journal, import_file
-from eventstore._store import EventStore
-from eventstore._transfer import export_lines, read_sessions
+from eventstore._import import Import, Imported, created_journal
+from eventstore._sqlite import SqliteRecorder
+from eventstore._transfer import export_lines, import_file, read_sessions
 from reducers import Checkpointed, InvalidEvent, JournalError, SessionStarted
 from tests.helpers import config, fill, new_session, rows
 
@@ -136,7 +136,7 @@ class TestLockAndAtomicity:
         """While the import decides, another connection commits with no busy timeout at all."""
         lines = _source(tmp_path)
         db, dump = tmp_path / "x.db", _write(tmp_path / "d.jsonl", lines)
-        agent = EventStore(db, busy_timeout=0.0)
+        agent = SqliteRecorder(db, busy_timeout=0.0)
         calls: list[int] = []
 
         def append_now(_: int) -> None:
@@ -161,7 +161,7 @@ class TestLockAndAtomicity:
         def broken(*_: object) -> None:
             raise JournalError("disk full (simulated)")
 
-        monkeypatch.setattr(EventStore, "copy_session", broken)
+        monkeypatch.setattr(SqliteRecorder, "copy_session", broken)
         with pytest.raises(JournalError, match="simulated"):
             _import(db, dump)
         assert rows(db, "SELECT DISTINCT session_id FROM events") == [("live",)]
@@ -179,7 +179,7 @@ class TestLockAndAtomicity:
     def test_a_session_created_meanwhile_is_not_overwritten(self, tmp_path: Path) -> None:
         """Another writer starting the same session id during the decisions wins; import fails."""
         db, dump = tmp_path / "x.db", _write(tmp_path / "d.jsonl", _source(tmp_path))
-        other = EventStore(db)
+        other = SqliteRecorder(db)
 
         def race(count: int) -> None:
             if count == 1:

@@ -277,3 +277,20 @@ class TestValidate:
         """Nothing but SessionStarted can open a session."""
         with pytest.raises(r.InvalidEvent, match="before SessionStarted"):
             invariants.validate(r.SessionState(), TEN[0])
+
+
+class TestWithdrawalInput:
+    def test_retraction_needs_a_turn_still_in_the_context(self) -> None:
+        """A turn past the log, or one already retracted, cannot be retracted."""
+        s = state(*turns(3), r.TurnRetracted(index=1, reason=""))
+        invariants.validate(s, r.TurnRetracted(index=2, reason=""))
+        for index in (1, 3):
+            with pytest.raises(r.InvalidEvent):
+                invariants.validate(s, r.TurnRetracted(index=index, reason=""))
+
+    def test_clear_names_the_turn_count(self) -> None:
+        """ContextCleared.before is the turn count at the clear, nothing else."""
+        s = state(*turns(3))
+        invariants.validate(s, r.ContextCleared(before=3, reason=""))
+        with pytest.raises(r.InvalidEvent, match="turn count 3"):
+            invariants.validate(s, r.ContextCleared(before=2, reason=""))

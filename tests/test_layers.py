@@ -33,6 +33,45 @@ IMPURE = {
 }
 
 
+RECORDERS = {"_sqlite", "_schema"}  # the modules behind the Recorder port
+CONNECTION = {"conn", "execute", "executemany", "executescript", "cursor"}
+
+
+def _graph() -> dict[str, set[str]]:
+    """Each eventstore module and the eventstore modules it imports (TYPE_CHECKING too)."""
+    graph: dict[str, set[str]] = {}
+    for path in (ROOT / "eventstore").glob("*.py"):
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "eventstore":
+                deps |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("eventstore."):
+                deps.add(node.module.split(".")[1])  # type: ignore[union-attr]
+        graph[path.stem] = deps
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle in ``graph``, or an empty list."""
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> list[str]:
+        if node in path:
+            return [*path[path.index(node) :], node]
+        if node in done:
+            return []
+        for dep in sorted(graph.get(node, ())):
+            if found := visit(dep, [*path, node]):
+                return found
+        done.add(node)
+        return []
+
+    for start in sorted(graph):
+        if found := visit(start, []):
+            return found
+    return []
+
+
 def _imports(package: str) -> set[str]:
     found = set()
     for path in (ROOT / package).glob("*.py"):
@@ -70,6 +109,39 @@ class TestLayers:
         ).stdout
         below = {"reducers": ["reducers"], "invariants": ["invariants", "reducers"]}
         assert ast.literal_eval(out) == below.get(package, ["eventstore", "invariants", "reducers"])
+
+    def test_no_import_cycles_inside_eventstore(self) -> None:
+        """No eventstore module imports, even for type checking, one that imports it back."""
+        assert _cycle(_graph()) == []
+
+    def test_the_cycle_finder_finds_cycles(self) -> None:
+        """The check above can fail: a two-module loop is reported."""
+        assert _cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
+
+    def test_only_recorders_speak_sql(self) -> None:
+        """Only the modules behind the Recorder port import a driver or run a statement."""
+        drivers = {"sqlite3", "sqlite_utils", "psycopg"}
+        for path in (ROOT / "eventstore").glob("*.py"):
+            if path.stem in RECORDERS:
+                continue
+            tree = ast.parse(path.read_text())
+            imported = {
+                alias.name.split(".")[0]
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Import)
+                for alias in node.names
+            } | {
+                node.module.split(".")[0]
+                for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module
+            }
+            assert imported & drivers == set(), path.name
+            executes = {
+                node.attr
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute) and node.attr in CONNECTION
+            }
+            assert executes == set(), path.name
 
     def test_public_names_come_from_eventstore(self) -> None:
         """Every name the SPEC lists is importable from eventstore, and in __all__."""

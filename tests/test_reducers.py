@@ -157,3 +157,90 @@ class TestLedger:
             r.fold(_turns(5, 5, 5)[1:], base, check=boom)
         after = r.apply(base, r.TurnAppended(index=1, role="u", content="", tokens=1))
         assert (after.turns, after.tokens_total, base.turns) == (2, 6, 1)
+
+
+# A session written with every 0.1 event kind, and its sha256 as tierlog 0.1 computed it
+# (commit 7079028). The events added since must not change the hash of such a session.
+_V01 = r.SessionStarted(
+    window_tokens=1000,
+    trigger_tokens=800,
+    truncator_unit="turns",
+    floor_span=2,
+    floor_unit="turns",
+    on_unsafe="spill",
+)
+_V01_EVENTS: list[r.Event] = [
+    _V01,
+    *[r.TurnAppended(index=i, role="user", content=f"t{i}", tokens=10 + i) for i in range(4)],
+    r.CallOpened(call_id="c1", kind="tool_call", name="grep"),
+    r.ConstraintStated(key="k", text="no /etc"),
+    r.ItemDisposed(key="d", disposition="rejected", reason="no"),
+    r.TurnAppended(index=4, role="tool", content="x", tokens=5),
+    r.Truncated(lo=0, hi=1, reason="b"),
+    r.Checkpointed(at=5),
+    r.Compacted(
+        node_id="n12",
+        tier=1,
+        input_lo=0,
+        input_hi=4,
+        covers_lo=0,
+        covers_hi=4,
+        tail_start=4,
+        summary="s",
+        tokens=3,
+        dispositions={"d": "rejected"},
+        unresolved_ids=["c1"],
+        constraints=["k"],
+    ),
+    r.MarkerEmitted(marker_id="m13", node_id="n12", tier_depth=1, resolved_ids=()),
+    r.CallResolved(call_id="c1", outcome="ok"),
+]
+_V01_SHA256 = "1aff8070ca39913232e55bf805a910327f7804e172dfcf9531d35ac1e2eb7b96"
+
+
+class TestWithdrawals:
+    def test_sessions_without_them_hash_as_in_0_1(self) -> None:
+        """A state that never saw TurnRetracted/ContextCleared keeps its 0.1 sha256."""
+        state = r.fold(_V01_EVENTS)
+        assert "withdrawn" not in state.to_json()
+        assert state.sha256 == _V01_SHA256
+
+    def test_retracted_turn_leaves_the_context_not_the_log(self) -> None:
+        """A retraction lowers occupancy and is hashed; the turn is still counted."""
+        base = r.fold([START, *_turns(5, 7, 11)])
+        after = r.apply(base, r.TurnRetracted(index=1, reason="pop_item"))
+        assert (after.turns, after.tokens_total) == (base.turns, base.tokens_total)
+        assert (base.occupancy, after.occupancy) == (23, 16)
+        assert after.evicted == ((5, 12),)
+        assert after.to_json()["withdrawn"] == [[1, 2]]
+        assert after.sha256 != base.sha256
+
+    def test_clear_takes_turns_and_live_summaries_but_not_obligations(self) -> None:
+        """After a clear nothing is resident, nodes stop being live, obligations stay."""
+        node = r.Compacted(
+            node_id="n",
+            tier=1,
+            input_lo=0,
+            input_hi=5,
+            covers_lo=0,
+            covers_hi=5,
+            tail_start=5,
+            summary="x",
+            tokens=2,
+        )
+        events = [START, *_turns(5, 7), r.CallOpened(call_id="c", kind="tool_call", name="")]
+        state = r.fold([*events, node, r.ContextCleared(before=2, reason="clear_session")])
+        assert (state.occupancy, state.depth, state.tail_start) == (0, 0, 0)
+        assert not state.nodes["n"].live
+        assert state.nodes["n"].replaced_by is None
+        assert list(state.open_calls) == ["c"]
+        grown = r.apply(state, r.TurnAppended(index=2, role="u", content="", tokens=4))
+        assert grown.occupancy == 4
+
+    def test_snapshot_keeps_what_was_withdrawn(self) -> None:
+        """to_snapshot -> from_snapshot carries the withdrawn spans and the sha256."""
+        state = r.fold([START, *_turns(5, 7, 11), r.TurnRetracted(index=2, reason="")])
+        header, chunks = r.to_snapshot(state)
+        again = r.from_snapshot(header, r.chunk_rows((name, data) for name, _, data in chunks))
+        assert again == state
+        assert again.sha256 == state.sha256

@@ -167,13 +167,23 @@ class TestResume:
         assert [json.loads(line)["index"] for line in ctx.content.splitlines()] == list(range(6))
 
     def test_raw_fallback_without_checkpoint_is_empty(self, s: Session) -> None:
-        """With no checkpoint at or below covers_hi, the raw context is empty (position 0)."""
+        """With no checkpoint at or below covers_hi and no live obligation, the raw
+        context is empty (position 0)."""
+        node = _compact(s)
+        marker = s.emit_marker(node.node_id)
+        _compact(s, tier=2, replaces=[node.node_id])
+        ctx = s.resume(marker.marker_id)
+        assert (ctx.source, ctx.checkpoint_at, ctx.content) == ("raw_checkpoint", 0, "")
+
+    def test_raw_fallback_holds_the_turns_of_live_obligations(self, s: Session) -> None:
+        """Past the checkpoint, a raw context holds the turn of each live obligation."""
         s.dispose("plan-a", "rejected", "no")
         node = _compact(s, input=(0, 10), covers=(0, 10), tail_start=10)
         with pytest.raises(eventstore.MarkerInvalid) as err:
             s.emit_marker(node.node_id)
         ctx = s.resume(err.value.marker_id)
-        assert (ctx.source, ctx.checkpoint_at, ctx.content) == ("raw_checkpoint", 0, "")
+        assert (ctx.source, ctx.checkpoint_at) == ("raw_checkpoint", 0)
+        assert [json.loads(line)["index"] for line in ctx.content.splitlines()] == [9]
 
 
 def _open_twice(s: Session) -> None:
@@ -266,3 +276,104 @@ class TestSnapshots:
         conn.close()
         with eventstore.open(db_path) as journal:
             assert journal.session("snap").state.sha256 == expected
+
+
+class TestWithdrawals:
+    def test_retract_and_clear_append_and_keep_the_turns(self, s: Session) -> None:
+        """Both commands append one event each; every turn is still read back."""
+        before = s.state
+        s.retract_turn(9, "pop_item")
+        s.clear_context("clear_session")
+        after = s.state
+        assert after.version == before.version + 2
+        assert after.withdrawn == ((0, 10),)
+        assert after.occupancy == 0
+        assert len(s.turns()) == 10
+        assert [type(e).__name__ for e in s.events()][-2:] == ["TurnRetracted", "ContextCleared"]
+
+    def test_bad_retraction_writes_nothing(self, s: Session) -> None:
+        """Retracting a turn twice is InvalidEvent and leaves the version alone."""
+        s.retract_turn(3)
+        version = s.version
+        with pytest.raises(eventstore.InvalidEvent):
+            s.retract_turn(3)
+        assert s.version == version
+
+    def test_verify_and_import_re_derive_them(
+        self, db_path: Path, s: Session, journal: eventstore.Journal
+    ) -> None:
+        """A session with withdrawals verifies, and imports to the same sha256."""
+        from eventstore import _audit, _transfer
+
+        s.retract_turn(9)
+        s.clear_context()
+        s.append_turn("user", "again", 3)
+        assert _audit.verify(journal) == []
+        dump = db_path.with_name("dump.jsonl")
+        dump.write_text("".join(line + "\n" for line in _transfer.export_lines(journal, "s")))
+        with eventstore.open(db_path.with_name("copy.db")) as copy, dump.open() as f:
+            _transfer.import_file(copy, f)
+            assert copy.session("s").state.sha256 == s.state.sha256
+
+
+class TestWithdrawalsAndMarkers:
+    def test_retracting_the_turn_that_holds_an_obligation_invalidates(
+        self, s: Session, journal: eventstore.Journal
+    ) -> None:
+        """A marker relying on a resident turn for a constraint is invalidated by its retraction."""
+        from eventstore import _audit
+
+        node = _compact(s)
+        s.append_turn("user", "never modify /etc", 4)
+        s.state_constraint("no-etc", "never modify /etc")
+        marker = s.emit_marker(node.node_id)
+        s.retract_turn(10, "pop_item")
+        types = [type(e).__name__ for e in s.events()]
+        assert types[-2:] == ["TurnRetracted", "MarkerInvalidated"]
+        assert not s.state.markers[marker.marker_id].valid
+        assert "withdrawn" in str(s.state.markers[marker.marker_id].invalidated_reason)
+        assert s.resume(marker.marker_id).source == "raw_checkpoint"
+        assert _audit.verify(journal) == []
+
+    def test_clear_invalidates_markers_on_the_summaries_it_takes(
+        self, s: Session, journal: eventstore.Journal
+    ) -> None:
+        """After a clear no live summary frames the session: its markers fail M3."""
+        from eventstore import _audit
+
+        node = _compact(s)
+        marker = s.emit_marker(node.node_id)
+        s.clear_context("clear_session")
+        m = s.state.markers[marker.marker_id]
+        assert (m.valid, m.invalidated_rule) == (False, "M3")
+        assert "cleared from the context" in str(m.invalidated_reason)
+        assert _audit.verify(journal) == []
+
+
+class TestMarkerGate:
+    def test_gate_refuses_what_a_marker_would_refuse(
+        self, db_path: Path, s: Session, journal: eventstore.Journal
+    ) -> None:
+        """With require_marker an uncarried open call is refused as M1, recorded, re-derived."""
+        from eventstore import _audit
+
+        s.open_call("c1", "tool_call", "grep")
+        s.append_turn("tool", "later", 1)
+        before = s.state
+        span: dict[str, Any] = {"input": (0, 11), "covers": (0, 11), "tail_start": 11}
+        with pytest.raises(eventstore.UnrecoverableCompactionError) as refused:
+            _compact(s, require_marker=True, **span)
+        assert [v.rule for v in refused.value.violations] == ["M1"]
+        assert "'c1'" in refused.value.violations[0].message
+        after = s.state
+        assert (after.nodes, after.occupancy) == (before.nodes, before.occupancy)
+        assert _audit.verify(journal) == []
+        node = _compact(s, require_marker=True, unresolved_ids=["c1"], **span)
+        assert node.live
+        assert _audit.verify(journal) == []
+
+    def test_without_the_gate_the_same_summary_commits(self, s: Session) -> None:
+        """The gate is opt-in: a plain compaction of the same summary commits (0.1 behaviour)."""
+        s.open_call("c1", "tool_call", "grep")
+        s.append_turn("tool", "later", 1)
+        assert _compact(s, input=(0, 11), covers=(0, 11), tail_start=11).live

@@ -1,29 +1,26 @@
-"""The SQLite event store: schema, immutability, appends, chain, bad input."""
+"""The SQLite recorder: schema, immutability, tampering, bad input (the port's contract is
+in test_recorder.py)."""
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import json
 import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 
 import eventstore
 import reducers as r
-from eventstore._codec import to_payload
-from eventstore._store import GENESIS, EventStore
-from tests import strategies
+from eventstore._chain import check_chain
+from eventstore._sqlite import SqliteRecorder
 from tests.helpers import fill, new_session, rows
 
 TURN = r.TurnAppended(index=0, role="user", content="hello", tokens=3)
 
 
 @pytest.fixture(name="store")
-def _store(tmp_path: Path) -> EventStore:
-    return EventStore(tmp_path / "store.db")
+def _store(tmp_path: Path) -> SqliteRecorder:
+    return SqliteRecorder(tmp_path / "store.db")
 
 
 class TestSchema:
@@ -47,7 +44,22 @@ class TestSchema:
             "marker_invalidations",
             "resumes",
             "obligations",
+            "withdrawals",
         }
+
+    def test_views_added_later_appear_in_older_journals(self, db_path: Path) -> None:
+        """A journal made before the withdrawals view gets it when it is next opened."""
+        eventstore.open(db_path).close()
+        conn = sqlite3.connect(db_path)
+        conn.execute("DROP VIEW withdrawals")
+        conn.close()
+        with eventstore.open(db_path) as journal:
+            s = new_session(journal)
+            fill(s, 2)
+            s.retract_turn(1, "pop_item")
+        assert rows(db_path, "SELECT kind, from_turn, to_turn, reason FROM withdrawals") == [
+            ("retracted", 1, 2, "pop_item")
+        ]
 
     def test_foreign_file_is_refused_untouched(self, tmp_path: Path) -> None:
         """A file that is not SQLite gets a JournalError and keeps its bytes."""
@@ -126,83 +138,6 @@ class TestImmutability:
             )
 
 
-class TestAppend:
-    def test_expected_version_mismatch_writes_nothing(self, store: EventStore) -> None:
-        """A stale expected version is a ConcurrencyError and the batch is not written."""
-        store.append("s", [TURN], expected_version=0)
-        with pytest.raises(eventstore.ConcurrencyError, match="at version 1, expected 0"):
-            store.append("s", [TURN, TURN], expected_version=0)
-        assert store.head("s")[0] == 1
-
-    def test_batch_is_atomic(self, store: EventStore) -> None:
-        """A batch with one bad event writes none of its events."""
-        with pytest.raises(eventstore.InvalidEvent):
-            store.append("s", [TURN, "not an event", TURN], expected_version=0)  # type: ignore[list-item]
-        assert store.head("s") == (0, GENESIS)
-
-    def test_rollback_on_error_inside_transaction(self, store: EventStore) -> None:
-        """An exception after the insert, inside the transaction, rolls the insert back."""
-
-        def decide_then_fail() -> None:
-            with store.transaction():
-                store.append("s", [TURN, TURN], expected_version=0)
-                raise RuntimeError("decision failed after the insert")
-
-        with pytest.raises(RuntimeError):
-            decide_then_fail()
-        assert store.head("s")[0] == 0
-
-    def test_batch_versions_are_consecutive(self, store: EventStore) -> None:
-        """A batch takes the next versions in order."""
-        assert store.append("s", [TURN] * 3, expected_version=0) == 3
-        assert [row.version for row in store.read("s")] == [1, 2, 3]
-
-    def test_hash_chain_matches_an_independent_computation(self, store: EventStore) -> None:
-        """hash = sha256(prev_hash + canonical JSON of the row), recomputed here by hand."""
-        store.append("s", [TURN, r.Checkpointed(at=1)], expected_version=0)
-        prev = "0" * 64
-        for row in store.read("s"):
-            body = {
-                "payload": json.loads(row.payload),
-                "recorded_at": row.recorded_at,
-                "schema_version": 1,
-                "session_id": "s",
-                "type": row.type,
-                "version": row.version,
-            }
-            canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-            assert row.prev_hash == prev
-            assert row.hash == hashlib.sha256((prev + canonical).encode()).hexdigest()
-            prev = row.hash
-
-    def test_read_streams_lazily(self, store: EventStore) -> None:
-        """read() is a generator over a cursor: taking one row does not fetch the rest."""
-        store.append("s", [TURN] * 50, expected_version=0)
-        stream = store.read("s", start=10)
-        first = next(stream)
-        assert (first.version, next(stream).version) == (10, 11)
-        assert [row.version for row in store.read("s", start=48, stop=49)] == [48, 49]
-
-
-_seen = itertools.count()
-
-
-class TestRoundTrip:
-    @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(event=strategies.events())
-    def test_every_event_type_round_trips_byte_identically(
-        self, store: EventStore, event: r.Event
-    ) -> None:
-        """Stored and read back, an event decodes equal and its payload bytes are unchanged."""
-        sid = f"rt{next(_seen)}"
-        store.append(sid, [event], expected_version=0)
-        (row,) = store.read(sid)
-        assert row.payload == to_payload(event)
-        assert row.event == event
-        assert row.type == type(event).__name__
-        assert store.check_chain(sid) is None
-
-
 class TestIntegrity:
     @pytest.mark.parametrize(
         ("sql", "problem"),
@@ -214,7 +149,7 @@ class TestIntegrity:
         ],
     )
     def test_edited_row_is_reported_at_its_version(
-        self, store: EventStore, tmp_path: Path, sql: str, problem: str
+        self, store: SqliteRecorder, tmp_path: Path, sql: str, problem: str
     ) -> None:
         """A row changed behind the store's back (triggers dropped) is named by version."""
         store.append(
@@ -226,7 +161,7 @@ class TestIntegrity:
         conn.executescript("DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;")
         conn.execute(f"{sql} WHERE version = 3")
         conn.commit()
-        found = store.check_chain("s")
+        found = check_chain(store, "s")
         assert found is not None
         assert found.version == 3
         assert problem in found.problem

@@ -1,4 +1,4 @@
-"""Replay real Claude Code transcripts (../shared/data, MIT) into a tierlog session.
+"""Replay real Claude Code transcripts (tests/data/claude-code, MIT) into a tierlog session.
 
 Each user or assistant entry becomes a turn (assistant tokens from its usage
 block, others estimated at 4 characters a token), each ``tool_use`` block an open
@@ -8,6 +8,7 @@ reported to the caller, which decides what compaction to propose there.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,19 +16,33 @@ from typing import Any
 
 import eventstore
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "claude-code"
-LONG_SESSION = DATA / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+DATA = Path(__file__).resolve().parent / "data" / "claude-code"
+LONG_SESSION = DATA / "258c7280-ae70-4798-800f-63464d01a85d.jsonl.gz"  # gzip: under 1 MB
+SUMMARIZER_RUN = DATA / "258c7280-ae70-4798-800f-63464d01a85d.acompact.jsonl"
+SHORT = DATA / "short.jsonl"
 TOOL_HEAVY = DATA / "tool_heavy.jsonl"
+
+
+def text_of(path: Path) -> str:
+    """A fixture's text, decompressed when it is stored gzipped."""
+    if path.suffix == ".gz":
+        return gzip.decompress(path.read_bytes()).decode("utf-8")
+    return path.read_text(encoding="utf-8")
+
+
+def plain_copy(path: Path, folder: Path) -> Path:
+    """``path`` as a plain ``.jsonl`` file in ``folder`` (decompressed if gzipped)."""
+    target = folder / path.name.removesuffix(".gz")
+    if not target.exists():
+        target.write_text(text_of(path), encoding="utf-8")
+    return target
 
 
 def entries(path: Path) -> Iterator[dict[str, Any]]:
     """The transcript's JSON lines."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: the shared transcripts are missing")
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
+    for line in text_of(path).splitlines():
+        if line.strip():
+            yield json.loads(line)
 
 
 def _text(content: object) -> str:
@@ -77,3 +92,100 @@ def compact_summary(path: Path) -> str:
         if entry.get("isCompactSummary"):
             return _text(entry["message"]["content"])
     raise LookupError(f"{path} has no compact summary")
+
+
+class Script:
+    """A small transcript in Claude Code's format, entry by entry, chained by parentUuid."""
+
+    def __init__(self, session_id: str = "s-1", cwd: str = "/home/u/proj") -> None:
+        self.session_id, self.cwd = session_id, cwd
+        self.lines: list[dict[str, Any]] = []
+        self.parent: str | None = None
+        self.messages = 0
+
+    def entry(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Append one main-chain entry after the last one."""
+        uuid = f"u{len(self.lines)}"
+        entry = {
+            "parentUuid": self.parent,
+            "isSidechain": False,
+            "type": kind,
+            "sessionId": self.session_id,
+            "cwd": self.cwd,
+            "uuid": uuid,
+            "timestamp": f"2026-02-11T20:00:{len(self.lines) % 60:02d}.000Z",
+            **fields,
+        }
+        self.lines.append(entry)
+        self.parent = uuid
+        return entry
+
+    def user(self, text: str, **fields: Any) -> dict[str, Any]:
+        """A user message."""
+        return self.entry("user", message={"role": "user", "content": text}, **fields)
+
+    def assistant(self, *blocks: dict[str, Any], prompt: int = 100, output: int = 10) -> str:
+        """One API message written as one entry per block (as Claude Code does)."""
+        self.messages += 1
+        mid = f"msg_{self.messages}"
+        for i, block in enumerate(blocks):
+            usage = {
+                "input_tokens": 3,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": prompt - 3,
+                "output_tokens": output if i == len(blocks) - 1 else 1,
+            }
+            message = {"id": mid, "role": "assistant", "content": [block], "usage": usage}
+            self.entry("assistant", message=message)
+        return mid
+
+    @staticmethod
+    def text(text: str) -> dict[str, Any]:
+        """A text block."""
+        return {"type": "text", "text": text}
+
+    @staticmethod
+    def tool_use(call_id: str, name: str, **args: Any) -> dict[str, Any]:
+        """A tool_use block."""
+        return {"type": "tool_use", "id": call_id, "name": name, "input": args}
+
+    def result(
+        self, call_id: str, text: str, *, error: bool = False, rejected: bool = False
+    ) -> dict[str, Any]:
+        """A user entry holding one tool_result."""
+        block = {"type": "tool_result", "tool_use_id": call_id, "content": text, "is_error": error}
+        extra = {"toolUseResult": "User rejected tool use"} if rejected else {}
+        return self.entry("user", message={"role": "user", "content": [block]}, **extra)
+
+    def boundary(self, pre_tokens: int, summary: str) -> None:
+        """A compact_boundary and the summary message after it."""
+        last = self.parent
+        self.parent = None
+        self.entry(
+            "system",
+            subtype="compact_boundary",
+            content="Conversation compacted",
+            logicalParentUuid=last,
+            compactMetadata={"trigger": "auto", "preTokens": pre_tokens},
+        )
+        self.user(summary, isCompactSummary=True, isVisibleInTranscriptOnly=True)
+
+    def queue(self, text: str) -> None:
+        """Text typed while the agent works (no uuid: not part of the tree)."""
+        self.lines.append(
+            {
+                "type": "queue-operation",
+                "operation": "enqueue",
+                "sessionId": self.session_id,
+                "content": text,
+            }
+        )
+
+    def dump(self) -> str:
+        """The transcript's text."""
+        return "".join(json.dumps(line) + "\n" for line in self.lines)
+
+    def write(self, path: Path) -> Path:
+        """Write the transcript to ``path``."""
+        path.write_text(self.dump(), encoding="utf-8")
+        return path

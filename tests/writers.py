@@ -9,7 +9,7 @@ from pathlib import Path
 
 import reducers as r
 from eventstore import ConcurrencyError
-from eventstore._store import EventStore
+from eventstore._sqlite import SqliteRecorder
 
 
 def contend(db: str, session_id: str, name: str, count: int) -> None:
@@ -18,7 +18,7 @@ def contend(db: str, session_id: str, name: str, count: int) -> None:
     Each append reads the head, "thinks" a little, then appends at that version,
     as a runtime deciding on what it read would. Starts when ``<db>.go`` exists.
     """
-    store = EventStore(db, synchronous="normal", busy_timeout=30.0)
+    store = SqliteRecorder(db, synchronous="normal", busy_timeout=30.0)
     go = Path(f"{db}.go")
     while not go.exists():
         time.sleep(0.001)
@@ -26,7 +26,7 @@ def contend(db: str, session_id: str, name: str, count: int) -> None:
     for i in range(count):
         while True:
             version, _ = store.head(session_id)
-            time.sleep(random.random() / 2000)
+            time.sleep(random.random() / 400)  # wide enough to overlap on a busy machine
             event = r.CallOpened(call_id=f"{name}-{i}", kind="tool_call", name=name)
             try:
                 store.append(session_id, [event], expected_version=version)
@@ -38,7 +38,7 @@ def contend(db: str, session_id: str, name: str, count: int) -> None:
 
 def stream(db: str, session_id: str) -> None:
     """Append turns forever, printing each committed version: the parent kills us."""
-    store = EventStore(db, synchronous="full")
+    store = SqliteRecorder(db, synchronous="full")
     version = store.head(session_id)[0]
     while True:
         event = r.TurnAppended(index=version, role="tool", content="x" * 200, tokens=50)

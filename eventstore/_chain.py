@@ -1,0 +1,165 @@
+"""The per-session hash chain, the same for every backend.
+
+``hash = sha256(prev_hash + canonical event bytes)``: a recorder links new rows
+with ``link`` and anyone can re-walk stored rows with ``ChainWalk``, which
+decodes each event once and stops at the first broken link.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Protocol
+
+import attrs
+
+from eventstore._codec import SCHEMA_VERSION, from_payload, hash_bytes, to_payload
+from reducers import Event, InvalidEvent, canonical_json
+
+GENESIS = "0" * 64
+
+
+@attrs.frozen
+class Recorded:
+    """One stored event row, as every backend stores it."""
+
+    seq: int
+    session_id: str
+    version: int
+    type: str
+    schema_version: int
+    payload: str
+    recorded_at: str
+    prev_hash: str
+    hash: str
+
+    @property
+    def event(self) -> Event:
+        """The decoded event (raises :class:`InvalidEvent` for a malformed row)."""
+        return from_payload(self.type, self.payload)
+
+
+@attrs.frozen(kw_only=True)
+class ChainProblem:
+    """The first row of a session that fails the integrity walk."""
+
+    session_id: str
+    version: int
+    problem: str
+
+
+def chain_hash(
+    prev: str,
+    session_id: str,
+    version: int,
+    type_name: str,
+    schema_version: int,
+    payload: str,
+    recorded_at: str,
+) -> str:
+    """``sha256(prev_hash + canonical event bytes)``."""
+    body = hash_bytes(
+        session_id=session_id,
+        version=version,
+        type_name=type_name,
+        schema_version=schema_version,
+        payload=payload,
+        recorded_at=recorded_at,
+    )
+    return hashlib.sha256(prev.encode() + body).hexdigest()
+
+
+def link(
+    session_id: str, version: int, prev: str, events: Sequence[Event], recorded_at: str
+) -> list[Recorded]:
+    """The rows that append ``events`` after ``version`` (hash ``prev``); ``seq`` is 0."""
+    rows = []
+    for event in events:
+        version += 1
+        payload = to_payload(event)
+        type_name = type(event).__name__
+        digest = chain_hash(
+            prev, session_id, version, type_name, SCHEMA_VERSION, payload, recorded_at
+        )
+        rows.append(
+            Recorded(
+                0,
+                session_id,
+                version,
+                type_name,
+                SCHEMA_VERSION,
+                payload,
+                recorded_at,
+                prev,
+                digest,
+            )
+        )
+        prev = digest
+    return rows
+
+
+class ChainWalk:
+    """Iterate a session's events while walking its hash chain; stops at the first bad row.
+
+    After iteration, ``problem`` is the first broken link, or ``None``.
+    """
+
+    def __init__(self, session_id: str, rows: Iterable[Recorded]) -> None:
+        self._rows = rows
+        self.session_id = session_id
+        self.problem: ChainProblem | None = None
+
+    def __iter__(self) -> Iterator[Event]:
+        prev, expected = GENESIS, 1
+        for row in self._rows:
+            event, problem = check_row(row, prev, expected)
+            if event is None:
+                version = min(row.version, expected)  # a missing row is named, not its successor
+                self.problem = ChainProblem(
+                    session_id=self.session_id, version=version, problem=problem
+                )
+                return
+            yield event
+            prev, expected = row.hash, expected + 1
+
+
+def check_row(row: Recorded, prev: str, expected: int) -> tuple[Event | None, str]:
+    """The row's event if it links correctly after ``prev``, else ``None`` and why."""
+    if row.version != expected:
+        return None, f"version sequence broken: expected {expected}, found {row.version}"
+    if row.prev_hash != prev:
+        return None, "prev_hash does not match the previous event's hash"
+    try:
+        data = json.loads(row.payload)
+    except json.JSONDecodeError:
+        return None, "payload is not JSON"
+    if canonical_json(data).decode() != row.payload:
+        return None, "payload is not in canonical form (edited by hand?)"
+    digest = chain_hash(
+        prev,
+        row.session_id,
+        row.version,
+        row.type,
+        row.schema_version,
+        row.payload,
+        row.recorded_at,
+    )
+    if digest != row.hash:
+        return None, "hash does not match the event's content"
+    try:
+        return from_payload(row.type, data), ""
+    except InvalidEvent as exc:
+        return None, f"payload does not decode: {exc}"
+
+
+class _Rows(Protocol):
+    def read(self, session_id: str) -> Iterator[Recorded]: ...
+
+
+def check_chain(recorder: _Rows, session_id: str) -> ChainProblem | None:
+    """The first version whose sequence, payload or hash is wrong, or ``None``."""
+    walk = ChainWalk(session_id, recorder.read(session_id))
+    for _ in walk:
+        pass
+    return walk.problem

@@ -1,0 +1,214 @@
+"""The storage port: everything tierlog asks of a database, and nothing more.
+
+A ``Recorder`` appends events at an expected version inside one write
+transaction, streams them back, keeps the snapshot cache and answers the audit
+queries. Every SQL string lives in a recorder; nothing above this port holds a
+connection. ``SqliteRecorder`` is the embedded implementation; each backend
+passes the same contract tests (``tests/test_recorder.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import NamedTuple, Protocol
+
+import attrs
+
+from eventstore._chain import Recorded
+from reducers import Event
+
+
+class Head(NamedTuple):
+    """A session's last version and its hash (``0`` and the genesis hash when empty)."""
+
+    version: int
+    hash: str
+
+
+@attrs.frozen(kw_only=True)
+class SessionSummary:
+    """One line of ``tierlog sessions``."""
+
+    session_id: str
+    events: int
+    turns: int
+    refusals: int
+    invalidations: int
+    raw_fallbacks: int
+
+
+@attrs.frozen(kw_only=True)
+class CompactionRefusalRow:
+    """A ``CompactionRefused`` event, as the ``compaction_refusals`` view shows it."""
+
+    version: int
+    node_id: str
+    action: str
+    rules: str
+    violations: str  # the violations as JSON text
+
+
+@attrs.frozen(kw_only=True)
+class MarkerRefusalRow:
+    """A ``MarkerRefused`` event, as the ``marker_refusals`` view shows it."""
+
+    version: int
+    marker_id: str
+    node_id: str
+    rules: str
+    violations: str
+
+
+@attrs.frozen(kw_only=True)
+class InvalidationRow:
+    """A ``MarkerInvalidated`` event."""
+
+    version: int
+    marker_id: str
+    rule: str
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class FallbackRow:
+    """A resume that fell back to the raw checkpoint."""
+
+    version: int
+    marker_id: str
+    checkpoint_at: int | None
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class AuditRows:
+    """What the audit views say about one session."""
+
+    compaction_refusals: tuple[CompactionRefusalRow, ...]
+    marker_refusals: tuple[MarkerRefusalRow, ...]
+    marker_invalidations: tuple[InvalidationRow, ...]
+    raw_fallbacks: tuple[FallbackRow, ...]
+
+
+def _nothing() -> None:
+    return None
+
+
+@attrs.frozen(kw_only=True)
+class QueryResult:
+    """The rows of a read-only query, streamed, with their column names.
+
+    The query's limits hold until the rows are exhausted or the result is closed
+    (it is a context manager).
+    """
+
+    columns: tuple[str, ...]
+    rows: Iterator[tuple[object, ...]]
+    done: Callable[[], None] = attrs.field(default=_nothing, repr=False)
+
+    def close(self) -> None:
+        """Stop the query and lift its limits (idempotent)."""
+        self.done()
+
+    def __enter__(self) -> QueryResult:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+@attrs.frozen(kw_only=True)
+class StoredSnapshot:
+    """A snapshot as stored: its version and state sha256, header and ledger chunks."""
+
+    version: int
+    sha256: str
+    header: bytes
+    chunks: Iterator[tuple[str, bytes]]
+
+
+class Recorder(Protocol):
+    """The storage port every backend implements."""
+
+    readonly: bool
+
+    @property
+    def location(self) -> str:
+        """Where the journal lives, for messages (a path, or a URL without secrets)."""
+
+    def close(self) -> None:
+        """Release the connection (idempotent)."""
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """One write transaction; nested, a savepoint. Commits on success."""
+
+    def head(self, session_id: str) -> Head:
+        """The session's last version and hash."""
+
+    def append(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        *,
+        expected_version: int,
+        head_hash: str | None = None,
+    ) -> int:
+        """Append after ``expected_version`` (``ConcurrencyError`` otherwise); new version."""
+
+    def read(
+        self, session_id: str, *, start: int = 1, stop: int | None = None
+    ) -> Iterator[Recorded]:
+        """Rows ``start..stop`` (inclusive) in version order, streamed."""
+
+    def read_payloads(
+        self, session_id: str, *, start: int = 1, stop: int | None = None
+    ) -> Iterator[tuple[str, str]]:
+        """``(type, payload)`` of rows ``start..stop``: the replay hot path."""
+
+    def turn_payloads(self, session_id: str, first: int, last: int) -> Iterator[str]:
+        """The payloads of the turns stored at versions ``first..last``, in order."""
+
+    def sessions(self) -> list[str]:
+        """Every session id, sorted."""
+
+    def summaries(self) -> list[SessionSummary]:
+        """Every session with its event, refusal and invalidation counts."""
+
+    def audit_rows(self, session_id: str) -> AuditRows:
+        """Refusals, invalidations and raw fallbacks of one session, in version order."""
+
+    def save_snapshot(
+        self,
+        session_id: str,
+        version: int,
+        sha256: str,
+        header: bytes,
+        chunks: Iterable[tuple[str, int, bytes]],
+    ) -> None:
+        """Replace the session's snapshot header and the ledger chunks that changed."""
+
+    def load_snapshot(self, session_id: str) -> StoredSnapshot | None:
+        """The session's snapshot, if one was saved."""
+
+    def query(
+        self, sql: str, *, timeout: float | None, heap_limit: int | None = None
+    ) -> QueryResult:
+        """Run one read-only query, its rows streamed; InvalidEvent for a failing or
+        writing one, or one that runs past ``timeout`` seconds or ``heap_limit`` bytes."""
+
+    def heads(self) -> dict[str, Head]:
+        """Every session's head, by session id in order (what a witness keeps)."""
+
+    def hash_at(self, session_id: str, version: int) -> str | None:
+        """The hash of the session's event at ``version``, or ``None`` if there is none."""
+
+    def attached(self, source: Recorder) -> AbstractContextManager[None]:
+        """For the block (entered outside a transaction), let :meth:`copy_session` read
+        ``source`` inside the database if the backend can; otherwise nothing."""
+
+    def copy_session(self, source: Recorder, session_id: str) -> None:
+        """Insert ``session_id``'s rows from ``source`` verbatim, hashes and all, in the
+        caller's transaction (``import`` copies a session decided in a scratch journal)."""
+
+    def integrity_problems(self) -> list[str]:
+        """What the database's own integrity check reports (empty when sound)."""

@@ -1,0 +1,249 @@
+"""Compaction reviews of ingested sessions: what each summary evidences, in a minute.
+
+An ingested session (see ``_ingest``) is recognised by the note in its turn 0;
+the note in the first turn after each compaction records the transcript line,
+trigger and ``preTokens`` of its ``compact_boundary``. Both are ordinary turns,
+so replay and ``verify`` re-derive everything a review reads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+
+import attrs
+
+from eventstore._journal import Journal
+from invariants import carries_call
+from reducers import (
+    Compacted,
+    CompactionRefused,
+    Event,
+    MarkerEmitted,
+    MarkerInvalidated,
+    MarkerRefused,
+    SessionState,
+    TurnAppended,
+    fold,
+)
+
+PREAMBLE = "[claude-code transcript {session_id}]"
+PREAMBLE_TAIL = (
+    " The system prompt and tool definitions Claude Code sent with the first API call:"
+    " not in the transcript; their tokens come from that call's usage."
+)
+BOUNDARY_NOTE = (
+    "[claude-code compact_boundary at line {line}: trigger {trigger}, preTokens {pre_tokens}]"
+    " What the first API call after it was sent besides the summary (system prompt, tools,"
+    " files Claude Code re-read): not in the transcript; tokens from that call's usage."
+)
+_BOUNDARY = re.compile(
+    r"\[claude-code compact_boundary at line (\d+): trigger (\S+), preTokens (\d+|unknown)\]"
+)
+QUOTE_CHARS = 160
+
+
+def preamble(session_id: str) -> str:
+    """Turn 0 of an ingested session."""
+    return PREAMBLE.format(session_id=session_id) + PREAMBLE_TAIL
+
+
+def boundary_note(line: int, trigger: str, pre_tokens: int | None) -> str:
+    """The first turn after an ingested compaction."""
+    pre = "unknown" if pre_tokens is None else str(pre_tokens)
+    return BOUNDARY_NOTE.format(line=line, trigger=trigger, pre_tokens=pre)
+
+
+def is_ingested(first_turn: str) -> bool:
+    """Whether a session whose turn 0 reads ``first_turn`` was ingested from Claude Code."""
+    return first_turn.startswith("[claude-code transcript ") and first_turn.endswith(PREAMBLE_TAIL)
+
+
+@attrs.frozen(kw_only=True)
+class BoundaryNote:
+    """What the note after a compaction records of its ``compact_boundary``."""
+
+    line: int
+    trigger: str
+    pre_tokens: int | None
+
+
+def read_boundary_note(content: str) -> BoundaryNote | None:
+    """The boundary a post-compaction turn describes, or ``None`` for any other turn."""
+    found = _BOUNDARY.match(content)
+    if found is None:
+        return None
+    pre = found.group(3)
+    return BoundaryNote(
+        line=int(found.group(1)),
+        trigger=found.group(2),
+        pre_tokens=None if pre == "unknown" else int(pre),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ObligationReview:
+    """One obligation live at a compaction, and whether the summary evidences it."""
+
+    kind: str  # open_call, constraint, negative_fact
+    key: str
+    detail: str  # the call's name, the rule, or the disposition
+    raised_at_turn: int
+    quote: str
+    evidenced: bool
+
+
+@attrs.frozen(kw_only=True)
+class CompactionReview:
+    """One compaction of an ingested session, as a reviewer reads it."""
+
+    node_id: str
+    version: int
+    line: int | None
+    trigger: str | None
+    pre_tokens: int | None
+    occupancy: int  # the journal's occupancy just before the compaction
+    turns_compacted: int  # resident turns the summary replaced
+    tokens_compacted: int  # resident tokens it replaced (live summaries included)
+    summary_chars: int
+    summary_tokens: int
+    refused_rules: tuple[str, ...]  # C1-C5 when the compaction itself was refused
+    marker_id: str | None
+    marker_status: str  # emitted (still valid), refused, invalidated (later), none
+    marker_rules: tuple[str, ...]  # why it was refused or invalidated
+    obligations: tuple[ObligationReview, ...]
+
+    @property
+    def not_evidenced(self) -> tuple[ObligationReview, ...]:
+        """The obligations the summary does not evidence."""
+        return tuple(o for o in self.obligations if not o.evidenced)
+
+
+def review_session(journal: Journal, session_id: str) -> tuple[CompactionReview, ...]:
+    """Every compaction of an ingested session (none for any other session)."""
+    first = next(journal.recorder.turn_payloads(session_id, 1, 3), None)
+    if first is None or not is_ingested(str(json.loads(first).get("content"))):
+        return ()
+    return tuple(_reviews(journal.session(session_id).events()))
+
+
+@attrs.define
+class _Open:
+    """A review still collecting the marker and boundary note that follow its compaction."""
+
+    proposal: Compacted
+    version: int
+    before: SessionState
+    refused: tuple[str, ...]
+    note: BoundaryNote | None = None
+    marker_id: str | None = None
+    marker_status: str = "none"
+    marker_rules: list[str] = attrs.field(factory=list)
+
+
+def _reviews(events: Iterable[Event]) -> Iterator[CompactionReview]:
+    state = SessionState()
+    pending: list[Event] = []
+    turns: dict[int, str] = {}
+    reviews: list[_Open] = []
+    for version, event in enumerate(events, 1):
+        if isinstance(event, TurnAppended):
+            turns[event.index] = event.content
+        if isinstance(event, Compacted | CompactionRefused):
+            state = fold(pending, state)
+            pending = []
+            refused = (
+                tuple(sorted({v.rule for v in event.violations}))
+                if isinstance(event, CompactionRefused)
+                else ()
+            )
+            proposal = event.proposal if isinstance(event, CompactionRefused) else event
+            reviews.append(_Open(proposal=proposal, version=version, before=state, refused=refused))
+        elif reviews:
+            _follow(reviews, event)
+        pending.append(event)
+    for r in reviews:
+        yield _finish(r, turns)
+
+
+def _follow(reviews: list[_Open], event: Event) -> None:
+    last = reviews[-1]
+    if isinstance(event, TurnAppended) and last.note is None:
+        last.note = read_boundary_note(event.content)
+    by_node = {r.proposal.node_id: r for r in reviews}
+    if isinstance(event, MarkerEmitted | MarkerRefused) and event.node_id in by_node:
+        r = by_node[event.node_id]
+        r.marker_id = event.marker_id
+        r.marker_status = "emitted" if isinstance(event, MarkerEmitted) else "refused"
+        if isinstance(event, MarkerRefused):
+            r.marker_rules += sorted({v.rule for v in event.violations})
+    if isinstance(event, MarkerInvalidated):
+        for r in reviews:
+            if r.marker_id == event.marker_id:
+                r.marker_status = "invalidated"
+                r.marker_rules.append(event.rule)
+
+
+def _finish(r: _Open, turns: dict[int, str]) -> CompactionReview:
+    before, p = r.before, r.proposal
+    return CompactionReview(
+        node_id=p.node_id,
+        version=r.version,
+        line=r.note.line if r.note else None,
+        trigger=r.note.trigger if r.note else None,
+        pre_tokens=r.note.pre_tokens if r.note else None,
+        occupancy=before.occupancy,
+        turns_compacted=before.turn_index(p.covers_hi) - before.turn_index(before.tail_start),
+        tokens_compacted=before.occupancy,
+        summary_chars=len(p.summary),
+        summary_tokens=p.tokens,
+        refused_rules=r.refused,
+        marker_id=r.marker_id,
+        marker_status=r.marker_status,
+        marker_rules=tuple(r.marker_rules),
+        obligations=tuple(_obligations(before, p, turns)),
+    )
+
+
+def _obligations(
+    state: SessionState, p: Compacted, turns: dict[int, str]
+) -> Iterator[ObligationReview]:
+    for c in sorted(state.open_calls.values(), key=lambda c: c.position):
+        at = state.turn_index(c.position)
+        yield ObligationReview(
+            kind="open_call",
+            key=c.call_id,
+            detail=c.name,
+            raised_at_turn=at,
+            quote=_line_with(turns.get(at, ""), c.call_id),
+            evidenced=carries_call(p, c.call_id),
+        )
+    for k in sorted(state.constraints.values(), key=lambda k: k.position):
+        yield ObligationReview(
+            kind="constraint",
+            key=k.key,
+            detail=k.text,
+            raised_at_turn=state.turn_index(k.position),
+            quote=_short(k.text),
+            evidenced=k.key in p.constraints,
+        )
+    for d in sorted(state.dispositions.values(), key=lambda d: d.position):
+        yield ObligationReview(
+            kind="negative_fact",
+            key=d.key,
+            detail=d.disposition,
+            raised_at_turn=state.turn_index(d.position),
+            quote=_short(d.reason),
+            evidenced=p.dispositions.get(d.key) == d.disposition,
+        )
+
+
+def _line_with(content: str, needle: str) -> str:
+    line = next((x for x in content.splitlines() if needle in x), content)
+    return _short(line)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 3] + "..."

@@ -1,0 +1,542 @@
+"""The SQLite recorder: tierlog's embedded backend, and every SQL string it runs.
+
+It knows nothing of tiers. Every write is one ``BEGIN IMMEDIATE`` transaction
+(see ``docs/append-path.md`` for the crash states); reads stream from a cursor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from eventstore import _schema
+from eventstore._chain import GENESIS, Recorded, link
+from eventstore._errors import ConcurrencyError, IntegrityError
+from eventstore._recorder import (
+    AuditRows,
+    CompactionRefusalRow,
+    FallbackRow,
+    Head,
+    InvalidationRow,
+    MarkerRefusalRow,
+    QueryResult,
+    Recorder,
+    SessionSummary,
+    StoredSnapshot,
+)
+from reducers import Event, InvalidEvent, JournalError
+
+SYNCHRONOUS = ("full", "normal")
+
+
+def utc_now() -> str:
+    """The store's clock: UTC, ISO 8601, microseconds."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+_INSERT = (
+    "INSERT INTO events (session_id, version, type, schema_version, payload, recorded_at,"
+    " prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_COLUMNS = "seq, session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"
+
+_SESSIONS_SQL = """
+SELECT session_id,
+       count(*) AS events,
+       sum(type = 'TurnAppended') AS turns,
+       sum(type IN ('CompactionRefused', 'MarkerRefused')) AS refusals,
+       sum(type = 'MarkerInvalidated') AS invalidations,
+       sum(type = 'Resumed' AND payload ->> '$.source' = 'raw_checkpoint') AS raw_fallbacks
+FROM events GROUP BY session_id ORDER BY session_id
+"""
+
+_AUDIT_SQL = (
+    "SELECT version, node_id, action, rules, violations FROM compaction_refusals"
+    " WHERE session_id = ? ORDER BY version",
+    "SELECT version, marker_id, node_id, rules, violations FROM marker_refusals"
+    " WHERE session_id = ? ORDER BY version",
+    "SELECT version, marker_id, rule, reason FROM marker_invalidations"
+    " WHERE session_id = ? ORDER BY version",
+    "SELECT version, marker_id, checkpoint_at, reason FROM resumes"
+    " WHERE session_id = ? AND source = 'raw_checkpoint' ORDER BY version",
+)
+
+_Row = TypeVar("_Row")
+
+_READS = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+    sqlite3.SQLITE_SAVEPOINT,
+    sqlite3.SQLITE_TRANSACTION,
+}
+
+
+def _read_only(action: int, *_: object) -> int:
+    """Authorizer: reads only (ATTACH, PRAGMA and every write are denied)."""
+    return sqlite3.SQLITE_OK if action in _READS else sqlite3.SQLITE_DENY
+
+
+def attrs_row(r: Recorded) -> tuple[object, ...]:
+    """A row's values in ``_INSERT`` order."""
+    return (
+        r.session_id,
+        r.version,
+        r.type,
+        r.schema_version,
+        r.payload,
+        r.recorded_at,
+        r.prev_hash,
+        r.hash,
+    )
+
+
+def _connect(path: Path, *, readonly: bool, timeout: float) -> sqlite3.Connection:
+    if readonly:
+        if not path.is_file():
+            raise JournalError(f"no journal at {path}")
+        uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+        return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout)
+    if path.is_dir():
+        raise JournalError(f"{path} is a folder, not a journal file")
+    return sqlite3.connect(path, isolation_level=None, timeout=timeout)
+
+
+class SqliteRecorder:
+    """Append-only, hash-chained events of many sessions in one SQLite file."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "full",
+        readonly: bool = False,
+        busy_timeout: float = 30.0,
+        clock: Callable[[], str] = utc_now,
+    ) -> None:
+        synchronous = str(synchronous).lower()
+        if synchronous not in SYNCHRONOUS:
+            raise InvalidEvent(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
+        self.path = Path(path)
+        self.readonly = readonly
+        self._clock = clock
+        self._in_txn = False
+        self._depth = 0
+        self._attached: SqliteRecorder | None = None
+        try:
+            self.conn = _connect(self.path, readonly=readonly, timeout=busy_timeout)
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot open {self.path}: {exc}") from None
+        try:
+            self._configure(synchronous, busy_timeout)
+        except sqlite3.OperationalError as exc:  # locked past the timeout, unreadable, ...
+            self.conn.close()
+            kind = ConcurrencyError if "locked" in str(exc) else JournalError
+            raise kind(f"cannot use {self.path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:  # "file is not a database"
+            self.conn.close()
+            if is_corruption(exc):
+                raise IntegrityError(f"{self.path} is corrupt: {exc}") from None
+            raise JournalError(f"{self.path} is not a tierlog journal: {exc}") from None
+        except JournalError:
+            self.conn.close()
+            raise
+
+    def _configure(self, synchronous: str, busy_timeout: float) -> None:
+        self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        if self.readonly:
+            _schema.check(self.conn)
+            return
+        _schema.install(self.conn)
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self.conn.close()
+
+    # -- writing -----------------------------------------------------------------------
+    def transaction(self) -> _Transaction:
+        """One ``BEGIN IMMEDIATE`` transaction: commit on success, roll back on error.
+
+        Inside another transaction it is a savepoint (like sqlite-utils' ``atomic``):
+        an error rolls back this block only, and nothing commits before the outer one.
+        """
+        return _Transaction(self)
+
+    def append(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        *,
+        expected_version: int,
+        head_hash: str | None = None,
+    ) -> int:
+        """Append ``events`` atomically after ``expected_version``; returns the new version.
+
+        Raises :class:`ConcurrencyError` if the session is at another version.
+        Joins the caller's transaction when one is open; a caller that has read
+        the head in that transaction may pass its hash as ``head_hash``.
+        """
+        if self._in_txn:
+            return self._insert(session_id, events, expected_version, head_hash)
+        if head_hash is not None:
+            raise JournalError("head_hash is only trusted inside the caller's transaction")
+        with self.transaction():
+            return self._insert(session_id, events, expected_version, None)
+
+    def _insert(
+        self, session_id: str, events: Sequence[Event], expected_version: int, prev: str | None
+    ) -> int:
+        if prev is None:
+            version, prev = self.head(session_id)
+        else:
+            version = expected_version
+        if version != expected_version:
+            raise ConcurrencyError(
+                f"session {session_id!r} is at version {version}, expected {expected_version}"
+            )
+        rows = link(session_id, version, prev, events, self._clock())
+        try:
+            self.conn.executemany(_INSERT, (attrs_row(r) for r in rows))
+        except sqlite3.IntegrityError as exc:  # only a writer that bypassed the lock gets here
+            raise ConcurrencyError(f"session {session_id!r}: {exc}") from None
+        except sqlite3.OperationalError as exc:  # disk full, I/O error: nothing is committed
+            raise JournalError(f"cannot write to {self.path}: {exc}") from None
+        return version + len(rows)
+
+    # -- reading -----------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        """The journal file's path."""
+        return str(self.path)
+
+    def head(self, session_id: str) -> Head:
+        """The session's last version and hash (``0`` and the genesis hash when empty)."""
+        row = self.conn.execute(
+            "SELECT version, hash FROM events WHERE session_id = ? ORDER BY version DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        return Head(row[0], row[1]) if row else Head(0, GENESIS)
+
+    def read(
+        self, session_id: str, *, start: int = 1, stop: int | None = None
+    ) -> Iterator[Recorded]:
+        """Rows ``start..stop`` (inclusive) of a session in version order, streamed."""
+        cursor = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND version >= ?"
+            " AND version <= ? ORDER BY version",
+            (session_id, start, stop if stop is not None else 2**62),
+        )
+        for row in cursor:
+            yield Recorded(*row)
+
+    def read_payloads(
+        self, session_id: str, *, start: int = 1, stop: int | None = None
+    ) -> Iterator[tuple[str, str]]:
+        """``(type, payload)`` of rows ``start..stop``: the replay hot path."""
+        return iter(
+            self.conn.execute(
+                "SELECT type, payload FROM events WHERE session_id = ? AND version >= ?"
+                " AND version <= ? ORDER BY version",
+                (session_id, start, stop if stop is not None else 2**62),
+            )
+        )
+
+    def turn_payloads(self, session_id: str, first: int, last: int) -> Iterator[str]:
+        """The payloads of the turns stored at versions ``first..last``, in order."""
+        cursor = self.conn.execute(
+            "SELECT payload FROM events WHERE session_id = ? AND version BETWEEN ? AND ?"
+            " AND type = 'TurnAppended' ORDER BY version",
+            (session_id, first, last),
+        )
+        return (payload for (payload,) in cursor)
+
+    def sessions(self) -> list[str]:
+        """Every session id, sorted."""
+        rows = self.conn.execute("SELECT DISTINCT session_id FROM events ORDER BY session_id")
+        return [r[0] for r in rows]
+
+    def summaries(self) -> list[SessionSummary]:
+        """Every session with its event, refusal and invalidation counts."""
+        return [SessionSummary(**row) for row in self._dicts(_SESSIONS_SQL)]
+
+    def audit_rows(self, session_id: str) -> AuditRows:
+        """Refusals, invalidations and raw fallbacks of one session, in version order."""
+        return AuditRows(
+            compaction_refusals=self._typed(CompactionRefusalRow, _AUDIT_SQL[0], session_id),
+            marker_refusals=self._typed(MarkerRefusalRow, _AUDIT_SQL[1], session_id),
+            marker_invalidations=self._typed(InvalidationRow, _AUDIT_SQL[2], session_id),
+            raw_fallbacks=self._typed(FallbackRow, _AUDIT_SQL[3], session_id),
+        )
+
+    def _typed(self, cls: type[_Row], sql: str, session_id: str) -> tuple[_Row, ...]:
+        return tuple(cls(**row) for row in self._dicts(sql, (session_id,)))
+
+    def _dicts(self, sql: str, params: tuple[object, ...] = ()) -> Iterator[dict[str, Any]]:
+        cursor = self.conn.execute(sql, params)
+        names = [c[0] for c in cursor.description]
+        return (dict(zip(names, row, strict=True)) for row in cursor)
+
+    # -- snapshots (a cache: replay must agree with it) ---------------------------------
+    def save_snapshot(
+        self,
+        session_id: str,
+        version: int,
+        sha256: str,
+        header: bytes,
+        chunks: Iterable[tuple[str, int, bytes]],
+    ) -> None:
+        """Replace the session's snapshot header and the ledger chunks that changed."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO snapshots (session_id, version, sha256, state)"
+            " VALUES (?, ?, ?, ?)",
+            (session_id, version, sha256, header),
+        )
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO snapshot_chunks (session_id, ledger, chunk, data)"
+            " VALUES (?, ?, ?, ?)",
+            ((session_id, name, k, data) for name, k, data in chunks),
+        )
+
+    def load_snapshot(self, session_id: str) -> StoredSnapshot | None:
+        """The session's snapshot: header and ``(ledger, chunk data)`` rows in order."""
+        row = self.conn.execute(
+            "SELECT version, sha256, state FROM snapshots WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        chunks = self.conn.execute(
+            "SELECT ledger, data FROM snapshot_chunks WHERE session_id = ? ORDER BY ledger, chunk",
+            (session_id,),
+        )
+        return StoredSnapshot(version=row[0], sha256=row[1], header=row[2], chunks=iter(chunks))
+
+    # -- audits ------------------------------------------------------------------------
+    def query(
+        self, sql: str, *, timeout: float | None, heap_limit: int | None = None
+    ) -> QueryResult:
+        """One read-only query (no statement can write, ATTACH included), its rows streamed.
+
+        It stops with InvalidEvent after ``timeout`` seconds, or when it needs more than
+        ``heap_limit`` bytes: no string or blob of this connection may exceed it while the
+        query runs, and neither may SQLite's heap (``PRAGMA hard_heap_limit``, which is
+        process-wide and can only be lowered, so it stays: the CLI runs one query a
+        process). Ctrl-C stops it with ``KeyboardInterrupt``. The limits hold until the
+        rows are exhausted or the result is closed.
+        """
+        if not sql.strip():
+            raise InvalidEvent("empty query")
+        guard = _QueryGuard(self.conn, self.readonly, timeout=timeout, heap_limit=heap_limit)
+        guard.install()
+        try:
+            cursor = self.conn.execute(sql)
+        except (MemoryError, sqlite3.Error) as exc:
+            guard.lift()
+            raise guard.error(exc) from None
+        except BaseException:
+            guard.lift()
+            raise
+        names = tuple(c[0] for c in cursor.description or ())
+        return QueryResult(columns=names, rows=guard.rows(cursor), done=guard.lift)
+
+    # -- witnesses and verbatim copies (import) ---------------------------------------
+    def heads(self) -> dict[str, Head]:
+        """Every session's head, by session id in order."""
+        rows = self.conn.execute(
+            "SELECT session_id, max(version), hash FROM events GROUP BY session_id"
+            " ORDER BY session_id"
+        )
+        return {r[0]: Head(r[1], r[2]) for r in rows}
+
+    def hash_at(self, session_id: str, version: int) -> str | None:
+        """The hash of the session's event at ``version``, or ``None`` if there is none."""
+        row = self.conn.execute(
+            "SELECT hash FROM events WHERE session_id = ? AND version = ?", (session_id, version)
+        ).fetchone()
+        return row[0] if row else None
+
+    @contextlib.contextmanager
+    def attached(self, source: Recorder) -> Iterator[None]:
+        """Attach ``source``'s file for the block (outside any transaction), so that
+        :meth:`copy_session` copies from it inside SQLite."""
+        if not isinstance(source, SqliteRecorder):
+            yield
+            return
+        self.conn.execute("ATTACH DATABASE ? AS tierlog_source", (str(source.path),))
+        self._attached = source
+        try:
+            yield
+        finally:
+            self._attached = None
+            self.conn.execute("DETACH DATABASE tierlog_source")
+
+    def copy_session(self, source: Recorder, session_id: str) -> None:
+        """Insert ``session_id``'s rows from ``source`` verbatim (hashes and all), in the
+        caller's transaction. ``import`` decides a new session in a scratch journal and
+        copies it here; the caller has checked under this transaction's lock that the
+        session does not exist yet. From an attached source this is one INSERT ... SELECT,
+        without CHECK(json_valid): every payload already passed it in the source.
+        """
+        if not self._in_txn:
+            raise JournalError("copy_session joins the caller's transaction; open one")
+        columns = _COLUMNS.removeprefix("seq, ")
+        try:
+            if self._attached is not source:
+                rows = (attrs_row(r) for r in source.read(session_id))
+                self.conn.executemany(_INSERT, rows)
+                return
+            self.conn.execute("PRAGMA ignore_check_constraints = ON")
+            try:
+                self.conn.execute(
+                    f"INSERT INTO main.events ({columns}) SELECT {columns}"
+                    " FROM tierlog_source.events WHERE session_id = ? ORDER BY version",
+                    (session_id,),
+                )
+            finally:
+                self.conn.execute("PRAGMA ignore_check_constraints = OFF")
+        except sqlite3.IntegrityError as exc:
+            raise ConcurrencyError(f"cannot copy session {session_id!r}: {exc}") from None
+        except sqlite3.OperationalError as exc:
+            raise JournalError(f"cannot write to {self.path}: {exc}") from None
+
+    def integrity_problems(self) -> list[str]:
+        """What ``PRAGMA integrity_check`` reports (empty when the file is sound)."""
+        return [row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+
+
+class _Transaction:
+    """The context manager behind :meth:`SqliteRecorder.transaction`."""
+
+    __slots__ = ("_savepoint", "_store")
+
+    def __init__(self, store: SqliteRecorder) -> None:
+        self._store = store
+        self._savepoint = ""
+
+    def __enter__(self) -> None:
+        store = self._store
+        if store._in_txn:
+            store._depth += 1
+            self._savepoint = f"tierlog_{store._depth}"
+            store.conn.execute(f"SAVEPOINT {self._savepoint}")
+            return
+        try:
+            store.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise ConcurrencyError(f"journal is busy: {exc}") from None
+        store._in_txn = True
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        store = self._store
+        if self._savepoint:
+            if exc_type is not None:
+                store.conn.execute(f"ROLLBACK TO {self._savepoint}")
+            store.conn.execute(f"RELEASE {self._savepoint}")
+            store._depth -= 1
+            return
+        try:
+            if exc_type is None:
+                _commit(store.conn)
+            else:
+                store.conn.execute("ROLLBACK")
+        finally:
+            store._in_txn = False
+
+
+def _commit(conn: sqlite3.Connection) -> None:
+    try:
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise JournalError(f"commit failed, nothing was written: {exc}") from None
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """Whether SQLite found the file damaged (a malformed page, a torn header)."""
+    return getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT"
+
+
+def is_database_fault(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite failing (I/O, lock, full disk, corruption), not misuse."""
+    faults = (sqlite3.OperationalError, sqlite3.DataError, sqlite3.IntegrityError)
+    return isinstance(exc, faults) or type(exc) is sqlite3.DatabaseError
+
+
+class _QueryGuard:
+    """One query's limits on a connection: installed, turned into errors, lifted once."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        readonly: bool,
+        *,
+        timeout: float | None,
+        heap_limit: int | None,
+    ) -> None:
+        self.conn, self.readonly = conn, readonly
+        self.timeout, self.heap_limit = timeout, heap_limit
+        self.deadline = time.monotonic() + timeout if timeout else float("inf")
+        self._undo: list[Callable[[], object]] = []
+
+    def install(self) -> None:
+        """Read-only, the memory limits, and a progress handler for the clock and Ctrl-C."""
+        conn = self.conn
+        if self.heap_limit:
+            conn.execute(f"PRAGMA hard_heap_limit = {int(self.heap_limit)}")
+            before = conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(before, int(self.heap_limit)))
+            self._undo.append(lambda: conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, before))
+        conn.execute("PRAGMA query_only = ON")
+        if not self.readonly:
+            self._undo.append(lambda: conn.execute("PRAGMA query_only = OFF"))
+        conn.set_authorizer(_read_only)
+        self._undo.append(lambda: conn.set_authorizer(None))
+        # Python code runs in the handler, so a pending Ctrl-C is raised there and
+        # aborts the statement as SQLITE_INTERRUPT before the deadline: see error()
+        conn.set_progress_handler(lambda: time.monotonic() > self.deadline, 10_000)
+        self._undo.append(lambda: conn.set_progress_handler(None, 0))
+
+    def lift(self) -> None:
+        """Undo everything ``install`` did (idempotent)."""
+        while self._undo:
+            self._undo.pop()()
+
+    def rows(self, cursor: sqlite3.Cursor) -> Iterator[tuple[object, ...]]:
+        """The cursor's rows, failures turned into tierlog errors; lifts the limits at the end."""
+        try:
+            while True:
+                try:
+                    row = next(cursor, None)
+                except (MemoryError, sqlite3.Error) as exc:
+                    raise self.error(exc) from None
+                if row is None:
+                    return
+                yield row
+        finally:
+            cursor.close()
+            self.lift()
+
+    def error(self, exc: MemoryError | sqlite3.Error) -> BaseException:
+        """The tierlog error (or the Ctrl-C) that a failed step means."""
+        name = getattr(exc, "sqlite_errorname", "")
+        memory = f"its memory limit of {self.heap_limit / 2**20:g} MB" if self.heap_limit else ""
+        if isinstance(exc, MemoryError) or (name == "SQLITE_TOOBIG" and memory):
+            return InvalidEvent(f"query stopped: it needs more than {memory or 'memory'}")
+        if name == "SQLITE_INTERRUPT":
+            if time.monotonic() <= self.deadline:
+                return KeyboardInterrupt()
+            return InvalidEvent(f"query stopped after {self.timeout:g} s (--timeout)")
+        if is_corruption(exc):
+            return IntegrityError(f"database is corrupt: {exc}")
+        denied = "not authorized" in str(exc) or "readonly" in str(exc)
+        hint = " (tierlog sql is read-only: SELECT and WITH queries only)" if denied else ""
+        return InvalidEvent(f"query failed: {exc}{hint}")

@@ -1,0 +1,531 @@
+"""Ingesting Claude Code transcripts: the mapping, the compaction judged, atomic and idempotent."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import eventstore
+import reducers
+from eventstore import _claude_code as cc
+from eventstore import _ingest
+from eventstore.cli import main
+from tests import transcripts
+from tests.helpers import rows
+from tests.transcripts import Script
+
+LONG_ID = "258c7280-ae70-4798-800f-63464d01a85d"
+
+
+@pytest.fixture(scope="module", name="long_file")
+def _long_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return transcripts.plain_copy(transcripts.LONG_SESSION, tmp_path_factory.mktemp("long"))
+
+
+@pytest.fixture(scope="module", name="real")
+def _real(
+    tmp_path_factory: pytest.TempPathFactory, long_file: Path
+) -> tuple[Path, dict[str, eventstore.IngestResult]]:
+    """One journal holding the three real sessions (read only by the tests that use it)."""
+    db = tmp_path_factory.mktemp("real") / "real.db"
+    with eventstore.open(db) as journal:
+        results = {
+            p.name: eventstore.ingest(journal, p)
+            for p in (long_file, transcripts.SHORT, transcripts.TOOL_HEAVY)
+        }
+    return db, results
+
+
+def _raw(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in transcripts.text_of(path).splitlines() if line.strip()]
+
+
+def _blocks(path: Path, kind: str) -> list[dict[str, object]]:
+    return [
+        b
+        for e in _raw(path)
+        if e["type"] in ("user", "assistant") and not e.get("isSidechain")
+        for b in e["message"]["content"]  # type: ignore[index]
+        if isinstance(b, dict) and b.get("type") == kind
+    ]
+
+
+def _run(tmp_path: Path, script: Script) -> tuple[eventstore.Journal, eventstore.IngestResult]:
+    journal = eventstore.open(tmp_path / "t.db")
+    return journal, eventstore.ingest(journal, script.write(tmp_path / "t.jsonl"))
+
+
+class TestRealSession:
+    def test_counts_match_the_file(
+        self, real: tuple[Path, dict[str, eventstore.IngestResult]]
+    ) -> None:
+        """Calls, failed and rejected results are counted as the raw file holds them."""
+        for name, path in [
+            (LONG_ID + ".jsonl", transcripts.LONG_SESSION),
+            ("short.jsonl", transcripts.SHORT),
+            ("tool_heavy.jsonl", transcripts.TOOL_HEAVY),
+        ]:
+            r = real[1][name]
+            results = _blocks(path, "tool_result")
+            rejected = sum(str(b["content"]).startswith(cc.REJECTED_TEXT) for b in results)
+            failed = sum(b.get("is_error") is True for b in results) - rejected
+            assert (r.calls, r.failed, r.rejected) == (
+                len(_blocks(path, "tool_use")),
+                failed,
+                rejected,
+            ), name
+            assert r.warnings == ()
+
+    def test_turns_and_calls_in_the_journal(
+        self, real: tuple[Path, dict[str, eventstore.IngestResult]]
+    ) -> None:
+        """Every call is opened and resolved; each result names its line."""
+        db, results = real
+        with eventstore.open(db, readonly=True) as journal:
+            state = journal.session(LONG_ID).state
+        r = results[LONG_ID + ".jsonl"]
+        assert (state.turns, len(state.call_ids), dict(state.open_calls)) == (r.turns, 186, {})
+        facts = {k: (d.disposition, d.reason.split(":")[0]) for k, d in state.dispositions.items()}
+        assert facts["Bash: git push"] == ("failed", "line 615")
+        assert facts["TaskOutput: bd0afab"] == ("rejected", "line 494")
+        (read,) = [k for k in facts if k.startswith("Read: /tmp/claude-1000/")]
+        assert facts[read][0] == "failed"  # after the boundary: a file that did not exist
+
+    def test_occupancy_at_the_boundary_is_within_5_percent_of_pre_tokens(
+        self, real: tuple[Path, dict[str, eventstore.IngestResult]]
+    ) -> None:
+        """The journal's occupancy where Claude Code compacted is its preTokens, near enough."""
+        db, results = real
+        (review,) = results[LONG_ID + ".jsonl"].compactions
+        with eventstore.open(db, readonly=True) as journal:
+            before = journal.session(LONG_ID).state_at(review.version - 1)
+        assert review.pre_tokens == 167_094
+        assert review.occupancy == before.occupancy
+        assert abs(before.occupancy - 167_094) / 167_094 < 0.05
+        assert abs(before.occupancy - 167_094) < 100  # measured: 167,104
+
+    def test_occupancy_is_each_api_calls_prompt(
+        self, real: tuple[Path, dict[str, eventstore.IngestResult]], long_file: Path
+    ) -> None:
+        """When each of the 152 API calls is sent, the journal holds exactly its prompt tokens."""
+        prompts = [
+            i.usage.prompt
+            for i in cc.read(long_file).items
+            if isinstance(i, cc.Message) and i.role == "assistant" and i.usage
+        ]
+        seen = []
+        with eventstore.open(real[0], readonly=True) as journal:
+            state = reducers.SessionState()
+            for event in journal.session(LONG_ID).events():
+                if isinstance(event, reducers.TurnAppended) and event.role == "assistant":
+                    seen.append(state.occupancy)
+                state = reducers.apply(state, event)
+        assert len(prompts) == 152
+        assert seen == prompts
+
+    def test_the_compaction_is_judged_and_its_marker_refused(
+        self, real: tuple[Path, dict[str, eventstore.IngestResult]], long_file: Path
+    ) -> None:
+        """C1-C5 pass for the real compaction; M2 refuses the marker, naming what is missing."""
+        db, results = real
+        (review,) = results[LONG_ID + ".jsonl"].compactions
+        (boundary,) = [i for i in cc.read(long_file).items if isinstance(i, cc.Boundary)]
+        with eventstore.open(db, readonly=True) as journal:
+            s = journal.session(LONG_ID)
+            events = list(s.events())
+            before = s.state_at(review.version - 1)
+        node = events[review.version - 1]
+        assert isinstance(node, reducers.Compacted)
+        end = before.end
+        assert (node.input_lo, node.input_hi, node.covers_lo, node.covers_hi) == (0, end, 0, end)
+        assert (node.tail_start, node.tier, node.summary) == (end, 1, boundary.summary)
+        refused = events[review.version]
+        assert isinstance(refused, reducers.MarkerRefused)
+        assert [v.rule for v in refused.violations] == ["M2"]
+        assert not any(isinstance(e, reducers.CompactionRefused) for e in events)
+        assert (review.marker_status, review.refused_rules) == ("refused", ())
+        assert [(o.key, o.evidenced) for o in review.not_evidenced] == [
+            ("TaskOutput: bd0afab", False),
+            ("interrupted: TaskOutput: bd0afab", False),
+            ("Bash: git push", False),
+            ("Bash: mix test", False),
+        ]
+        assert review.turns_compacted == before.turn_index(end) == 232
+
+    def test_verify_passes_and_state_at_replays(
+        self,
+        real: tuple[Path, dict[str, eventstore.IngestResult]],
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """verify re-derives every ingested decision; state --at gives the replayed hash."""
+        db = real[0]
+        assert main(["verify", str(db)]) == 0
+        (review,) = real[1][LONG_ID + ".jsonl"].compactions
+        capsys.readouterr()
+        with eventstore.open(db, readonly=True) as journal:
+            events = list(journal.session(LONG_ID).events())
+        for at in (review.version - 1, review.version + 1, len(events)):
+            assert main(["state", str(db), LONG_ID, "--at", str(at), "--json"]) == 0
+            shown = json.loads(capsys.readouterr().out)
+            assert shown["sha256"] == reducers.fold(events[:at]).sha256
+
+    def test_ingesting_again_changes_nothing(
+        self, real: tuple[Path, dict[str, eventstore.IngestResult]], long_file: Path
+    ) -> None:
+        """The same file again: reported unchanged, not one row written."""
+        db, results = real
+        before = rows(db)
+        with eventstore.open(db) as journal:
+            again = eventstore.ingest(journal, long_file)
+        assert rows(db) == before
+        assert again.unchanged
+        assert again.events == results[LONG_ID + ".jsonl"].events
+
+
+class TestTokens:
+    def test_turns_between_calls_share_the_prompts_growth(self, tmp_path: Path) -> None:
+        """Notes take the unrecorded prompt; results share the growth by size; replies output."""
+        s = Script()
+        s.user("a" * 400)  # estimate 100
+        s.assistant(s.tool_use("t1", "Read", file_path="/a"), prompt=1_000, output=50)
+        s.result("t1", "b" * 300)  # 75
+        s.user("c" * 100)  # 25
+        s.assistant(s.text("done"), prompt=1_450, output=7)
+        s.user("d" * 80)  # after the last call: its estimate
+        journal, _ = _run(tmp_path, s)
+        turns = journal.session("s-1").turns()
+        # the result renders as "[tool_result t1] " + 300 chars: 79 of the 104 estimated
+        assert [t.tokens for t in turns] == [900, 100, 50, 304, 96, 7, 20]
+        journal.close()
+
+    def test_estimates_where_no_usage_exists(self, tmp_path: Path) -> None:
+        """Without usage blocks every turn is 4 characters a token, at least one."""
+        s = Script()
+        s.user("x" * 40)
+        s.entry("assistant", message={"id": "m", "role": "assistant", "content": "ok"})
+        journal, _ = _run(tmp_path, s)
+        assert [t.tokens for t in journal.session("s-1").turns()][1:] == [10, 1]
+        journal.close()
+
+    def test_a_shrinking_prompt_still_gives_every_turn_a_token(self, tmp_path: Path) -> None:
+        """A prompt smaller than before (context edited away) never makes a zero-token turn."""
+        s = Script()
+        s.user("go")
+        s.assistant(s.text("one"), prompt=5_000, output=10)
+        s.user("again")
+        s.assistant(s.text("two"), prompt=4_000, output=10)
+        journal, _ = _run(tmp_path, s)
+        assert min(t.tokens for t in journal.session("s-1").turns()) == 1
+        journal.close()
+
+
+class TestObligations:
+    def test_results_rejections_and_interruptions(self, tmp_path: Path) -> None:
+        """Error results are failed facts, refused calls rejected, interruptions rejected too."""
+        s = Script()
+        s.user("deploy it")
+        s.assistant(
+            s.tool_use("t1", "Bash", command="make deploy 2>&1"),
+            s.tool_use("t2", "Edit", file_path="/home/u/proj/prod.env"),
+        )
+        s.result("t1", "Exit code 2\nmake: *** no rule", error=True)
+        s.result("t2", cc.REJECTED_TEXT + ". STOP", error=True, rejected=True)
+        s.user("[Request interrupted by user for tool use]")
+        journal, r = _run(tmp_path, s)
+        state = journal.session("s-1").state
+        facts = {k: (d.disposition, d.reason) for k, d in state.dispositions.items()}
+        assert facts == {
+            "Bash: make deploy": ("failed", "line 4: Exit code 2 make: *** no rule"),
+            "Edit: prod.env": ("rejected", f"line 5: {cc.REJECTED_TEXT}. STOP"),
+            "interrupted: Edit: prod.env": (
+                "rejected",
+                "line 6: [Request interrupted by user for tool use]",
+            ),
+        }
+        assert (r.failed, r.rejected, r.interruptions, dict(state.open_calls)) == (1, 1, 1, {})
+        journal.close()
+
+    def test_rules_the_user_typed_are_pending_constraints(self, tmp_path: Path) -> None:
+        """never/do not/don't/always/must/only in typed text, queued text included; not replies."""
+        s = Script()
+        s.user("Refactor the parser. Never modify files under /etc. Thanks!")
+        s.assistant(s.text("I will never do that. Only the parser."), prompt=200)
+        s.queue("and don't push to main")
+        s.user("<command-name>/always</command-name>")
+        journal, r = _run(tmp_path, s)
+        state = journal.session("s-1").state
+        assert {k: c.text for k, c in state.constraints.items()} == {
+            "heuristic: Never modify files under /etc.": "Never modify files under /etc.",
+            "heuristic: and don't push to main": "and don't push to main",
+        }
+        assert (r.constraints, r.queued) == (2, 1)
+        journal.close()
+
+    def test_a_result_for_no_open_call_is_a_warning(self, tmp_path: Path) -> None:
+        """A tool_result whose tool_use is not in the file is reported and skipped."""
+        s = Script()
+        s.user("go")
+        s.result("toolu_ghost", "output")
+        journal, r = _run(tmp_path, s)
+        assert r.warnings == (
+            "line 2: tool_result for toolu_ghost, which is not an open call: ignored",
+        )
+        journal.close()
+
+
+def _with_boundary(summary: str, *, resolve: bool = True) -> Script:
+    s = Script()
+    s.user("Fix the parser. Never modify files under /etc.")
+    s.assistant(s.tool_use("t1", "Bash", command="git push"), prompt=2_000, output=20)
+    s.result("t1", "Exit code 128\nfatal: no upstream", error=True)
+    s.assistant(s.tool_use("t2", "Read", file_path="/home/u/proj/lib/parser.ex"), prompt=2_100)
+    if resolve:
+        s.result("t2", "defmodule Parser do")
+    s.boundary(2_130, summary)
+    s.assistant(s.text("Continuing."), prompt=900, output=5)
+    return s
+
+
+class TestCompactions:
+    def test_a_summary_that_evidences_everything_gets_a_valid_marker(self, tmp_path: Path) -> None:
+        """Rule quoted, failure named with its word: the marker holds; resume gives the digest."""
+        summary = 'User: "Never modify files under /etc."\n- git push failed (no upstream)\n'
+        journal, r = _run(tmp_path, _with_boundary(summary))
+        (review,) = r.compactions
+        assert (review.marker_status, review.not_evidenced) == ("emitted", ())
+        assert [o.kind for o in review.obligations] == ["constraint", "negative_fact"]
+        s = journal.session("s-1")
+        context = s.resume(review.marker_id or "")
+        first = json.loads(context.content.splitlines()[0])
+        assert (context.source, first["kind"], first["summary"]) == ("digest", "summary", summary)
+        journal.close()
+
+    def test_a_summary_that_drops_a_rule_is_refused_m1(self, tmp_path: Path) -> None:
+        """The rule is not in the summary: M1 refuses the marker and the audit quotes the rule."""
+        journal, r = _run(tmp_path, _with_boundary("- git push failed (no upstream)"))
+        (review,) = r.compactions
+        assert (review.marker_status, review.marker_rules) == ("refused", ("M1",))
+        (missing,) = review.not_evidenced
+        assert (missing.kind, missing.quote) == ("constraint", "Never modify files under /etc.")
+        assert missing.raised_at_turn == 1
+        journal.close()
+
+    def test_an_open_call_at_the_boundary_is_evidenced_by_its_path(self, tmp_path: Path) -> None:
+        """A call without a result yet is an obligation; naming its file carries it."""
+        summary = "Never modify files under /etc.\ngit push failed\nReading lib/parser.ex now"
+        journal, r = _run(tmp_path, _with_boundary(summary, resolve=False))
+        (review,) = r.compactions
+        call = next(o for o in review.obligations if o.kind == "open_call")
+        assert (call.key, call.detail, call.evidenced) == ("t2", "Read: lib/parser.ex", True)
+        assert call.quote.startswith("[tool_use t2] Read")
+        assert review.marker_status == "emitted"
+        journal.close()
+
+    def test_a_second_compaction_replaces_the_first(self, tmp_path: Path) -> None:
+        """Claude Code's next summary replaces the last: the old marker is invalidated (M3)."""
+        good = 'User: "Never modify files under /etc."\n- git push failed (no upstream)\n'
+        s = _with_boundary(good)
+        s.user("more")
+        s.assistant(s.text("ok"), prompt=1_200, output=5)
+        line = len(s.lines) + 1
+        s.boundary(1_210, "second summary\n" + good)
+        s.assistant(s.text("again"), prompt=700, output=5)
+        journal, r = _run(tmp_path, s)
+        first, second = r.compactions
+        state = journal.session("s-1").state
+        node = state.nodes[second.node_id]
+        assert node.replaces == (first.node_id,)
+        assert (node.input_lo, node.input_hi, node.covers_lo) == (0, node.covers_hi, 0)
+        assert (first.marker_status, first.marker_rules) == ("invalidated", ("M3",))
+        assert (second.marker_status, second.line, second.pre_tokens) == ("emitted", line, 1_210)
+        assert second.turns_compacted == 4  # the note after the first boundary, then 3 turns
+        journal.close()
+
+
+class TestAtomic:
+    def test_a_failure_while_writing_leaves_nothing(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The session's turns are rolled back with the compaction that failed after them."""
+
+        def broken(session: eventstore.Session, boundary: cc.Boundary) -> None:
+            raise eventstore.JournalError("disk on fire")
+
+        monkeypatch.setattr(_ingest, "_compact", broken)
+        journal = eventstore.open(tmp_path / "t.db")
+        with pytest.raises(eventstore.JournalError, match="disk on fire"):
+            eventstore.ingest(journal, _with_boundary("x").write(tmp_path / "t.jsonl"))
+        assert journal.sessions() == []
+        journal.close()
+        assert rows(tmp_path / "t.db") == []
+
+    def test_another_transcript_under_a_taken_id_is_refused(self, tmp_path: Path) -> None:
+        """Same sessionId, other content: InvalidEvent, and the stored session is untouched."""
+        journal, _ = _run(tmp_path, _with_boundary("a summary"))
+        before = rows(tmp_path / "t.db")
+        other = _with_boundary("another summary").write(tmp_path / "other.jsonl")
+        with pytest.raises(eventstore.InvalidEvent, match="already exists with other content"):
+            eventstore.ingest(journal, other)
+        journal.close()
+        assert rows(tmp_path / "t.db") == before
+
+    def test_an_unknown_format_is_refused(self, tmp_path: Path) -> None:
+        """Only claude-code is known."""
+        with (
+            eventstore.open(tmp_path / "t.db") as journal,
+            pytest.raises(eventstore.InvalidEvent, match="unknown format 'codex'"),
+        ):
+            eventstore.ingest(journal, transcripts.SHORT, format="codex")
+
+
+class TestCommandLine:
+    def test_ingest_then_audit(
+        self, tmp_path: Path, long_file: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """ingest reports counts and the compaction; audit shows each obligation and a quote."""
+        db = str(tmp_path / "cli.db")
+        assert main(["ingest", db, str(long_file), str(transcripts.SHORT)]) == 0
+        out = capsys.readouterr().out
+        assert f"{LONG_ID}: ingested, 730 events" in out
+        assert "preTokens 167,094, occupancy 167,104 (+0.01%)" in out
+        assert "not evidenced: TaskOutput: bd0afab (rejected);" in out
+        assert main(["ingest", db, str(long_file)]) == 0
+        assert "unchanged (already ingested)" in capsys.readouterr().out
+        assert main(["audit", db]) == 1
+        text = capsys.readouterr().out
+        assert "compaction reviews (1):" in text
+        assert "NOT evidenced negative_fact 'Bash: git push' (failed) at turn 104: line 615:" in (
+            text
+        )
+        assert main(["audit", db, LONG_ID, "--json"]) == 1
+        (review,) = json.loads(capsys.readouterr().out)["sessions"][LONG_ID]["compaction_reviews"]
+        assert (review["pre_tokens"], review["marker_status"]) == (167_094, "refused")
+        assert main(["ingest", db, str(transcripts.SHORT), "--json"]) == 0
+        (result,) = json.loads(capsys.readouterr().out)
+        assert (result["unchanged"], result["rejected"]) == (True, 2)
+
+    def test_bad_files_exit_2_naming_the_line_and_create_nothing(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Another tool's file is a one-line error; with no good file no journal appears."""
+        junk = tmp_path / "export.jsonl"
+        junk.write_text('{"session_id": "x", "type": "SessionStarted", "payload": {}}\n')
+        db = tmp_path / "none.db"
+        assert main(["ingest", str(db), str(junk), str(transcripts.SUMMARIZER_RUN)]) == 2
+        err = capsys.readouterr().err
+        assert f"{junk}: line 1: not a Claude Code transcript" in err
+        assert "line 1: only sidechain entries" in err
+        assert "Traceback" not in err
+        assert not db.exists()
+
+    def test_good_files_go_in_beside_a_bad_one(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Each file is its own session: a bad one does not stop the others; exit 2."""
+        db = tmp_path / "mixed.db"
+        junk = tmp_path / "junk.jsonl"
+        junk.write_text("not json\n{}\n")
+        assert main(["ingest", str(db), str(junk), str(transcripts.SHORT)]) == 2
+        captured = capsys.readouterr()
+        assert "line 1: not JSON" in captured.err
+        assert "55604662-cf2a-4331-851a-ec234028f8ca: ingested" in captured.out
+
+    def test_a_truncated_last_line_is_a_warning(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A session still being written ingests up to its last sound line, exit 0."""
+        cut = tmp_path / "cut.jsonl"
+        text = transcripts.TOOL_HEAVY.read_text()
+        cut.write_text(text[: len(text) - 100])
+        assert main(["ingest", str(tmp_path / "c.db"), str(cut)]) == 0
+        err = capsys.readouterr().err
+        assert f"warning: {cut}: line 39: truncated or malformed last line skipped" in err
+
+
+class TestInterruptions:
+    def test_an_interruption_names_the_work_since_the_last_request(self, tmp_path: Path) -> None:
+        """A call before the user's last request is not what a later interruption stopped."""
+        s = Script()
+        s.user("check the build")
+        s.assistant(s.tool_use("t1", "Bash", command="make"), prompt=200)
+        s.result("t1", "ok")
+        s.user("now explain it")
+        s.assistant(s.text("The build ..."), prompt=300)
+        s.user("[Request interrupted by user]")
+        journal, _ = _run(tmp_path, s)
+        assert list(journal.session("s-1").state.dispositions) == ["interrupted: reply"]
+        journal.close()
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+_SHORT = [json.loads(line) for line in transcripts.SHORT.read_text().splitlines()]
+
+
+class TestAnyInput:
+    @given(
+        line=st.integers(0, len(_SHORT) - 1),
+        path=st.lists(
+            st.sampled_from(
+                [
+                    "message",
+                    "content",
+                    0,
+                    "type",
+                    "id",
+                    "usage",
+                    "input_tokens",
+                    "parentUuid",
+                    "uuid",
+                    "sessionId",
+                    "tool_use_id",
+                    "is_error",
+                    "input",
+                    "text",
+                ]
+            ),
+            min_size=1,
+            max_size=4,
+        ),
+        value=_JSON,
+    )
+    @example(line=3, path=["type"], value=[])  # an unhashable entry type
+    @example(line=4, path=["message", "id"], value={})  # an unhashable message id
+    @example(line=12, path=["parentUuid"], value=[1])  # an unhashable parent
+    @example(line=4, path=["message", "usage", "input_tokens"], value=2**70)  # overflow
+    def test_a_mangled_entry_ingests_or_is_invalid_input(
+        self, line: int, path: list[str | int], value: object
+    ) -> None:
+        """Any JSON value anywhere in a real entry: ingested (maybe warned) or InvalidEvent."""
+        entries = json.loads(json.dumps(_SHORT))
+        target = entries[line]
+        for step in path[:-1]:
+            nxt = target[step] if _has(target, step) else None
+            if not isinstance(nxt, dict | list):
+                break
+            target = nxt
+        else:
+            if isinstance(target, dict) or (isinstance(target, list) and _has(target, path[-1])):
+                target[path[-1]] = value  # type: ignore[index]
+        with tempfile.TemporaryDirectory() as folder:
+            transcript = Path(folder) / "t.jsonl"
+            transcript.write_text("".join(json.dumps(e) + "\n" for e in entries))
+            with eventstore.open(Path(folder) / "t.db", synchronous="normal") as journal:
+                try:
+                    eventstore.ingest(journal, transcript)
+                except eventstore.InvalidEvent:
+                    assert journal.sessions() == []
+
+
+def _has(container: object, key: object) -> bool:
+    if isinstance(container, dict):
+        return key in container
+    return isinstance(container, list) and isinstance(key, int) and key < len(container)

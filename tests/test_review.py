@@ -1,0 +1,71 @@
+"""Compaction reviews: the notes an ingested session carries, and sessions that have none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import eventstore
+from eventstore._ingest import CONFIG
+from eventstore._review import (
+    BoundaryNote,
+    boundary_note,
+    is_ingested,
+    preamble,
+    read_boundary_note,
+    review_session,
+)
+from tests.helpers import fill, new_session
+
+
+class TestNotes:
+    @pytest.mark.parametrize("pre_tokens", [167_094, None])
+    def test_a_boundary_note_reads_back(self, pre_tokens: int | None) -> None:
+        """What the note after a compaction records comes back from its text."""
+        note = boundary_note(1256, "auto", pre_tokens)
+        assert read_boundary_note(note) == BoundaryNote(
+            line=1256, trigger="auto", pre_tokens=pre_tokens
+        )
+
+    def test_other_turns_are_no_notes(self) -> None:
+        """A turn that merely mentions a boundary is not one."""
+        assert read_boundary_note("we discussed [claude-code compact_boundary ...]") is None
+        assert not is_ingested("[claude-code transcript x] hello")
+        assert is_ingested(preamble("258c7280"))
+
+
+class TestReviewSession:
+    def test_a_session_not_ingested_has_no_review(self, journal: eventstore.Journal) -> None:
+        """Reviews are for ingested transcripts only; other sessions' audits stay as they were."""
+        s = new_session(journal)
+        fill(s, 4)
+        s.compact(tier=1, input=(0, 3), covers=(0, 3), tail_start=3, summary="x", tokens=1)
+        assert review_session(journal, "s") == ()
+
+    def test_an_empty_session_has_no_review(self, db_path: Path) -> None:
+        """A session with no turn at all is not an ingested one."""
+        with eventstore.open(db_path) as journal:
+            new_session(journal)
+            assert review_session(journal, "s") == ()
+
+    def test_a_refused_compaction_is_reviewed_without_a_marker(
+        self, journal: eventstore.Journal
+    ) -> None:
+        """A compaction C5 refuses shows its rules, no marker, and the obligation it drops."""
+        s = journal.start_session("cc", CONFIG)
+        s.append_turn("system", preamble("cc"), 100)
+        s.append_turn("user", "Never touch /etc.", 10)
+        s.state_constraint("heuristic: Never touch /etc.", "Never touch /etc.")
+        s.append_turn("assistant", "ok", 10)
+        s.truncate(0, 110, "budget")
+        with pytest.raises(eventstore.UnrecoverableCompactionError):
+            s.compact(tier=1, input=(0, 120), covers=(0, 120), tail_start=120, summary="", tokens=1)
+        (review,) = review_session(journal, "cc")
+        assert (review.refused_rules, review.marker_id, review.marker_status) == (
+            ("C3", "C5"),
+            None,
+            "none",
+        )
+        (rule,) = review.not_evidenced
+        assert (rule.kind, rule.raised_at_turn, review.occupancy) == ("constraint", 1, 10)
