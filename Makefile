@@ -8,8 +8,7 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint]'
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[openai-agents]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint,openai-agents,browser]'
 	touch $(STAMP)
 
 install: $(STAMP)  ## virtual environment with tierlog, test and lint tools

@@ -62,6 +62,7 @@ from reducers import (
     Violation,
     apply,
     fold,
+    in_spans,
 )
 
 R = TypeVar("R")
@@ -111,8 +112,22 @@ def _plain(state: SessionState, event: Event) -> tuple[tuple[Event, ...], Sessio
     after = apply(state, event)
     if not isinstance(event, CAN_BREAK_MARKERS):
         return (event,), after
-    broken = invalidations(after, cause=f"{type(event).__name__} at v{after.version}")
+    cause = f"{type(event).__name__} at v{after.version}"
+    broken = invalidations(after, cause, **_touched(event))
     return (event, *broken), fold(broken, after) if broken else after
+
+
+def _touched(event: Event) -> dict[str, Any]:
+    """The obligations a plain event can take out of the context (all, if not narrower)."""
+    if isinstance(event, CallOpened):
+        return {"keys": {("open call", event.call_id)}}
+    if isinstance(event, ConstraintStated):
+        return {"keys": {("constraint", event.key)}}
+    if isinstance(event, ItemDisposed):
+        return {"keys": {("negative fact", event.key)}}
+    if isinstance(event, Truncated):
+        return {"within": (event.lo, event.hi)}
+    return {}
 
 
 def _record(command: Record, state: SessionState, _: Effects) -> Decision[None]:
@@ -121,20 +136,58 @@ def _record(command: Record, state: SessionState, _: Effects) -> Decision[None]:
 
 
 def _extend(command: Extend, state: SessionState, _: Effects) -> Decision[SessionState]:
-    """With no valid marker (plain events never create one) nothing can be invalidated,
-    so the batch is folded in one pass; otherwise each event is decided on its own."""
+    """Plain events in order, folded in one pass up to the first that may break a valid
+    marker; that one is decided on its own (with its invalidations), then the rest."""
     batch = command.events
     for event in batch:
         if type(event) not in PLAIN_EVENTS:
             raise InvalidEvent(f"{type(event).__name__} is not a plain event: use its own command")
-    if not any(m.valid for m in state.markers.values()):
-        after = fold(batch, state, check=validate)
-        return Decision(events=batch, state=after, result=after)
     out: list[Event] = []
-    for event in batch:
-        events, state = _plain(state, event)
+    while batch:
+        at, state = _fold_until_suspect(state, batch)
+        out += batch[:at]
+        if at == len(batch):
+            break
+        events, state = _plain(state, batch[at])
         out += events
+        batch = batch[at + 1 :]
     return Decision(events=tuple(out), state=state, result=state)
+
+
+class _Suspect(Exception):
+    """Stops a fold before an event that may break a valid marker."""
+
+
+def _fold_until_suspect(state: SessionState, batch: tuple[Event, ...]) -> tuple[int, SessionState]:
+    """How many events of ``batch`` fold without a chance of breaking a marker, and the
+    state after them. With no valid marker (plain events never make one), all of them."""
+    if not any(m.valid for m in state.markers.values()):
+        return len(batch), fold(batch, state, check=validate)
+    seen = 0
+
+    def check(before: SessionState, event: Event) -> None:
+        nonlocal seen
+        validate(before, event)
+        if _may_break(before, event):
+            raise _Suspect
+        seen += 1
+
+    try:
+        return len(batch), fold(batch, state, check=check)
+    except _Suspect:
+        return seen, fold(batch[:seen], state)  # already validated
+
+
+def _may_break(before: SessionState, event: Event) -> bool:
+    """Whether ``event`` may take an obligation out of the digest context: a truncation or
+    a withdrawal, or an obligation raised while the last turn is already evicted.
+
+    A cheap, conservative test on the state before the event (a valid marker means the
+    context lacked nothing then); ``_plain`` then decides exactly.
+    """
+    if isinstance(event, (CallOpened, ConstraintStated, ItemDisposed)):
+        return before.turns == 0 or in_spans(before.evicted, before.last_position)
+    return isinstance(event, CAN_BREAK_MARKERS)
 
 
 def _clear_context(command: ClearContext, state: SessionState, _: Effects) -> Decision[None]:

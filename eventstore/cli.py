@@ -26,9 +26,11 @@ from eventstore import _output as out
 from eventstore._audit import Finding, audit, verify
 from eventstore._demo import run_demo
 from eventstore._errors import IntegrityError
+from eventstore._html import render
 from eventstore._import import Import, created_journal
 from eventstore._ingest import FORMATS, Loaded, ingest_loaded, load
 from eventstore._journal import Journal, check_session_id
+from eventstore._report import collect
 from eventstore._sqlite import is_corruption, is_database_fault
 from eventstore._transfer import export_lines, read_sessions
 from eventstore._witness import SessionHead, check_witness, heads, read_witness
@@ -378,6 +380,30 @@ def _import(args: argparse.Namespace) -> int:
         print(f"{r.source_id} -> {r.session_id}: {what}{note}")
         for skip in r.skipped:
             print(f"  skipped (impossible after re-decision): {skip}")
+    return 0
+
+
+@command(
+    "report",
+    "one self-contained HTML file: the timeline of tiers, refusals and markers, and the audit",
+    "tierlog report agent.db mig-42 --at 17 -o mig-42.html",
+)
+@arg("db", help="journal file")
+@arg("session", nargs="?", help="one session (default: every session, with the sessions list)")
+@arg("--at", type=_version, metavar="V", help="the version shown first (default: latest)")
+@arg("-o", "--output", metavar="FILE", help="file to write (default: DB stem.html; - for stdout)")
+def _report(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        if args.session is not None:
+            _session_ids(journal, args.session)
+        page = render(collect(journal, args.session, args.at))
+    if args.output == "-":
+        sys.stdout.write(page)
+        return 0
+    default = Path(args.db).stem + (f"-{args.session}" if args.session else "") + ".html"
+    target = Path(args.output or default)
+    target.write_text(page, encoding="utf-8")
+    print(f"wrote {target} ({len(page.encode()):,} bytes)")
     return 0
 
 

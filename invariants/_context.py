@@ -11,7 +11,8 @@ neither; M1 speaks for calls and constraints, M2 for negative facts.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
+from typing import TypeVar
 
 import attrs
 
@@ -39,8 +40,17 @@ class Gap:
         return f"{self.kind} {self.key!r}{as_what} raised at {self.position} ({self.why})"
 
 
-def context_gaps(state: SessionState) -> list[Gap]:
-    """Every live obligation that no live node carries and no resident turn holds."""
+def context_gaps(
+    state: SessionState,
+    *,
+    keys: Collection[tuple[str, str]] | None = None,
+    within: tuple[int, int] | None = None,
+) -> list[Gap]:
+    """Every live obligation that no live node carries and no resident turn holds.
+
+    ``keys`` (``(kind, key)`` pairs) or ``within`` (a span of positions) narrow the
+    search to the obligations an event touched; the answer for them is the same.
+    """
     live = state.live_nodes
     evicted = state.evicted
     gaps: list[Gap] = []
@@ -48,18 +58,41 @@ def context_gaps(state: SessionState) -> list[Gap]:
     def held(position: int) -> bool:
         return state.turns > 0 and not in_spans(evicted, position)
 
-    for call in sorted(state.open_calls.values(), key=lambda c: c.call_id):
-        if not held(call.position) and not any(carries_call(n, call.call_id) for n in live):
+    def wanted(kind: str, key: str, position: int) -> bool:
+        if keys is not None and (kind, key) not in keys:
+            return False
+        return within is None or within[0] <= position < within[1]
+
+    for call in _sorted(state.open_calls, "open call", keys):
+        if not wanted("open call", call.call_id, call.position) or held(call.position):
+            continue
+        if not any(carries_call(n, call.call_id) for n in live):
             gaps.append(_gap(state, live, "open call", call.call_id, call.position))
-    for con in sorted(state.constraints.values(), key=lambda c: c.key):
-        if not held(con.position) and not any(con.key in n.constraints for n in live):
+    for con in _sorted(state.constraints, "constraint", keys):
+        if not wanted("constraint", con.key, con.position) or held(con.position):
+            continue
+        if not any(con.key in n.constraints for n in live):
             gaps.append(_gap(state, live, "constraint", con.key, con.position))
-    for fact in sorted(state.dispositions.values(), key=lambda d: d.key):
-        carried = any(n.dispositions.get(fact.key) == fact.disposition for n in live)
-        if not held(fact.position) and not carried:
+    for fact in _sorted(state.dispositions, "negative fact", keys):
+        if not wanted("negative fact", fact.key, fact.position) or held(fact.position):
+            continue
+        if not any(n.dispositions.get(fact.key) == fact.disposition for n in live):
             gap = _gap(state, live, "negative fact", fact.key, fact.position)
             gaps.append(attrs.evolve(gap, disposition=fact.disposition))
     return gaps
+
+
+_O = TypeVar("_O")
+
+
+def _sorted(
+    obligations: Mapping[str, _O], kind: str, keys: Collection[tuple[str, str]] | None
+) -> list[_O]:
+    """The obligations of one kind in key order; only the named ones when ``keys`` is
+    given (looked up, not scanned: the hot path of a long session)."""
+    if keys is None:
+        return [obligations[k] for k in sorted(obligations)]
+    return [obligations[k] for kind_, k in sorted(keys) if kind_ == kind and k in obligations]
 
 
 def _gap(state: SessionState, live: tuple[Node, ...], kind: str, key: str, pos: int) -> Gap:

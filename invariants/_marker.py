@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from invariants._compaction import carries_call
 from invariants._context import Gap, context_gaps, gap_violations
@@ -21,15 +21,24 @@ def check_marker(
     return _check(state, node_id, tier_depth, context_gaps(state))
 
 
-def invalidations(state: SessionState, cause: str = "") -> list[MarkerInvalidated]:
+def invalidations(
+    state: SessionState,
+    cause: str = "",
+    *,
+    keys: Collection[tuple[str, str]] | None = None,
+    within: tuple[int, int] | None = None,
+) -> list[MarkerInvalidated]:
     """One ``MarkerInvalidated`` per valid marker that ``state`` breaks.
 
-    ``cause`` names the event that broke them; it leads the recorded reason.
+    ``cause`` names the event that broke them; it leads the recorded reason. While a
+    marker is valid the digest context lacks nothing (the event that made a gap
+    invalidated every valid marker), so after a plain event only the obligations it
+    touched need a look: ``keys`` or ``within``, as for ``context_gaps``.
     """
     markers = sorted((m for m in state.markers.values() if m.valid), key=lambda m: m.marker_id)
     if not markers:
         return []
-    gaps = context_gaps(state)
+    gaps = context_gaps(state, keys=keys, within=within)
     out = []
     for marker in markers:
         found = _check(state, marker.node_id, marker.tier_depth, gaps)

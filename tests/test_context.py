@@ -8,23 +8,29 @@ resume falls back to a raw context that holds the obligation.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import eventstore
 import invariants
 import reducers
+import reducers as r
 from eventstore import Session
 from eventstore._audit import verify
+from eventstore._commands import Record
 from eventstore._decide import context_for
 from eventstore._replay import divergences
 from tests.helpers import config, fill, rows
 
 Raise = Callable[[Session], None]
+_runs = itertools.count()
 
 # One way of raising each kind of obligation, and the key it is known by.
 RAISERS: dict[str, tuple[Raise, str]] = {
@@ -357,3 +363,67 @@ class TestReplay:
         types = [type(e).__name__ for e in s.events(start=s.version - 2)]
         assert types == ["Truncated", "MarkerInvalidated", "TurnAppended"]
         assert not s.state.markers[marker.marker_id].valid
+
+
+PLAIN_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("turn"), st.integers(0, 3)),
+        st.tuples(st.just("call"), st.integers(0, 4)),
+        st.tuples(st.just("resolve"), st.integers(0, 4)),
+        st.tuples(st.just("constraint"), st.integers(0, 2)),
+        st.tuples(st.just("dispose"), st.integers(0, 2)),
+        st.tuples(st.just("truncate"), st.integers(0, 40)),
+    ),
+    max_size=25,
+)
+
+
+def _plain_events(state: eventstore.SessionState, steps: list[tuple[str, int]]) -> list[r.Event]:
+    """Valid plain events for ``steps``, given the state they start from."""
+    out: list[r.Event] = []
+    turns, opened, open_now = state.turns, set(state.call_ids), set(state.open_calls)
+    for kind, n in steps:
+        if kind == "turn":
+            out.append(r.TurnAppended(index=turns, role="u", content=f"t{turns}", tokens=1))
+            turns += 1
+        elif kind == "call" and f"b{n}" not in opened:
+            opened.add(f"b{n}")
+            open_now.add(f"b{n}")
+            out.append(r.CallOpened(call_id=f"b{n}", kind="tool_call", name="g"))
+        elif kind == "resolve" and f"b{n}" in open_now:
+            open_now.discard(f"b{n}")
+            out.append(r.CallResolved(call_id=f"b{n}", outcome="ok"))
+        elif kind == "constraint":
+            out.append(r.ConstraintStated(key=f"k{n}", text="rule"))
+        elif kind == "dispose":
+            out.append(r.ItemDisposed(key=f"d{n}", disposition="rejected", reason="no"))
+        elif kind == "truncate":
+            lo = n % turns
+            out.append(r.Truncated(lo=lo, hi=lo + 1, reason="budget"))
+    return out
+
+
+class TestBatchesDecideLikeSingles:
+    @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(steps=PLAIN_STEPS)
+    def test_extend_writes_what_one_by_one_writes(
+        self, tmp_path: Path, steps: list[tuple[str, int]]
+    ) -> None:
+        """After a valid marker, a batch commits the same events (invalidations included,
+        each after the event that caused it) as the same events appended one by one."""
+        logs = []
+        for name, batched in (("batch", True), ("single", False)):
+            with eventstore.open(tmp_path / f"{name}-{next(_runs)}.db") as journal:
+                s = journal.start_session("b", config(floor_span=2))
+                fill(s, 6)
+                s.state_constraint("k9", "kept")
+                s.dispose("pre", "failed", "held by the resident turn 5")
+                s.emit_marker(_compact(s, 0, 3, constraints=["k9"]).node_id)
+                events = _plain_events(s.state, steps)
+                if batched:
+                    s.extend(events)
+                else:
+                    for event in events:
+                        s.run(Record(event=event))
+                logs.append(list(s.events()))
+        assert logs[0] == logs[1]

@@ -1,0 +1,269 @@
+"""The report as one self-contained HTML file: inline CSS, inline script, data as JSON.
+
+Nothing here trusts session content. Text that goes into markup passes through
+``html.escape``; each session's data is a ``<script type="application/json">``
+block whose ``<``, ``>``, ``&`` and U+2028/U+2029 are written as JSON escapes (so
+no ``</script>`` can end it), and the script puts text in the page with
+``textContent`` only. A Content-Security-Policy allows exactly the inline script
+and style shipped here (by sha256) and nothing from the network.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import attrs
+
+from eventstore._audit import SessionAudit
+from eventstore._recorder import SessionSummary
+from eventstore._report import Report, SessionReport
+from eventstore._report_assets import CSS, SCRIPT
+from eventstore._review import CompactionReview
+from eventstore._timeline import Timeline
+
+_JSON_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_JSON_UNSAFE = str.maketrans(_JSON_ESCAPES)
+
+
+def script_json(data: Any) -> str:
+    """JSON that is safe inside a ``<script>`` element: it cannot close or comment it."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).translate(_JSON_UNSAFE)
+
+
+def _delta(values: Sequence[int]) -> list[int]:
+    return [b - a for a, b in zip((0, *values), values, strict=False)]
+
+
+def timeline_data(t: Timeline, at: int) -> dict[str, Any]:
+    """The timeline as the page's script reads it: long integer columns delta-coded."""
+    types = sorted(set(t.event_types))
+    code = {name: chr(48 + i) for i, name in enumerate(types)}
+    plain = attrs.asdict(t)
+    for name in ("tok_starts", "turn_versions", "runs", "turn_info", "routine", "event_types"):
+        del plain[name]
+    return {
+        **plain,
+        "id": t.session_id,
+        "at": at,
+        "tok": _delta(t.tok_starts),
+        "tv": _delta(t.turn_versions),
+        "runs": [[r.lo, r.hi, r.truncated_at, r.spilled_at] for r in t.runs],
+        "info": [[i.role, i.tokens, i.preview] for i in t.turn_info],
+        "routine": [
+            {
+                "kind": b.kind,
+                "lo": b.lo,
+                "hi": b.hi,
+                "raised": _delta(b.raised),
+                "ended": _delta(b.ended),
+            }
+            for b in t.routine
+        ],
+        "types": types,
+        "kinds": "".join(code[name] for name in t.event_types),
+    }
+
+
+def _csp_hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+def render(report: Report) -> str:
+    """The whole page."""
+    e = html.escape
+    policy = (
+        f"default-src 'none'; script-src {_csp_hash(SCRIPT)}; style-src {_csp_hash(CSS)}"
+        "; img-src 'none'; connect-src 'none'; form-action 'none'"
+    )
+    only = report.sessions[0].timeline.session_id if report.listing is None else None
+    title = f"tierlog report: {report.journal}" + (f" / {only}" if only else "")
+    parts = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{e(policy)}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{e(title)}</title>",
+        f"<style>{CSS}</style></head><body>",
+        f'<header><h1>tierlog report <span class="db">{e(report.journal)}</span></h1>',
+        f'<p class="meta">{len(report.sessions)} session(s). Pick a version with the slider or'
+        " the event list; hover a mark for its details, click it to keep them.</p></header>",
+        "<noscript><p>The timeline is drawn by the page's own inline script: enable"
+        " JavaScript for this file. The audit tables below need none.</p></noscript>",
+    ]
+    if report.listing is not None:
+        parts += _listing(report.listing)
+    for s in report.sessions:
+        parts += _session(s)
+    parts.append(f"<script>{SCRIPT}</script></body></html>")
+    return "\n".join(parts)
+
+
+def _listing(rows: Sequence[SessionSummary]) -> Iterator[str]:
+    e = html.escape
+    names = [a.name for a in attrs.fields(SessionSummary)]
+    yield '<nav class="listing"><h2>Sessions</h2><table class="grid"><thead><tr>'
+    yield "".join(f"<th>{e(n.replace('_', ' '))}</th>" for n in names) + "</tr></thead><tbody>"
+    for row in rows:
+        sid = row.session_id
+        cells = [f'<a href="#" data-open="{e(sid)}">{e(sid)}</a>']
+        cells += [e(str(getattr(row, n))) for n in names[1:]]
+        bad = row.refusals or row.invalidations or row.raw_fallbacks
+        yield f'<tr class="{"bad" if bad else ""}">' + "".join(f"<td>{c}</td>" for c in cells)
+        yield "</tr>"
+    yield "</tbody></table></nav>"
+
+
+def _config_line(t: Timeline) -> str:
+    c = t.config
+    if c is None:
+        return f"{t.version} events, not started"
+    return (
+        f"{t.version:,} events, {t.turns:,} turns, positions in {t.unit}; window"
+        f" {c.window_tokens:,} tokens, trigger {c.trigger_tokens:,}; floor {c.floor_span:,}"
+        f" {c.floor_unit}; on unsafe: {c.on_unsafe}"
+    )
+
+
+_LEGEND = (
+    ("r-resident", "resident turn"),
+    ("r-summarised", "folded into a live summary"),
+    ("r-truncated", "truncated (gone)"),
+    ("r-spilled", "truncated, kept in a spill file"),
+    ("n-live t1", "live L1 summary"),
+    ("n-live t2", "live L2 digest"),
+    ("n-replaced", "replaced summary"),
+    ("refused", "refused compaction"),
+    ("g-valid", "valid marker"),
+    ("g-refused", "refused marker"),
+    ("g-invalidated", "invalidated marker"),
+    ("oc-open", "obligation in context"),
+    ("oc-carried", "carried by a live summary"),
+    ("oc-dropped", "dropped: out of context, carried by none"),
+    ("oc-ended", "resolved / lifted"),
+)
+
+
+def _session(s: SessionReport) -> Iterator[str]:
+    e = html.escape
+    t = s.timeline
+    yield f'<section class="session" data-session="{e(t.session_id)}">'
+    yield f"<h2>Session <code>{e(t.session_id)}</code></h2>"
+    yield f'<p class="config">{e(_config_line(t))}</p>'
+    yield '<div class="controls"></div><div class="legend">'
+    for cls, label in _LEGEND:
+        yield f'<span><i class="sw {cls}"></i>{e(label)}</span>'
+    yield '</div><div class="timeline"></div>'
+    yield '<div class="below"><div class="details"><p class="hint">Click a mark (a turn, a'
+    yield " summary, a refusal, a marker, an obligation) to see its versions and rules"
+    yield ' here.</p></div><div class="events"><h4>Events (turns left out)</h4></div></div>'
+    yield from _audit(s.audit)
+    yield f'<script type="application/json" class="data">{script_json(timeline_data(t, s.at))}'
+    yield "</script></section>"
+
+
+_SECTIONS = {
+    "compaction_refusals": "Refused compactions",
+    "marker_refusals": "Refused markers",
+    "marker_invalidations": "Invalidated markers",
+    "raw_fallbacks": "Resumes that fell back to the raw checkpoint",
+    "evicted_obligations": "Obligations raised in a truncated range",
+}
+
+
+def _audit(sections: SessionAudit) -> Iterator[str]:
+    e = html.escape
+    total = sum(len(getattr(sections, key)) for key in _SECTIONS)
+    yield '<div class="audit"><h3>Audit <small>(as <code>tierlog audit</code>, at the'
+    yield f" latest version: {total} row(s))</small></h3>"
+    for key, title in _SECTIONS.items():
+        rows = [attrs.asdict(row) for row in getattr(sections, key)]
+        yield f'<h4 class="{"bad" if rows and key != "evicted_obligations" else ""}">'
+        yield f"{e(title)} ({len(rows)})</h4>"
+        if rows:
+            yield from _audit_table(key, rows)
+    if sections.compaction_reviews:
+        yield from _reviews(sections.compaction_reviews)
+    yield "</div>"
+
+
+_REVIEW_COLUMNS = (
+    "version",
+    "node_id",
+    "trigger",
+    "pre_tokens",
+    "occupancy",
+    "turns_compacted",
+    "tokens_compacted",
+    "summary_chars",
+    "summary_tokens",
+    "marker_id",
+    "marker_status",
+    "marker_rules",
+)
+
+
+def _reviews(reviews: Sequence[CompactionReview]) -> Iterator[str]:
+    """Each compaction of an ingested session, and what its summary evidences."""
+    e = html.escape
+    yield f"<h4>Compactions of the ingested transcript ({len(reviews)})</h4>"
+    head = "".join(f"<th>{e(n.replace('_', ' '))}</th>" for n in _REVIEW_COLUMNS)
+    yield f'<table class="grid audit-compaction_reviews"><thead><tr>{head}</tr></thead><tbody>'
+    for r in reviews:
+        cells = [_audit_cell(n, getattr(r, n)) for n in _REVIEW_COLUMNS]
+        yield "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+        if r.obligations:
+            items = "".join(
+                f'<li class="{"" if o.evidenced else "bad"}">'
+                f"<b>{'evidenced' if o.evidenced else 'NOT evidenced'}</b> {e(o.kind)}"
+                f" {e(o.key)} ({e(o.detail)}), raised at turn {o.raised_at_turn}:"
+                f" <q>{e(o.quote)}</q></li>"
+                for o in r.obligations
+            )
+            span = len(_REVIEW_COLUMNS)
+            yield f'<tr><td colspan="{span}"><ul class="reviews">{items}</ul></td></tr>'
+    yield "</tbody></table>"
+
+
+def _audit_table(key: str, rows: list[dict[str, Any]]) -> Iterator[str]:
+    e = html.escape
+    names = [n for n in rows[0] if n != "violations"]
+    head = "".join(f"<th>{e(n.replace('_', ' '))}</th>" for n in names)
+    yield f'<table class="grid audit-{e(key)}"><thead><tr>{head}'
+    yield ("<th>violations</th>" if "violations" in rows[0] else "") + "</tr></thead><tbody>"
+    for row in rows:
+        cells = [_audit_cell(n, row[n]) for n in names]
+        if "violations" in row:
+            cells.append(_violations(row["violations"]))
+        carried = key != "evicted_obligations" or row["carried_by"]
+        yield f'<tr class="{"" if carried else "bad"}">' + "".join(f"<td>{c}</td>" for c in cells)
+        yield "</tr>"
+    yield "</tbody></table>"
+
+
+def _audit_cell(name: str, value: Any) -> str:
+    e = html.escape
+    if name == "version":
+        return f'<a href="#" data-goto="{int(value)}">v{int(value)}</a>'
+    if isinstance(value, (list, tuple)):
+        return e(", ".join(map(str, value))) or "<b>nobody</b>"
+    return e("" if value is None else str(value))
+
+
+def _violations(raw: str) -> str:
+    e = html.escape
+    items = []
+    for v in json.loads(raw):
+        where = f" [{v['lo']}, {v['hi']})" if v.get("lo") is not None else ""
+        items.append(f"<li><b>{e(v['rule'])}</b> {e(v['name'])}{e(where)}: {e(v['message'])}</li>")
+    return f'<ul class="rules">{"".join(items)}</ul>'

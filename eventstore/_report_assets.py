@@ -1,0 +1,1407 @@
+"""The report page's stylesheet and script, inlined into every report file.
+
+The script (``SCRIPT``) reads each session's JSON block and draws its timeline as
+SVG; it computes the state at a version exactly as ``eventstore._timeline.view_at``
+does, and puts text in the page with ``textContent`` only (never ``innerHTML``).
+"""
+
+CSS = r"""
+:root { --resident: #3b6fb6; --summarised: #bcd3ee; --truncated: #d64541; --spilled: #8e5aa8;
+  --l1: #3a9a5b; --l2: #1f6e3e; --replaced: #d5d5d5; --bad: #c62828; --warn: #e67e00;
+  --ok: #2e7d32; --ended: #9e9e9e; --ink: #1d232b; --muted: #5f6b7a; --line: #e3e7ec; }
+* { box-sizing: border-box; }
+body { margin: 0; padding: 16px 22px 40px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI",
+  Roboto, "DejaVu Sans", sans-serif; color: var(--ink); background: #fff; }
+h1 { font-size: 20px; margin: 0 0 2px; } h1 .db { font-weight: 400; color: var(--muted); }
+h2 { font-size: 17px; margin: 18px 0 2px; } h3 { font-size: 15px; margin: 22px 0 6px; }
+h4 { font-size: 13px; margin: 12px 0 4px; color: var(--muted); } h4.bad { color: var(--bad); }
+code { font: 13px ui-monospace, "DejaVu Sans Mono", monospace; }
+.meta, .config, .hint { color: var(--muted); margin: 2px 0 8px; }
+.grid { border-collapse: collapse; font-size: 13px; margin: 4px 0 10px; }
+.grid th, .grid td { border: 1px solid var(--line); padding: 3px 8px; text-align: left;
+  vertical-align: top; }
+.grid th { background: #f5f7f9; font-weight: 600; } .grid tr.bad td { background: #fdecea; }
+.grid td a { color: #1a56a8; }
+nav.listing a.current { font-weight: 700; }
+.toolbar { display: flex; gap: 6px; align-items: center; flex-wrap: wrap; }
+.slider { flex: 1 1 320px; min-width: 240px; }
+button { font: 12px system-ui, sans-serif; border: 1px solid #c4cbd4; background: #f7f9fb;
+  border-radius: 4px; padding: 3px 8px; cursor: pointer; color: var(--ink); }
+button:hover { background: #e9eef4; }
+.vlabel { margin: 6px 0 4px; font-size: 14px; }
+.summary { display: flex; flex-wrap: wrap; gap: 4px 16px; font-size: 13px; margin: 2px 0 6px; }
+.fact i { font-style: normal; color: var(--muted); margin-right: 4px; }
+.fact.bad b { color: var(--bad); } .fact.warn b { color: var(--warn); }
+.legend { display: flex; flex-wrap: wrap; gap: 2px 14px; font-size: 12px; color: var(--muted);
+  margin: 4px 0 6px; }
+.legend .sw { display: inline-block; width: 12px; height: 12px; margin-right: 5px;
+  vertical-align: -2px; border-radius: 2px; }
+.sw.oc-open, .sw.oc-carried, .sw.oc-dropped, .sw.oc-ended, .sw.g-refused, .sw.g-invalidated {
+  border-radius: 50%; }
+.timeline { width: 100%; overflow-x: auto; border: 1px solid var(--line); border-radius: 6px; }
+svg.tl { display: block; font: 11px system-ui, "DejaVu Sans", sans-serif; }
+.lane { fill: #fafbfc; } .lane-L0 { fill: #f3f6fa; } .lane-obligations { fill: #fbfaf6; }
+.lanelabel { font-size: 12px; font-weight: 600; fill: #3b4654; }
+.lanelabel.small { font-size: 11px; }
+.axis line { stroke: #8a96a3; } .axis text { fill: #5f6b7a; }
+.none { fill: #9aa4af; font-style: italic; }
+.future { fill: #eef0f3; opacity: 0.7; } .futurelabel { fill: #8a96a3; font-style: italic; }
+.r-resident, .sw.r-resident { fill: var(--resident); background: var(--resident); }
+.r-summarised, .sw.r-summarised { fill: var(--summarised); background: var(--summarised); }
+.r-truncated, .sw.r-truncated { fill: var(--truncated); background: var(--truncated); }
+.r-spilled, .sw.r-spilled { fill: var(--spilled); background: var(--spilled); }
+.in-resident, .in-truncated, .in-spilled { fill: #fff; } .in-summarised { fill: #22364f; }
+.n-live.t1, .sw.n-live.t1 { fill: var(--l1); background: var(--l1); }
+.n-live.t2, .sw.n-live.t2 { fill: var(--l2); background: var(--l2); }
+.n-replaced, .sw.n-replaced { fill: var(--replaced); background: var(--replaced);
+  stroke: #9e9e9e; stroke-dasharray: 4 3; }
+.nt-live { fill: #fff; font-weight: 600; } .nt-replaced { fill: #555; }
+.refused, .sw.refused { fill: #fdecea; background: #fdecea; stroke: var(--bad); stroke-width: 1.5;
+  stroke-dasharray: 5 3; border: 1.5px dashed var(--bad); }
+.rt { fill: var(--bad); font-weight: 700; }
+.g-valid, .sw.g-valid { fill: var(--ok); background: var(--ok); }
+.g-refused, .sw.g-refused { fill: var(--bad); background: var(--bad); }
+.g-invalidated, .sw.g-invalidated { fill: var(--warn); background: var(--warn); }
+.glyph { fill: #fff; font-weight: 700; font-size: 11px; pointer-events: none; }
+.mt-valid { fill: var(--ok); font-weight: 600; } .mt-refused { fill: var(--bad); font-weight: 700; }
+.mt-invalidated { fill: var(--warn); font-weight: 700; } .mt-resume { fill: #3b4654; }
+.g-resume-digest { fill: var(--ok); } .g-resume-raw { fill: var(--warn); }
+.link { stroke-width: 1.5; stroke-dasharray: 3 3; pointer-events: none; }
+.link-valid { stroke: var(--ok); }
+.link-refused { stroke: var(--bad); } .link-invalidated { stroke: var(--warn); }
+.ckline { stroke: #4a5563; stroke-width: 1.2; stroke-dasharray: 2 3; }
+.cklabel { fill: #4a5563; font-size: 10px; }
+.rl-truncation { stroke: var(--truncated); stroke-width: 2; }
+.rt-truncation { fill: var(--truncated); }
+.rl-spill { stroke: var(--spilled); stroke-width: 2; } .rt-spill { fill: var(--spilled); }
+.rt-truncation, .rt-spill { font-size: 10px; }
+.ol-open { stroke: var(--resident); stroke-width: 2; }
+.oc-open, .sw.oc-open { fill: var(--resident); background: var(--resident); }
+.ol-carried { stroke: var(--ok); stroke-width: 2; }
+.oc-carried, .sw.oc-carried { fill: var(--ok); background: var(--ok); }
+.ol-dropped { stroke: var(--bad); stroke-width: 3.5; }
+.oc-dropped, .sw.oc-dropped { fill: var(--bad); background: var(--bad); }
+.ol-ended { stroke: var(--ended); stroke-width: 1.5; }
+.oc-ended, .sw.oc-ended { fill: var(--ended); background: var(--ended); }
+.ot-open { fill: var(--resident); } .ot-carried { fill: var(--ok); }
+.ot-dropped { fill: var(--bad); font-weight: 700; } .ot-ended { fill: #757575; }
+.rb-open { fill: var(--resident); } .rb-ended { fill: var(--ended); }
+.mark { cursor: pointer; }
+.in-resident, .in-summarised, .in-truncated, .in-spilled, .nt-live, .nt-replaced, .rt {
+  pointer-events: none; }
+.mark:hover rect, .mark:hover circle, .mark:hover path { filter: brightness(1.12); }
+.mark.selected rect, .mark.selected circle, .mark.selected path { stroke: #111; stroke-width: 2.5;
+  stroke-dasharray: none; }
+.mark.selected line { stroke-width: 4; }
+.below { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 14px;
+  margin-top: 10px; }
+.details { border: 1px solid var(--line); border-radius: 6px; padding: 8px 12px; min-height: 90px; }
+.details.has { border-color: #9fb3c8; background: #fbfcfe; }
+.events { border: 1px solid var(--line); border-radius: 6px; padding: 6px 8px; max-height: 260px;
+  overflow-y: auto; } .events h4 { margin: 0 0 4px; }
+.chip { display: block; width: 100%; text-align: left; margin: 1px 0; border-color: transparent;
+  background: none; padding: 2px 6px; font-size: 12px; }
+.chip.bad { color: var(--bad); } .chip.warn { color: #9a5300; } .chip.ok { color: var(--ok); }
+.chip.current { background: #dfe9f6; border-color: #9fb3c8; }
+.more { color: var(--muted); font-size: 12px; padding: 4px 6px; }
+.dtitle { font-weight: 700; font-size: 14px; margin-bottom: 4px; }
+.dtable { border-collapse: collapse; font-size: 13px; }
+.dtable th { text-align: left; color: var(--muted); font-weight: 500; padding: 1px 12px 1px 0;
+  vertical-align: top; white-space: nowrap; }
+.dtable td { padding: 1px 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+ul.rules { margin: 6px 0 0; padding-left: 18px; } .rules li { margin: 2px 0; }
+.rules .code, .rules b { color: var(--bad); }
+.tip { position: fixed; display: none; z-index: 10; max-width: 460px; background: #fff;
+  border: 1px solid #9fb3c8; border-radius: 6px; padding: 6px 10px;
+  box-shadow: 0 4px 14px rgba(0, 0, 0, 0.15); pointer-events: none; font-size: 12px; }
+.tip .dtable { font-size: 12px; }
+ul.reviews { margin: 2px 0; padding-left: 18px; } .reviews li { margin: 1px 0; }
+.reviews li.bad b { color: var(--bad); } .reviews q { color: var(--muted); }
+"""
+
+SCRIPT = r"""
+(function () {
+  "use strict";
+  var SVGNS = "http://www.w3.org/2000/svg";
+  var STATUS = ["resident", "summarised", "truncated", "spilled"];
+  var LEFT = 132,
+    RIGHT = 34,
+    ROW = 24,
+    GAP = 10;
+
+  function undelta(a) {
+    var x = 0,
+      out = new Array(a.length);
+    for (var i = 0; i < a.length; i++) {
+      x += a[i];
+      out[i] = x;
+    }
+    return out;
+  }
+  function upper(a, v) {
+    var lo = 0,
+      hi = a.length;
+    while (lo < hi) {
+      var m = (lo + hi) >> 1;
+      if (a[m] <= v) lo = m + 1;
+      else hi = m;
+    }
+    return lo;
+  }
+  function lower(a, v) {
+    var lo = 0,
+      hi = a.length;
+    while (lo < hi) {
+      var m = (lo + hi) >> 1;
+      if (a[m] < v) lo = m + 1;
+      else hi = m;
+    }
+    return lo;
+  }
+  function fmt(n) {
+    return Number(n).toLocaleString("en-US");
+  }
+  function svg(tag, attrs, parent) {
+    var e = document.createElementNS(SVGNS, tag);
+    for (var k in attrs)
+      if (attrs[k] !== null && attrs[k] !== undefined) e.setAttribute(k, String(attrs[k]));
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function html(tag, cls, text, parent) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== null && text !== undefined) e.textContent = String(text);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function fit(text, px) {
+    var n = Math.floor(px / 6.4);
+    if (n < 2) return "";
+    return text.length <= n ? text : text.slice(0, n - 1) + "\u2026";
+  }
+  function fitFirst(options, px) {
+    for (var i = 0; i < options.length; i++)
+      if (fit(options[i], px) === options[i]) return options[i];
+    return fit(options[options.length - 1], px);
+  }
+  function missingOf(node) {
+    var out = Object.keys(node.required_dispositions)
+      .filter(function (k) {
+        return node.dispositions[k] !== node.required_dispositions[k];
+      })
+      .map(function (k) {
+        return k + "=" + node.required_dispositions[k];
+      });
+    node.required_calls.forEach(function (c) {
+      if (node.calls.indexOf(c) < 0) out.push("call " + c);
+    });
+    node.required_constraints.forEach(function (c) {
+      if (node.constraints.indexOf(c) < 0) out.push("constraint " + c);
+    });
+    return out;
+  }
+  function span(lo, hi) {
+    return "[" + fmt(lo) + ", " + fmt(hi) + ")";
+  }
+  function rules(vs) {
+    return vs
+      .map(function (x) {
+        return x.rule;
+      })
+      .join(" ");
+  }
+
+  function Session(section, data) {
+    var d = (this.d = data),
+      self = this;
+    this.section = section;
+    this.tok = undelta(d.tok);
+    this.tv = undelta(d.tv);
+    this.total = this.tv.length;
+    this.endAll = this.pos(this.total);
+    this.types = d.kinds.split("").map(function (c) {
+      return d.types[c.charCodeAt(0) - 48];
+    });
+    this.tcut = new Int32Array(this.total);
+    this.tspill = new Int32Array(this.total);
+    d.runs.forEach(function (r) {
+      for (var i = r[0]; i < r[1]; i++) {
+        self.tcut[i] = r[2] || 0;
+        self.tspill[i] = r[3] || 0;
+      }
+    });
+    d.routine.forEach(function (b) {
+      b.raisedV = undelta(b.raised);
+      b.endedV = undelta(b.ended);
+    });
+    this.labels = this.eventLabels();
+    this.rows = this.layout();
+    this.selected = null;
+    this.build();
+  }
+
+  Session.prototype.pos = function (i) {
+    return this.d.unit === "turns" ? i : this.tok[i];
+  };
+  Session.prototype.index = function (p) {
+    return this.d.unit === "turns" ? p : lower(this.tok, p);
+  };
+  Session.prototype.unitName = function () {
+    return this.d.unit === "turns" ? "turn" : "token";
+  };
+
+  Session.prototype.eventLabels = function () {
+    var d = this.d,
+      L = {};
+    function put(v, text, cls) {
+      L[v] = { text: text, cls: cls };
+    }
+    d.nodes.forEach(function (n) {
+      put(n.version, "Compacted " + n.node_id + " L" + n.tier + " " + span(n.lo, n.hi), "ok");
+    });
+    d.refusals.forEach(function (r) {
+      put(
+        r.version,
+        "CompactionRefused " + r.node_id + " L" + r.tier + ": " + rules(r.violations),
+        "bad",
+      );
+    });
+    d.markers.forEach(function (m) {
+      if (m.refused)
+        put(
+          m.version,
+          "MarkerRefused " + m.marker_id + " on " + m.node_id + ": " + rules(m.violations),
+          "bad",
+        );
+      else put(m.version, "MarkerEmitted " + m.marker_id + " on " + m.node_id, "ok");
+      if (m.invalidated_at)
+        put(m.invalidated_at, "MarkerInvalidated " + m.marker_id + ": " + m.rule, "bad");
+    });
+    d.ranges.forEach(function (r) {
+      put(
+        r.version,
+        (r.kind === "truncation" ? "Truncated " : "Spilled ") + span(r.lo, r.hi),
+        r.kind === "truncation" ? "warn" : "info",
+      );
+    });
+    d.points.forEach(function (p) {
+      if (p.kind === "checkpoint") put(p.version, "Checkpointed at " + fmt(p.position), "info");
+      else
+        put(
+          p.version,
+          "Resumed " +
+            p.marker_id +
+            " \u2192 " +
+            (p.kind === "resume_digest" ? "digest" : "raw checkpoint at " + fmt(p.position)),
+          p.kind === "resume_digest" ? "ok" : "warn",
+        );
+    });
+    var names = {
+      open_call: ["CallOpened ", "CallResolved "],
+      constraint: ["ConstraintStated ", "ConstraintLifted "],
+      negative_fact: ["ItemDisposed ", "ItemDisposed "],
+    };
+    d.obligations.forEach(function (o) {
+      put(o.version, names[o.kind][0] + o.key, "info");
+      if (o.ended_at && !L[o.ended_at]) put(o.ended_at, names[o.kind][1] + o.key, "info");
+    });
+    return L;
+  };
+
+  Session.prototype.label = function (v) {
+    if (v === 0) return "before the first event";
+    var known = this.labels[v];
+    if (known) return known.text;
+    var type = this.types[v - 1];
+    if (type === "TurnAppended") {
+      var i = lower(this.tv, v);
+      var info = this.d.info[i];
+      return "TurnAppended #" + i + (info ? " " + info[0] : "");
+    }
+    return type;
+  };
+
+  Session.prototype.layout = function () {
+    var d = this.d,
+      rows = { tier: {}, refused: {}, obligations: 0 };
+    [1, 2].forEach(function (t) {
+      rows.tier[t] =
+        1 +
+        Math.max(
+          -1,
+          Math.max.apply(
+            null,
+            d.nodes
+              .filter(function (n) {
+                return n.tier === t;
+              })
+              .map(function (n) {
+                return n.row;
+              })
+              .concat([-1]),
+          ),
+        );
+      rows.refused[t] =
+        1 +
+        Math.max.apply(
+          null,
+          d.refusals
+            .filter(function (r) {
+              return r.tier === t;
+            })
+            .map(function (r) {
+              return r.row;
+            })
+            .concat([-1]),
+        );
+    });
+    rows.obligations =
+      1 +
+      Math.max.apply(
+        null,
+        d.obligations
+          .map(function (o) {
+            return o.row;
+          })
+          .concat([-1]),
+      );
+    function stack(items) {
+      var at = {},
+        most = 0;
+      items.forEach(function (p) {
+        at[p.position] = (at[p.position] || 0) + 1;
+        most = Math.max(most, at[p.position]);
+      });
+      return most;
+    }
+    rows.markers = Math.max(1, stack(d.markers));
+    rows.truncations = d.ranges.some(function (r) {
+      return r.kind === "truncation";
+    })
+      ? 1
+      : 0;
+    rows.spills = d.ranges.some(function (r) {
+      return r.kind === "spill";
+    })
+      ? 1
+      : 0;
+    rows.resumes = stack(
+      d.points.filter(function (p) {
+        return p.kind !== "checkpoint";
+      }),
+    );
+    return rows;
+  };
+
+  // -- the state at v: the same answers as reducers.fold (see eventstore/_timeline.py view_at)
+  Session.prototype.liveAt = function (n, v) {
+    return n.version <= v && (n.replaced_at === null || n.replaced_at > v);
+  };
+
+  Session.prototype.stateAt = function (v) {
+    var self = this,
+      d = this.d,
+      n = upper(this.tv, v);
+    var status = new Uint8Array(n),
+      since = new Int32Array(n);
+    var live = d.nodes.filter(function (x) {
+      return self.liveAt(x, v);
+    });
+    var liveIds = {};
+    live.forEach(function (x) {
+      liveIds[x.node_id] = true;
+      for (var i = self.index(x.lo), hi = Math.min(self.index(x.hi), n); i < hi; i++) {
+        status[i] = 1;
+        since[i] = x.version;
+      }
+    });
+    for (var i = 0; i < n; i++) {
+      var c = this.tcut[i];
+      if (c && c <= v) {
+        var s = this.tspill[i];
+        if (s && s <= v) {
+          status[i] = 3;
+          since[i] = Math.max(c, s);
+        } else {
+          status[i] = 2;
+          since[i] = c;
+        }
+      } else if (!status[i]) since[i] = this.tv[i];
+    }
+    var tokens = this.tok[n] - this.tok[0],
+      kept = 0;
+    for (i = 0; i < n; i++) if (status[i] === 0) kept += this.tok[i + 1] - this.tok[i];
+    var obligations = {},
+      counts = { open: 0, carried: 0, dropped: 0, ended: 0 };
+    d.obligations.forEach(function (o) {
+      if (o.version > v) return;
+      var st = self.obligationAt(o, v, liveIds);
+      obligations[o.kind + "\u0000" + o.key + "\u0000" + o.version] = st;
+      counts[st] += 1;
+    });
+    var routineOpen = 0;
+    d.routine.forEach(function (b) {
+      for (var k = 0; k < b.raisedV.length; k++)
+        if (b.raisedV[k] <= v && v < b.endedV[k]) routineOpen++;
+    });
+    var markers = { valid: 0, refused: 0, invalidated: 0 };
+    d.markers.forEach(function (m) {
+      if (m.version <= v) markers[self.markerAt(m, v)] += 1;
+    });
+    return {
+      v: v,
+      turns: n,
+      status: status,
+      since: since,
+      end: this.pos(n),
+      tokens: tokens,
+      occupancy:
+        kept +
+        live.reduce(function (a, x) {
+          return a + x.tokens;
+        }, 0),
+      depth: live.reduce(function (a, x) {
+        return Math.max(a, x.tier);
+      }, 0),
+      tail: live.reduce(function (a, x) {
+        return Math.max(a, x.hi);
+      }, 0),
+      live: liveIds,
+      liveCount: live.length,
+      counts: counts,
+      markers: markers,
+      routineOpen: routineOpen,
+      refusals: d.refusals.filter(function (r) {
+        return r.version <= v;
+      }).length,
+    };
+  };
+
+  Session.prototype.obligationAt = function (o, v, live) {
+    if (o.ended_at !== null && o.ended_at <= v) return "ended";
+    if (
+      o.carried_by.some(function (id) {
+        return live[id];
+      })
+    )
+      return "carried";
+    var out =
+      (o.fell_out_at !== null && o.fell_out_at <= v) ||
+      o.covered_by.some(function (id) {
+        return live[id];
+      });
+    return out ? "dropped" : "open";
+  };
+
+  Session.prototype.markerAt = function (m, v) {
+    if (m.refused) return "refused";
+    return m.invalidated_at !== null && m.invalidated_at <= v ? "invalidated" : "valid";
+  };
+
+  // -- page structure
+  Session.prototype.build = function () {
+    var self = this,
+      d = this.d,
+      s = this.section;
+    var bar = html("div", "toolbar", null, s.querySelector(".controls"));
+    this.slider = html("input", "slider", null, bar);
+    this.slider.type = "range";
+    this.slider.min = "0";
+    this.slider.max = String(d.version);
+    this.slider.value = String(d.at);
+    this.slider.setAttribute("aria-label", "version");
+    var buttons = [
+      [
+        "\u25c0\u25c0",
+        "first version",
+        function () {
+          return 0;
+        },
+      ],
+      [
+        "\u25c0 event",
+        "previous event",
+        function (v) {
+          return Math.max(0, v - 1);
+        },
+      ],
+      [
+        "event \u25b6",
+        "next event",
+        function (v) {
+          return Math.min(d.version, v + 1);
+        },
+      ],
+      [
+        "\u25c0 decision",
+        "previous listed event",
+        function (v) {
+          return self.step(v, -1);
+        },
+      ],
+      [
+        "decision \u25b6",
+        "next listed event",
+        function (v) {
+          return self.step(v, 1);
+        },
+      ],
+      [
+        "\u25b6\u25b6",
+        "latest version",
+        function () {
+          return d.version;
+        },
+      ],
+    ];
+    buttons.forEach(function (b) {
+      var btn = html("button", "step", b[0], bar);
+      btn.title = b[1];
+      btn.addEventListener("click", function () {
+        self.show(b[2](self.v));
+      });
+    });
+    this.slider.addEventListener("input", function () {
+      self.show(Number(self.slider.value));
+    });
+    this.vlabel = html("div", "vlabel", null, s.querySelector(".controls"));
+    this.summary = html("div", "summary", null, s.querySelector(".controls"));
+    this.svgbox = s.querySelector(".timeline");
+    this.tip = html("div", "tip", null, document.body);
+    this.details = s.querySelector(".details");
+    this.list = s.querySelector(".events");
+    this.buildList();
+    this.show(d.at);
+  };
+
+  Session.prototype.buildList = function () {
+    var self = this,
+      d = this.d,
+      calls = 0;
+    this.types.forEach(function (t) {
+      if (t === "CallOpened" || t === "CallResolved") calls++;
+    });
+    var skip = { TurnAppended: true, SessionStarted: false };
+    if (calls > 200) {
+      skip.CallOpened = true;
+      skip.CallResolved = true;
+    }
+    this.listed = [];
+    this.chips = {};
+    var shown = 0;
+    for (var v = 1; v <= d.version; v++) {
+      if (skip[this.types[v - 1]]) continue;
+      this.listed.push(v);
+      if (shown >= 2000) continue;
+      shown++;
+      var info = this.labels[v] || { text: this.types[v - 1], cls: "info" };
+      var chip = html("button", "chip " + info.cls, null, this.list);
+      html("b", null, "v" + v, chip);
+      chip.appendChild(document.createTextNode(" " + this.label(v)));
+      chip.setAttribute("data-version", String(v));
+      chip.addEventListener(
+        "click",
+        (function (x) {
+          return function () {
+            self.show(x);
+          };
+        })(v),
+      );
+      this.chips[v] = chip;
+    }
+    if (this.listed.length > shown)
+      html("div", "more", this.listed.length - shown + " more events: use the slider", this.list);
+  };
+
+  Session.prototype.step = function (v, dir) {
+    var i = dir > 0 ? upper(this.listed, v) : lower(this.listed, v) - 1;
+    if (i < 0) return 0;
+    return i >= this.listed.length ? this.d.version : this.listed[i];
+  };
+
+  Session.prototype.show = function (v) {
+    v = Math.max(0, Math.min(this.d.version, v | 0));
+    this.v = v;
+    this.slider.value = String(v);
+    var st = (this.st = this.stateAt(v));
+    this.vlabel.textContent = "";
+    html("b", null, "version " + v + " of " + this.d.version, this.vlabel);
+    this.vlabel.appendChild(document.createTextNode(" \u2014 " + this.label(v)));
+    this.drawSummary(st);
+    this.draw(st);
+    var old = this.list.querySelector(".chip.current");
+    if (old) old.classList.remove("current");
+    var chip = this.chips[v];
+    if (chip) {
+      chip.classList.add("current");
+      chip.scrollIntoView({ block: "nearest" });
+    }
+    if (this.selected) this.select(this.selected.kind, this.selected.obj, false);
+  };
+
+  Session.prototype.drawSummary = function (st) {
+    var cfg = this.d.config,
+      s = this.summary,
+      c = st.counts,
+      n = [0, 0, 0, 0];
+    for (var i = 0; i < st.turns; i++) n[st.status[i]]++;
+    s.textContent = "";
+    var attrs = {
+      turns: st.turns,
+      occupancy: st.occupancy,
+      depth: st.depth,
+      tail: st.tail,
+      live: st.liveCount,
+      open: c.open,
+      carried: c.carried,
+      dropped: c.dropped,
+      refusals: st.refusals,
+      "markers-valid": st.markers.valid,
+      "markers-refused": st.markers.refused,
+      "markers-invalidated": st.markers.invalidated,
+    };
+    for (var k in attrs) s.setAttribute("data-" + k, String(attrs[k]));
+    function item(label, value, cls) {
+      var e = html("span", "fact " + (cls || ""), null, s);
+      html("i", null, label, e);
+      html("b", null, value, e);
+    }
+    item("turns", fmt(st.turns) + " (" + fmt(st.tokens) + " tokens)");
+    item("resident / summarised / truncated / spilled", n.join(" / "));
+    item(
+      "occupancy",
+      fmt(st.occupancy) +
+        (cfg
+          ? " of " + fmt(cfg.window_tokens) + " tokens (trigger " + fmt(cfg.trigger_tokens) + ")"
+          : " tokens"),
+      cfg && st.occupancy > cfg.trigger_tokens ? "warn" : "",
+    );
+    item("depth", "L" + st.depth + ", tail starts at " + fmt(st.tail));
+    item("live summaries", String(st.liveCount));
+    item(
+      "markers valid / refused / invalidated",
+      st.markers.valid + " / " + st.markers.refused + " / " + st.markers.invalidated,
+      st.markers.refused + st.markers.invalidated ? "bad" : "",
+    );
+    item(
+      "obligations open / carried / dropped",
+      c.open + " / " + c.carried + " / " + c.dropped,
+      c.dropped ? "bad" : "",
+    );
+    if (this.d.routine.length) item("routine obligations open", String(st.routineOpen));
+    item("refused compactions", String(st.refusals), st.refusals ? "bad" : "");
+  };
+
+  // -- drawing
+  Session.prototype.x = function (p) {
+    var w = this.width - LEFT - RIGHT;
+    return LEFT + (this.endAll ? (p / this.endAll) * w : 0);
+  };
+
+  Session.prototype.draw = function (st) {
+    var self = this,
+      d = this.d;
+    this.width = Math.max(760, this.svgbox.clientWidth || 1100);
+    this.svgbox.textContent = "";
+    var root = svg("svg", { width: this.width, class: "tl", role: "img" }, this.svgbox);
+    svg("title", {}, root).textContent = "timeline of session " + d.id + " at version " + st.v;
+    var y = this.axis(root, 0, st);
+    var lanes = {};
+    lanes.markers = y;
+    y = this.lane(root, y, "markers", this.rows.markers + this.rows.resumes, "markers and resumes");
+    [2, 1].forEach(function (t) {
+      var rows = Math.max(1, self.rows.tier[t]) + self.rows.refused[t];
+      lanes[t] = y;
+      y = self.lane(root, y, "L" + t, rows, t === 2 ? "L2 digests" : "L1 summaries");
+    });
+    lanes.turns = y;
+    y = this.lane(
+      root,
+      y,
+      "L0",
+      1 + Math.max(1, this.rows.truncations + this.rows.spills),
+      "L0 raw turns",
+    );
+    lanes.obligations = y;
+    y = this.lane(
+      root,
+      y,
+      "obligations",
+      Math.max(1, this.rows.obligations) + (d.routine.length ? 1 : 0),
+      "obligations",
+    );
+    root.setAttribute("height", String(y + 4));
+    this.lanes = lanes;
+    this.drawFuture(root, st, lanes.markers, y);
+    this.drawCheckpoints(root, st, lanes.markers, lanes.obligations, lanes.obligations - GAP - 6);
+    this.drawTurns(root, st, lanes.turns);
+    this.drawRanges(root, st, lanes.turns + ROW + 2);
+    [1, 2].forEach(function (t) {
+      self.drawTier(root, st, t, lanes[t]);
+    });
+    this.drawMarkers(root, st, lanes);
+    this.drawObligations(root, st, lanes.obligations);
+    if (this.selected) this.highlight();
+  };
+
+  Session.prototype.axis = function (root, y, st) {
+    var end = this.endAll || 1,
+      step = Math.pow(10, Math.floor(Math.log10(end))),
+      ticks;
+    while (end / step < 4) step /= 2;
+    while (end / step > 12) step *= 2;
+    if (this.d.unit === "turns") step = Math.max(1, Math.round(step));
+    var g = svg("g", { class: "axis" }, root);
+    svg("text", { x: 4, y: y + 14, class: "lanelabel" }, g).textContent =
+      this.d.unit === "turns" ? "turn" : "token";
+    for (ticks = 0; ticks <= end + 1e-9; ticks += step) {
+      var x = this.x(ticks);
+      svg("line", { x1: x, x2: x, y1: y + 18, y2: y + 24 }, g);
+      svg("text", { x: x, y: y + 14, "text-anchor": "middle" }, g).textContent = fmt(
+        Math.round(ticks),
+      );
+    }
+    svg("line", { x1: LEFT, x2: this.x(end), y1: y + 24, y2: y + 24 }, g);
+    return y + 30;
+  };
+
+  Session.prototype.lane = function (root, y, key, rows, label) {
+    var h = rows * ROW + GAP;
+    svg("rect", { x: 0, y: y, width: this.width, height: h - 4, class: "lane lane-" + key }, root);
+    var t = svg("text", { x: 8, y: y + 16, class: "lanelabel" }, root);
+    t.textContent = label;
+    return y + h;
+  };
+
+  Session.prototype.drawFuture = function (root, st, top, bottom) {
+    if (st.end >= this.endAll) return;
+    var x = this.x(st.end);
+    svg(
+      "rect",
+      { x: x, y: top, width: this.x(this.endAll) - x, height: bottom - top, class: "future" },
+      root,
+    );
+    svg("text", { x: x + 6, y: bottom - 8, class: "futurelabel" }, root).textContent =
+      "not written yet at v" + st.v;
+  };
+
+  Session.prototype.drawCheckpoints = function (root, st, top, bottom, labelY) {
+    var self = this;
+    this.d.points.forEach(function (p) {
+      if (p.kind !== "checkpoint" || p.version > st.v) return;
+      var x = self.x(p.position);
+      var g = self.mark(root, "checkpoint", p, p.version, "checkpoint");
+      svg("line", { x1: x, x2: x, y1: top, y2: bottom - GAP, class: "ckline" }, g);
+      svg("text", { x: x + 3, y: labelY, class: "cklabel" }, g).textContent =
+        "checkpoint v" + p.version;
+    });
+  };
+
+  Session.prototype.mark = function (parent, kind, obj, version, status) {
+    var self = this;
+    var g = svg(
+      "g",
+      { class: "mark " + kind, "data-version": version, "data-status": status },
+      parent,
+    );
+    g.addEventListener("mouseenter", function (ev) {
+      self.tipFor(kind, obj, ev);
+    });
+    g.addEventListener("mousemove", function (ev) {
+      self.moveTip(ev);
+    });
+    g.addEventListener("mouseleave", function () {
+      self.tip.style.display = "none";
+    });
+    g.addEventListener("click", function (ev) {
+      ev.stopPropagation();
+      self.select(kind, obj, true);
+    });
+    g.__obj = obj;
+    return g;
+  };
+
+  Session.prototype.drawTurns = function (root, st, y) {
+    var self = this,
+      detailed = this.d.info.length === this.total && this.total > 0;
+    var top = y + 4,
+      h = ROW - 4;
+    if (detailed) {
+      for (var i = 0; i < st.turns; i++) {
+        var status = STATUS[st.status[i]];
+        var obj = { index: i, status: status, since: st.since[i] };
+        var g = this.mark(root, "turn", obj, this.tv[i], status);
+        g.setAttribute("data-index", String(i));
+        var x0 = this.x(this.pos(i)),
+          x1 = this.x(this.pos(i + 1));
+        svg(
+          "rect",
+          { x: x0, y: top, width: Math.max(1, x1 - x0 - 1), height: h, class: "r-" + status },
+          g,
+        );
+        var info = this.d.info[i];
+        var text = fit("#" + i + " " + info[0], x1 - x0 - 6);
+        if (text)
+          svg("text", { x: x0 + 4, y: top + 14, class: "in-" + status }, g).textContent = text;
+      }
+      return;
+    }
+    var start = 0;
+    for (i = 1; i <= st.turns; i++) {
+      if (i < st.turns && st.status[i] === st.status[start] && st.since[i] === st.since[start])
+        continue;
+      if (st.status[start] === 0) {
+        // resident runs merge whatever their turns' versions
+        while (i < st.turns && st.status[i] === 0) i++;
+      }
+      status = STATUS[st.status[start]];
+      obj = { first: start, last: i - 1, status: status, since: st.since[start] };
+      g = this.mark(root, "band", obj, st.since[start], status);
+      g.setAttribute("data-count", String(i - start));
+      x0 = this.x(this.pos(start));
+      x1 = this.x(this.pos(i));
+      svg(
+        "rect",
+        { x: x0, y: top, width: Math.max(1, x1 - x0), height: h, class: "r-" + status },
+        g,
+      );
+      text = fit(
+        (i - start === 1 ? "#" + start : fmt(i - start) + " turns") + " " + status,
+        x1 - x0 - 6,
+      );
+      if (text)
+        svg("text", { x: x0 + 4, y: top + 14, class: "in-" + status }, g).textContent = text;
+      start = i;
+    }
+  };
+
+  Session.prototype.drawRanges = function (root, st, y) {
+    var self = this;
+    this.d.ranges.forEach(function (r) {
+      if (r.version > st.v) return;
+      var g = self.mark(root, r.kind, r, r.version, r.kind);
+      var yy = y + (r.kind === "spill" && self.rows.truncations ? ROW : 0) + 4;
+      var pieces = r.pieces.length ? r.pieces : [[r.lo, r.lo]];
+      pieces.forEach(function (p, i) {
+        var x0 = self.x(p[0]),
+          x1 = Math.max(self.x(p[1]), x0 + 2);
+        svg("line", { x1: x0, x2: x1, y1: yy, y2: yy, class: "rl-" + r.kind }, g);
+        svg("line", { x1: x0, x2: x0, y1: yy - 4, y2: yy + 4, class: "rl-" + r.kind }, g);
+        svg("line", { x1: x1, x2: x1, y1: yy - 4, y2: yy + 4, class: "rl-" + r.kind }, g);
+        if (i) return;
+        var label =
+          (r.kind === "truncation" ? "\u2702 truncated at v" : "\u2913 spilled at v") + r.version;
+        var text = fit(label, Math.max(x1 - x0 - 4, 70));
+        if (text)
+          svg("text", { x: x0 + 3, y: yy + 14, class: "rt-" + r.kind }, g).textContent = text;
+      });
+    });
+  };
+
+  Session.prototype.drawTier = function (root, st, tier, y) {
+    var self = this,
+      nodeRows = Math.max(1, this.rows.tier[tier]),
+      any = false;
+    this.d.nodes.forEach(function (n) {
+      if (n.tier !== tier || n.version > st.v) return;
+      any = true;
+      var live = self.liveAt(n, st.v),
+        status = live ? "live" : "replaced";
+      var g = self.mark(root, "node", n, n.version, status);
+      g.setAttribute("data-id", n.node_id);
+      var x0 = self.x(n.lo),
+        x1 = self.x(n.hi),
+        top = y + 4 + n.row * ROW;
+      svg(
+        "rect",
+        {
+          x: x0,
+          y: top,
+          width: Math.max(2, x1 - x0 - 1),
+          height: ROW - 4,
+          rx: 3,
+          class: "n-" + status + " t" + tier,
+        },
+        g,
+      );
+      var label =
+        n.node_id +
+        " L" +
+        tier +
+        (live ? " " : " replaced by " + n.replaced_by + " \u00b7 ") +
+        "\u201c" +
+        n.summary +
+        "\u201d";
+      var text = fit(label, x1 - x0 - 8);
+      if (text)
+        svg("text", { x: x0 + 5, y: top + 14, class: "nt-" + status }, g).textContent = text;
+    });
+    this.d.refusals.forEach(function (r) {
+      if (r.tier !== tier || r.version > st.v) return;
+      any = true;
+      var g = self.mark(root, "refusal", r, r.version, "refused");
+      g.setAttribute("data-id", r.node_id);
+      var x0 = self.x(r.lo),
+        x1 = self.x(r.hi),
+        top = y + 4 + (nodeRows + r.row) * ROW;
+      svg(
+        "rect",
+        {
+          x: x0,
+          y: top,
+          width: Math.max(2, x1 - x0 - 1),
+          height: ROW - 4,
+          rx: 3,
+          class: "refused",
+        },
+        g,
+      );
+      var text = fit(
+        "\u2717 REFUSED " + r.node_id + " (" + rules(r.violations) + ", " + r.action + ")",
+        x1 - x0 - 8,
+      );
+      if (text) svg("text", { x: x0 + 5, y: top + 14, class: "rt" }, g).textContent = text;
+    });
+    if (!any)
+      svg("text", { x: LEFT + 6, y: y + 16, class: "none" }, root).textContent =
+        "no L" + tier + " summary at v" + st.v;
+  };
+
+  Session.prototype.nodeY = function (id) {
+    var n = this.d.nodes.filter(function (x) {
+      return x.node_id === id;
+    })[0];
+    return n ? this.lanes[n.tier] + 4 + n.row * ROW : null;
+  };
+
+  // Pixels free after each item before the next one in its row (or the right edge).
+  Session.prototype.roomAfter = function (items, xOf, rowOf) {
+    var self = this,
+      room = new Map(),
+      rows = {};
+    items.forEach(function (it) {
+      (rows[rowOf(it)] = rows[rowOf(it)] || []).push(it);
+    });
+    Object.keys(rows).forEach(function (r) {
+      var row = rows[r].sort(function (a, b) {
+        return xOf(a) - xOf(b);
+      });
+      row.forEach(function (it, i) {
+        var next = i + 1 < row.length ? xOf(row[i + 1]) - 12 : self.width - RIGHT;
+        room.set(it, next - xOf(it) - 12);
+      });
+    });
+    return room;
+  };
+
+  Session.prototype.drawMarkers = function (root, st, lanes) {
+    var self = this,
+      level = new Map(),
+      stack = {};
+    var shown = this.d.markers.filter(function (m) {
+      return m.version <= st.v;
+    });
+    shown.forEach(function (m) {
+      stack[m.position] = (stack[m.position] || 0) + 1;
+      level.set(m, stack[m.position] - 1);
+    });
+    var xOf = function (p) {
+      return self.x(p.position);
+    };
+    var room = this.roomAfter(shown, xOf, function (m) {
+      return level.get(m);
+    });
+    shown.forEach(function (m) {
+      var status = self.markerAt(m, st.v);
+      var g = self.mark(root, "marker", m, m.version, status);
+      g.setAttribute("data-id", m.marker_id);
+      var x = self.x(m.position),
+        cy = lanes.markers + 4 + level.get(m) * ROW + ROW / 2 - 2;
+      var ny = self.nodeY(m.node_id);
+      if (ny !== null)
+        svg("line", { x1: x, x2: x, y1: cy + 7, y2: ny, class: "link link-" + status }, g);
+      if (status === "valid")
+        svg("path", { d: "M" + (x - 7) + " " + (cy + 7) + " l7 -14 l7 14 z", class: "g-valid" }, g);
+      else svg("circle", { cx: x, cy: cy, r: 8, class: "g-" + status }, g);
+      svg("text", { x: x, y: cy + 4, "text-anchor": "middle", class: "glyph" }, g).textContent =
+        status === "valid" ? "" : status === "refused" ? "\u2717" : "!";
+      var what =
+        status === "valid"
+          ? " valid"
+          : status === "refused"
+            ? " REFUSED " + rules(m.violations)
+            : " INVALIDATED " + m.rule;
+      var label = fitFirst(
+        [m.marker_id + " on " + m.node_id + what, m.marker_id + what, m.marker_id],
+        room.get(m),
+      );
+      if (label.length > 1)
+        svg("text", { x: x + 11, y: cy + 4, class: "mt-" + status }, g).textContent = label;
+    });
+    var row = this.rows.markers,
+      below = new Map(),
+      count = {};
+    var resumes = this.d.points.filter(function (p) {
+      return p.kind !== "checkpoint" && p.version <= st.v;
+    });
+    resumes.forEach(function (p) {
+      count[p.position] = (count[p.position] || 0) + 1;
+      below.set(p, count[p.position] - 1);
+    });
+    var space = this.roomAfter(resumes, xOf, function (p) {
+      return below.get(p);
+    });
+    resumes.forEach(function (p) {
+      var raw = p.kind === "resume_raw_checkpoint",
+        status = raw ? "raw" : "digest";
+      var g = self.mark(root, "resume", p, p.version, status);
+      var x = self.x(p.position),
+        cy = lanes.markers + 4 + (row + below.get(p)) * ROW + ROW / 2 - 2;
+      svg("circle", { cx: x, cy: cy, r: 6, class: "g-resume-" + status }, g);
+      var to = raw ? "raw checkpoint" : "digest";
+      var label = fitFirst(
+        [
+          "\u21ba resume " + p.marker_id + " \u2192 " + to + " (v" + p.version + ")",
+          "\u21ba " + p.marker_id + " \u2192 " + to,
+          "\u21ba",
+        ],
+        space.get(p),
+      );
+      svg("text", { x: x + 9, y: cy + 4, class: "mt-resume" }, g).textContent = label;
+    });
+  };
+
+  var KIND = { open_call: "call", constraint: "constraint", negative_fact: "negative fact" };
+
+  Session.prototype.drawObligations = function (root, st, y) {
+    var self = this,
+      shown = this.d.obligations.filter(function (o) {
+        return o.version <= st.v;
+      });
+    var room = this.roomAfter(
+      shown,
+      function (o) {
+        return self.x(o.position);
+      },
+      function (o) {
+        return o.row;
+      },
+    );
+    shown.forEach(function (o) {
+      var status = self.obligationAt(o, st.v, st.live);
+      var g = self.mark(root, "obligation", o, o.version, status);
+      g.setAttribute("data-kind", o.kind);
+      g.setAttribute("data-id", o.key);
+      var x0 = self.x(o.position),
+        x1 = self.x(status === "ended" ? o.extent : st.end),
+        cy = y + 4 + o.row * ROW + ROW / 2 - 2;
+      x1 = Math.max(x1, x0 + 6);
+      svg("line", { x1: x0, x2: x1, y1: cy, y2: cy, class: "ol-" + status }, g);
+      svg("circle", { cx: x0, cy: cy, r: 5, class: "oc-" + status }, g);
+      if (status === "ended")
+        svg("line", { x1: x1, x2: x1, y1: cy - 5, y2: cy + 5, class: "ol-ended" }, g);
+      var word = {
+        open: "in context",
+        carried:
+          "carried by " +
+          o.carried_by
+            .filter(function (id) {
+              return st.live[id];
+            })
+            .join(", "),
+        dropped: "DROPPED",
+        ended: o.ended,
+      };
+      var label = fitFirst(
+        [
+          KIND[o.kind] + " " + o.key + " \u2014 " + word[status],
+          o.key + " \u2014 " + word[status],
+          o.key,
+        ],
+        room.get(o),
+      );
+      if (label.length > 3)
+        svg("text", { x: x0 + 8, y: cy - 5, class: "ot-" + status }, g).textContent = label;
+    });
+    if (!this.d.routine.length) return;
+    var row = Math.max(1, this.rows.obligations),
+      cy = y + 4 + row * ROW;
+    svg("text", { x: 8, y: cy + 12, class: "lanelabel small" }, root).textContent =
+      "routine (banded)";
+    if (!shown.length)
+      svg("text", { x: LEFT + 6, y: y + 16, class: "none" }, root).textContent =
+        "no obligation beyond routine ones at v" + st.v;
+    this.d.routine.forEach(function (b) {
+      var open = 0,
+        done = 0;
+      for (var k = 0; k < b.raisedV.length; k++)
+        if (b.raisedV[k] <= st.v) {
+          if (st.v < b.endedV[k]) open++;
+          else done++;
+        }
+      if (!open && !done) return;
+      var obj = { kind: b.kind, lo: b.lo, hi: b.hi, open: open, done: done };
+      var g = self.mark(root, "routine", obj, b.raisedV[0], open ? "open" : "ended");
+      g.setAttribute("data-count", String(open + done));
+      var x0 = self.x(b.lo),
+        x1 = Math.max(self.x(b.hi), x0 + 1);
+      svg(
+        "rect",
+        {
+          x: x0,
+          y: cy,
+          width: x1 - x0,
+          height: ROW - 8,
+          class: open ? "rb-open" : "rb-ended",
+          opacity: Math.min(1, 0.4 + (open + done) / 30),
+        },
+        g,
+      );
+    });
+  };
+
+  // -- hover and click
+  Session.prototype.describe = function (kind, o) {
+    var st = this.st,
+      v = st.v,
+      self = this,
+      L = [];
+    function row(k, val) {
+      L.push([k, val]);
+    }
+    var title = "",
+      rulesList = [];
+    if (kind === "turn" || kind === "band") {
+      var first = kind === "turn" ? o.index : o.first,
+        last = kind === "turn" ? o.index : o.last;
+      title =
+        first === last
+          ? "turn #" + first
+          : "turns #" + first + "\u2013#" + last + " (" + fmt(last - first + 1) + ")";
+      row("status at v" + v, o.status + (o.status === "resident" ? "" : " since v" + o.since));
+      row("positions", span(this.pos(first), this.pos(last + 1)) + " " + this.unitName() + "s");
+      row("tokens", fmt(this.tok[last + 1] - this.tok[first]));
+      row("appended at", "v" + this.tv[first] + (first === last ? "" : "\u2013v" + this.tv[last]));
+      if (this.tcut[first]) row("truncated at", "v" + this.tcut[first]);
+      if (this.tspill[first]) row("spilled at", "v" + this.tspill[first]);
+      var info = kind === "turn" ? this.d.info[first] : null;
+      if (info) {
+        row("role", info[0]);
+        row("content", info[2]);
+      }
+    } else if (kind === "node") {
+      var live = this.liveAt(o, v);
+      title =
+        "summary node " + o.node_id + " (L" + o.tier + ", " + (live ? "live" : "replaced") + ")";
+      row("committed", "v" + o.version + " (Compacted)");
+      if (o.replaced_at) row("replaced", "v" + o.replaced_at + " by " + o.replaced_by);
+      row("covers", span(o.lo, o.hi) + ", tail starts at " + fmt(o.tail_start));
+      row("summarizer input", span(o.input_lo, o.input_hi));
+      row("tokens", fmt(o.tokens));
+      row("summary", o.summary);
+      row("carries calls", o.calls.join(", ") || "none");
+      row("carries constraints", o.constraints.join(", ") || "none");
+      row(
+        "carries negative facts",
+        Object.keys(o.dispositions)
+          .map(function (k) {
+            return k + "=" + o.dispositions[k];
+          })
+          .join(", ") || "none",
+      );
+      row("required but not carried (M1/M2)", missingOf(o).join(", ") || "none");
+    } else if (kind === "refusal") {
+      title = "REFUSED compaction " + o.node_id + " (L" + o.tier + ")";
+      row("refused at", "v" + o.version + " (CompactionRefused, " + o.action + ")");
+      row("proposed covers", span(o.lo, o.hi) + ", tail starts at " + fmt(o.tail_start));
+      row("summarizer input", span(o.input_lo, o.input_hi));
+      row("summary", o.summary);
+      rulesList = o.violations;
+    } else if (kind === "marker") {
+      var status = this.markerAt(o, v);
+      title = "marker " + o.marker_id + " on " + o.node_id + " (" + status + ")";
+      row(
+        o.refused ? "refused at" : "emitted at",
+        "v" + o.version + (o.refused ? " (MarkerRefused)" : " (MarkerEmitted)"),
+      );
+      row("depth", "L" + o.tier_depth);
+      row("points at", "the seam of " + o.node_id + ", position " + fmt(o.position));
+      var node = this.d.nodes.filter(function (n) {
+        return n.node_id === o.node_id;
+      })[0];
+      if (node) {
+        row(
+          o.node_id,
+          "L" +
+            node.tier +
+            " \u201c" +
+            node.summary.slice(0, 120) +
+            "\u201d; does not carry: " +
+            (missingOf(node).join(", ") || "nothing it must"),
+        );
+      }
+      this.d.points.forEach(function (p) {
+        if (p.marker_id !== o.marker_id || p.version > v) return;
+        var raw = p.kind === "resume_raw_checkpoint";
+        row("resumed v" + p.version, raw ? "raw checkpoint at " + fmt(p.position) : "the digest");
+      });
+      if (o.invalidated_at)
+        row(
+          "invalidated at",
+          "v" + o.invalidated_at + " (" + o.rule + ")" + (o.invalidated_at > v ? ", later" : ""),
+        );
+      if (o.invalidated_at && o.invalidated_at <= v) row("reason", o.reason);
+      rulesList = o.violations;
+    } else if (kind === "obligation") {
+      var ost = this.obligationAt(o, v, st.live);
+      title = KIND[o.kind] + " " + o.key + " (" + (ost === "dropped" ? "DROPPED" : ost) + ")";
+      row("what", o.detail);
+      row("raised", "v" + o.version + " at position " + fmt(o.position));
+      if (o.ended_at)
+        row(o.ended_at <= v ? "ended" : "ends later", "v" + o.ended_at + ": " + o.ended);
+      row(
+        "carried by",
+        o.carried_by
+          .map(function (id) {
+            return id + (st.live[id] ? " (live)" : "");
+          })
+          .join(", ") || "no node",
+      );
+      row(
+        "inside the range of",
+        o.covered_by
+          .map(function (id) {
+            return id + (st.live[id] ? " (live)" : "");
+          })
+          .join(", ") || "no node",
+      );
+      if (o.fell_out_at)
+        row(
+          "fell out of the context",
+          "v" + o.fell_out_at + " (truncation)" + (o.fell_out_at > v ? ", later" : ""),
+        );
+    } else if (kind === "truncation" || kind === "spill") {
+      title = (kind === "truncation" ? "truncation " : "spill ") + span(o.lo, o.hi);
+      row("at", "v" + o.version);
+      row(kind === "truncation" ? "reason" : "file", o.detail);
+    } else if (kind === "checkpoint") {
+      title = "raw checkpoint at " + fmt(o.position);
+      row("at", "v" + o.version);
+    } else if (kind === "resume") {
+      title = "resume of " + o.marker_id;
+      row("at", "v" + o.version);
+      row(
+        "returned",
+        o.kind === "resume_digest" ? "the digest" : "the raw checkpoint at " + fmt(o.position),
+      );
+      row("why", o.detail);
+    } else if (kind === "routine") {
+      title = fmt(o.open + o.done) + " routine " + KIND[o.kind] + "s in " + span(o.lo, o.hi);
+      row("open at v" + v, fmt(o.open));
+      row("ended", fmt(o.done));
+      row("routine", "each ended before a truncation or a live summary took it out of the context");
+    }
+    return { title: title, rows: L, rules: rulesList };
+  };
+
+  Session.prototype.fill = function (box, info, full) {
+    box.textContent = "";
+    html("div", "dtitle", info.title, box);
+    var table = html("table", "dtable", null, box);
+    info.rows.forEach(function (r) {
+      var tr = html("tr", null, null, table);
+      html("th", null, r[0], tr);
+      var val = String(r[1]);
+      html("td", null, full || val.length < 300 ? val : val.slice(0, 300) + "\u2026", tr);
+    });
+    if (info.rules.length) {
+      var ul = html("ul", "rules", null, box);
+      info.rules.forEach(function (x) {
+        var li = html("li", "rule", null, ul);
+        html("b", "code", x.rule, li);
+        html(
+          "span",
+          "name",
+          " " + x.name + (x.lo !== null ? " " + span(x.lo, x.hi) : "") + ": ",
+          li,
+        );
+        html("span", "msg", x.message, li);
+      });
+    }
+  };
+
+  Session.prototype.tipFor = function (kind, obj, ev) {
+    this.fill(this.tip, this.describe(kind, obj), false);
+    this.tip.style.display = "block";
+    this.moveTip(ev);
+  };
+
+  Session.prototype.moveTip = function (ev) {
+    var t = this.tip,
+      w = t.offsetWidth,
+      h = t.offsetHeight;
+    var x = ev.clientX + 14,
+      y = ev.clientY + 14;
+    if (x + w > window.innerWidth - 8) x = Math.max(8, ev.clientX - w - 14);
+    if (y + h > window.innerHeight - 8) y = Math.max(8, ev.clientY - h - 14);
+    t.style.left = x + "px";
+    t.style.top = y + "px";
+  };
+
+  Session.prototype.select = function (kind, obj, scroll) {
+    this.selected = { kind: kind, obj: obj };
+    this.details.classList.add("has");
+    this.fill(this.details, this.describe(kind, obj), true);
+    this.highlight();
+    if (scroll && this.details.scrollIntoViewIfNeeded) this.details.scrollIntoViewIfNeeded();
+  };
+
+  Session.prototype.highlight = function () {
+    var sel = this.selected;
+    Array.prototype.forEach.call(this.svgbox.querySelectorAll(".mark"), function (g) {
+      g.classList.toggle("selected", !!sel && g.__obj === sel.obj);
+    });
+  };
+
+  // -- sessions: one shown at a time
+  function start() {
+    var sections = document.querySelectorAll("section.session"),
+      views = {};
+    function open(id) {
+      Array.prototype.forEach.call(sections, function (s) {
+        var on = s.getAttribute("data-session") === id;
+        s.hidden = !on;
+        if (on && !views[id]) {
+          var data = JSON.parse(s.querySelector("script[type='application/json']").textContent);
+          views[id] = new Session(s, data);
+        }
+      });
+      Array.prototype.forEach.call(document.querySelectorAll("[data-open]"), function (a) {
+        a.classList.toggle("current", a.getAttribute("data-open") === id);
+      });
+    }
+    Array.prototype.forEach.call(document.querySelectorAll("[data-open]"), function (a) {
+      a.addEventListener("click", function (ev) {
+        ev.preventDefault();
+        open(a.getAttribute("data-open"));
+      });
+    });
+    Array.prototype.forEach.call(document.querySelectorAll("[data-goto]"), function (a) {
+      a.addEventListener("click", function (ev) {
+        ev.preventDefault();
+        var s = a.closest("section.session"),
+          view = views[s.getAttribute("data-session")];
+        if (view) {
+          view.show(Number(a.getAttribute("data-goto")));
+          view.section.querySelector(".controls").scrollIntoView();
+        }
+      });
+    });
+    if (sections.length) open(sections[0].getAttribute("data-session"));
+    window.tierlogReport = { views: views, open: open };
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
+"""

@@ -1,0 +1,264 @@
+"""The report in a real headless browser: Debian's chromium, driven by playwright.
+
+Every count the page draws is compared with the journal's own state at that
+version (``Session.state_at``, what ``tierlog state --at`` prints), read through
+``tests.timelines.expected``. Skips when playwright or chromium is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import eventstore
+import reducers as r
+from eventstore._demo import run_demo
+from eventstore.cli import main
+from tests import transcripts
+from tests.helpers import fill, new_session
+from tests.test_html import HOSTILE
+from tests.timelines import expected
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+_RAISES = (r.CallOpened, r.ConstraintStated, r.ItemDisposed)
+
+
+def _missing() -> str | None:
+    if importlib.util.find_spec("playwright") is None:
+        return "playwright is not installed (pip install -e '.[browser]')"
+    if not CHROMIUM.is_file():
+        return f"no browser at {CHROMIUM} (apt-get install chromium)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
+
+# What the visible session's timeline draws, read from the page's own marks.
+DRAWN = """() => {
+  const s = document.querySelector("section.session:not([hidden])");
+  const marks = (kind) => Array.from(s.querySelectorAll(".timeline .mark." + kind));
+  const turns = {};
+  for (const g of [...marks("turn"), ...marks("band")]) {
+    const n = Number(g.getAttribute("data-count") || 1);
+    turns[g.dataset.status] = (turns[g.dataset.status] || 0) + n;
+  }
+  const byId = (kind) =>
+    Object.fromEntries(marks(kind).map((g) => [g.dataset.id, g.dataset.status]));
+  const summary = s.querySelector(".summary").dataset;
+  return {
+    turns, nodes: byId("node"), markers: byId("marker"),
+    obligations: marks("obligation").filter((g) => g.dataset.status !== "ended")
+      .map((g) => [g.dataset.kind, g.dataset.id, g.dataset.status]),
+    ended: marks("obligation").length - marks("obligation").filter(
+      (g) => g.dataset.status !== "ended").length,
+    routine: marks("routine").reduce((a, g) => a + Number(g.dataset.count), 0),
+    refusals: marks("refusal").length,
+    versions: marks("node").concat(marks("marker"), marks("refusal"), marks("obligation"))
+      .every((g) => /^[0-9]+$/.test(g.dataset.version)),
+    occupancy: Number(summary.occupancy), depth: Number(summary.depth), tail: Number(summary.tail),
+  };
+}"""
+
+
+def _refusals_until(s: eventstore.Session, v: int) -> int:
+    return sum(isinstance(e, r.CompactionRefused) for e in s.events(stop=v))
+
+
+def _matches(drawn: dict[str, Any], s: eventstore.Session, v: int) -> None:
+    """The page at version ``v`` draws what the journal's state at ``v`` holds."""
+    state = s.state_at(v)
+    want = expected(state)
+    assert drawn["turns"] == dict(want.turn_counts), v
+    assert drawn["nodes"] == want.nodes, v
+    assert drawn["markers"] == want.markers, v
+    got = {(kind, key): status for kind, key, status in drawn["obligations"]}
+    assert got == want.obligations, v
+    assert drawn["refusals"] == _refusals_until(s, v), v
+    assert (drawn["occupancy"], drawn["depth"], drawn["tail"]) == (
+        state.occupancy,
+        state.depth,
+        state.tail_start,
+    )
+    assert drawn["versions"]
+
+
+@pytest.fixture(name="browser", scope="module")
+def _browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield browser
+        browser.close()
+
+
+class _Page:
+    """A report opened in the browser, with the errors it raised."""
+
+    def __init__(self, browser: Any, html: Path) -> None:
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.goto(html.as_uri())
+        self.page.wait_for_selector("section.session:not([hidden]) .timeline svg")
+
+    def open(self, session_id: str) -> None:
+        self.page.click(f'[data-open="{session_id}"]')
+        self.page.wait_for_selector(f'section[data-session="{session_id}"] .timeline svg')
+
+    def at(self, v: int) -> dict[str, Any]:
+        self.page.locator("section.session:not([hidden]) .slider").fill(str(v))
+        drawn: dict[str, Any] = self.page.evaluate(DRAWN)
+        return drawn
+
+    def details(self) -> str:
+        text: str = self.page.locator("section.session:not([hidden]) .details").inner_text()
+        return text
+
+
+def _report(db: Path, *argv: str) -> Path:
+    out = db.with_suffix(".html")
+    assert main(["report", str(db), *argv, "-o", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(name="demo", scope="module")
+def _demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[eventstore.Journal, Path]]:
+    db = tmp_path_factory.mktemp("demo") / "demo.db"
+    logging.getLogger("tierlog").setLevel(logging.ERROR)
+    run_demo(db, lambda _: None)
+    logging.getLogger("tierlog").setLevel(logging.NOTSET)
+    html = _report(db)
+    with eventstore.open(db, readonly=True) as journal:
+        yield journal, html
+
+
+class TestDemoReport:
+    def test_every_session_draws_the_journal_at_every_version(
+        self, browser: Any, demo: tuple[eventstore.Journal, Path]
+    ) -> None:
+        """Lanes, bars, markers, refusals and obligations match state_at(v) for each v."""
+        journal, html = demo
+        page = _Page(browser, html)
+        for sid in journal.sessions():
+            page.open(sid)
+            s = journal.session(sid)
+            for v in range(s.version + 1):
+                _matches(page.at(v), s, v)
+        assert page.errors == []
+
+    def test_clicking_the_refused_marker_shows_its_rules(
+        self, browser: Any, demo: tuple[eventstore.Journal, Path], tmp_path: Path
+    ) -> None:
+        """Incident 1: the refused marker's details list the M2 violation it was refused for."""
+        journal, html = demo
+        page = _Page(browser, html)
+        page.open("incident-1-dropped-rejection")
+        page.page.click(".mark.marker[data-status=refused] circle")
+        s = journal.session("incident-1-dropped-rejection")
+        (refused,) = [e for e in s.events() if isinstance(e, r.MarkerRefused)]
+        text = page.details()
+        assert f"marker {refused.marker_id} on {refused.node_id} (refused)" in text
+        for v in refused.violations:
+            assert v.rule in text
+            assert v.message in text
+        page.page.mouse.move(0, 0)
+        page.page.screenshot(path=tmp_path / "incident-1.png", full_page=True)
+        assert (tmp_path / "incident-1.png").stat().st_size > 10_000
+        assert page.errors == []
+
+    def test_clicking_a_refused_compaction_shows_its_rules(
+        self, browser: Any, demo: tuple[eventstore.Journal, Path], tmp_path: Path
+    ) -> None:
+        """Incident 2: the refused L1 proposal's details list C1 and C5 with their messages."""
+        journal, html = demo
+        page = _Page(browser, html)
+        page.open("incident-2-evicted-constraint")
+        page.page.click(".mark.refusal rect")
+        s = journal.session("incident-2-evicted-constraint")
+        (refused,) = [e for e in s.events() if isinstance(e, r.CompactionRefused)]
+        text = page.details()
+        assert f"REFUSED compaction {refused.proposal.node_id}" in text
+        assert [v.rule for v in refused.violations] == ["C1", "C5"]
+        for v in refused.violations:
+            assert v.message.replace("37500", "37,500") in text or v.message in text
+        page.page.screenshot(path=tmp_path / "incident-2.png", full_page=True)
+        assert page.errors == []
+
+
+class TestHostileContent:
+    def test_markup_in_content_is_shown_as_text(
+        self, browser: Any, journal: eventstore.Journal, db_path: Path
+    ) -> None:
+        """A summary holding </script> and an onerror image runs nothing and reads verbatim."""
+        s = new_session(journal, "evil")
+        s.append_turn(HOSTILE, HOSTILE, 5)
+        fill(s, 2)
+        s.compact(tier=1, input=(0, 2), covers=(0, 2), tail_start=2, summary=HOSTILE, tokens=3)
+        page = _Page(browser, _report(db_path, "evil"))
+        assert page.page.evaluate("() => window.__pwned === undefined")
+        assert page.page.locator("img").count() == 0
+        page.page.click(".mark.node rect")
+        assert HOSTILE.replace("\u0000", "") in page.details().replace("\u0000", "")
+        assert page.errors == []
+
+
+class TestRealTranscript:
+    def test_an_ingested_session_draws_the_journal(self, browser: Any, tmp_path: Path) -> None:
+        """A real Claude Code session, ingested: counts match the journal at its compaction,
+        and its refused marker shows the rules the audit's review names."""
+        db = tmp_path / "real.db"
+        path = transcripts.plain_copy(transcripts.LONG_SESSION, tmp_path)
+        with eventstore.open(db, synchronous="normal") as journal:
+            result = eventstore.ingest(journal, path)
+            s = journal.session(result.session_id)
+            page = _Page(browser, _report(db, result.session_id))
+            (node,) = s.state.nodes.values()
+            for v in (0, node.version - 1, node.version, node.version + 1, s.version):
+                drawn = page.at(v)
+                _matches(drawn, s, v)
+                raised = sum(isinstance(e, _RAISES) for e in s.events(stop=v))
+                assert len(drawn["obligations"]) + drawn["ended"] + drawn["routine"] == raised
+            (review,) = result.compactions
+            assert review.marker_status == "refused"
+            page.page.click(".mark.marker[data-status=refused] circle")
+            text = " ".join(page.details().split())
+            for rule in review.marker_rules:
+                assert rule in text
+            for missing in review.not_evidenced:
+                assert missing.key in text
+            page.page.click(".mark.node rect")
+            assert " ".join(node.summary.split())[:80] in " ".join(page.details().split())
+            page.page.screenshot(path=tmp_path / "real.png", full_page=True)
+            assert page.errors == []
+
+    def test_many_turns_are_drawn_as_bands(
+        self, browser: Any, journal: eventstore.Journal, db_path: Path
+    ) -> None:
+        """Past the detail limit, turns are drawn as runs whose counts add up per status."""
+        s = new_session(journal, "big")
+        s.extend(r.TurnAppended(index=i, role="tool", content="x", tokens=2) for i in range(1_500))
+        s.truncate(0, 400, "budget")
+        s.spill(0, 200)
+        s.compact(
+            tier=1, input=(0, 1_400), covers=(400, 1_400), tail_start=1_400, summary="s", tokens=9
+        )
+        page = _Page(browser, _report(db_path, "big"))
+        for v in (1_000, s.version - 2, s.version):
+            _matches(page.at(v), s, v)
+        assert page.page.locator(".mark.turn").count() == 0
+        assert page.errors == []

@@ -1,0 +1,177 @@
+"""The report page: self-contained, and no session content can become markup or script."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+import eventstore
+from eventstore._html import render, script_json
+from eventstore._report import collect
+from eventstore._report_assets import CSS, SCRIPT
+from tests import transcripts
+from tests.helpers import fill, new_session
+
+HOSTILE = (
+    '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+    "<!-- \" ' & \u2028\u2029 <\u0000/script> \U0001f600 \u202e ltr"
+)
+
+
+class _Tags(HTMLParser):
+    """Every start tag, and the text of each script element."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self._in_script = tag == "script"
+        if self._in_script:
+            self.scripts.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.scripts[-1] += data
+
+
+def _parse(page: str) -> _Tags:
+    parser = _Tags()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+@pytest.fixture(name="hostile")
+def _hostile(journal: eventstore.Journal) -> eventstore.Journal:
+    s = new_session(journal, "evil")
+    s.append_turn(HOSTILE, HOSTILE, 5)
+    s.state_constraint(HOSTILE, HOSTILE)
+    s.open_call(HOSTILE, "tool_call", HOSTILE)
+    fill(s, 2)
+    node = s.compact(
+        tier=1,
+        input=(0, 2),
+        covers=(0, 2),
+        tail_start=2,
+        summary=HOSTILE,
+        tokens=3,
+        constraints=[HOSTILE],
+        unresolved_ids=[HOSTILE],
+    )
+    s.emit_marker(node.node_id)
+    s.truncate(0, 1, HOSTILE)
+    return journal
+
+
+class TestScriptJson:
+    @pytest.mark.parametrize("text", [HOSTILE, "</SCRIPT >", "<!--", "a\u2028b", "&lt;"])
+    def test_round_trips_without_markup_characters(self, text: str) -> None:
+        """The encoded text has no < > & or line separators, and decodes to the original."""
+        encoded = script_json({"k": text, text: [text]})
+        assert not set(encoded) & {"<", ">", "&", "\u2028", "\u2029"}
+        assert json.loads(encoded) == {"k": text, text: [text]}
+
+
+class TestRender:
+    def test_hostile_content_stays_data(self, hostile: eventstore.Journal) -> None:
+        """Only the page's own script and the JSON blocks are scripts; no <img> appears."""
+        page = render(collect(hostile))
+        parsed = _parse(page)
+        tags = [tag for tag, _ in parsed.tags]
+        assert "img" not in tags
+        assert tags.count("script") == 2
+        data_blocks = [a for t, a in parsed.tags if t == "script" and a.get("type")]
+        assert [a["type"] for a in data_blocks] == ["application/json"]
+        data = json.loads(parsed.scripts[0])
+        assert [n["summary"] for n in data["nodes"]] == [HOSTILE]
+        assert data["info"][0][2] == HOSTILE
+        assert parsed.scripts[1] == SCRIPT
+
+    def test_audit_and_listing_are_escaped(self, hostile: eventstore.Journal) -> None:
+        """The audit's reasons and keys appear escaped in the server-drawn tables."""
+        s = hostile.session("evil")
+        s.resume(next(iter(s.state.markers)))
+        s.compact(tier=1, input=(0, 3), covers=(0, 3), tail_start=3, summary="x", tokens=1)
+        page = render(collect(hostile, "evil"))
+        body = page.split('<script type="application/json"')[0]
+        assert "window.__pwned" in body  # the text is there, as text
+        assert "<img" not in body
+        assert "</script><script>" not in body
+
+    def test_no_network_and_only_its_own_script_runs(self, hostile: eventstore.Journal) -> None:
+        """No URL is fetched; the CSP names the inline script and style by their sha256."""
+        page = render(collect(hostile))
+        assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
+        (policy,) = [
+            str(a["content"])
+            for t, a in _parse(page).tags
+            if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
+        ]
+        for text in (SCRIPT, CSS):
+            digest = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+            assert f"'sha256-{digest}'" in policy
+        assert "default-src 'none'" in policy
+
+    def test_one_session_has_no_listing_every_session_has_one(
+        self, journal: eventstore.Journal
+    ) -> None:
+        """With SESSION: that session alone; without: the sessions table and every session."""
+        for sid in ("a", "b"):
+            fill(new_session(journal, sid), 2)
+        one, every = render(collect(journal, "b")), render(collect(journal))
+        assert 'class="listing"' not in one
+        assert one.count('class="session"') == 1
+        assert 'class="listing"' in every
+        assert every.count('class="session"') == 2
+        assert every.count("data-open=") == 2
+
+
+class TestReviews:
+    def test_an_ingested_compaction_is_reviewed_in_the_audit(
+        self, journal: eventstore.Journal, tmp_path: Path
+    ) -> None:
+        """The real compaction's review lists each obligation its summary does not evidence."""
+        path = transcripts.plain_copy(transcripts.LONG_SESSION, tmp_path)
+        (review,) = eventstore.ingest(journal, path).compactions
+        page = render(collect(journal))
+        assert 'class="grid audit-compaction_reviews"' in page
+        assert review.not_evidenced
+        for o in review.not_evidenced:
+            assert html.escape(o.key) in page
+        assert page.count("NOT evidenced") == len(review.not_evidenced)
+
+
+class TestCollect:
+    def test_at_needs_a_session_and_a_version_in_range(self, journal: eventstore.Journal) -> None:
+        """--at without SESSION, or outside 0..head, is bad input."""
+        fill(new_session(journal), 2)
+        with pytest.raises(eventstore.InvalidEvent, match="needs a SESSION"):
+            collect(journal, None, 1)
+        with pytest.raises(eventstore.InvalidEvent, match=r"outside 0\.\.3"):
+            collect(journal, "s", 4)
+        assert collect(journal, "s", 1).sessions[0].at == 1
+
+    def test_audit_is_the_audit_command_s(self, journal: eventstore.Journal) -> None:
+        """Each session carries exactly what eventstore._audit.audit reports for it."""
+        from eventstore._audit import audit
+
+        s = new_session(journal)
+        fill(s, 3)
+        s.truncate(0, 2, "budget")
+        s.state_constraint("k", "rule")
+        report = collect(journal, "s")
+        assert report.sessions[0].audit == audit(journal, ["s"]).sessions["s"]
