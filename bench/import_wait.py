@@ -44,16 +44,20 @@ BLOCK = 2_000
 
 
 def _plain(turn: int, n: int, tag: int) -> list[r.Event]:
-    """``n`` plain events from turn ``turn``: turns, a call opened and resolved, a constraint."""
+    """``n`` plain events from turn ``turn``: turns, a call opened and resolved, a constraint
+    stated and lifted (so no obligation outlives its block)."""
     out: list[r.Event] = [
+        r.TurnAppended(index=turn, role="user", content="go on", tokens=5),
         r.CallOpened(call_id=f"c{tag}", kind="tool_call", name="grep"),
         r.ConstraintStated(key=f"k{tag}", text="never modify files under /etc"),
     ]
-    while len(out) < n - 1:
+    turn += 1
+    while len(out) < n - 2:
         text = f"tool output {turn}: " + "lorem ipsum dolor sit amet " * 7
         out.append(r.TurnAppended(index=turn, role="tool", content=text, tokens=60))
         turn += 1
     out.append(r.CallResolved(call_id=f"c{tag}", outcome="ok"))
+    out.append(r.ConstraintLifted(key=f"k{tag}"))
     return out
 
 
@@ -68,14 +72,14 @@ def build(db: Path, events: int) -> Path:
             s.extend(_plain(s.state.turns, BLOCK - 6, block))
             s.checkpoint()
             end = s.state.end
-            if block in refusals:  # forgets the pending constraint: refused, spilled
+            if block in refusals:  # a seam hole (C4): refused, and the transcript spilled
                 with contextlib.suppress(eventstore.UnrecoverableCompactionError):
                     s.compact(
                         tier=1,
                         input=(lo, end),
-                        covers=(lo, end),
+                        covers=(lo, end - 1),
                         tail_start=end,
-                        summary="forgot it",
+                        summary="a hole",
                         tokens=40,
                     )
             node = s.compact(
@@ -85,7 +89,6 @@ def build(db: Path, events: int) -> Path:
                 tail_start=end,
                 summary=f"block {block}",
                 tokens=40,
-                constraints=list(s.state.constraints),
             )
             s.resume(s.emit_marker(node.node_id).marker_id)
             block += 1
@@ -136,6 +139,7 @@ def measure(dump: Path, target: Path, pause: float) -> dict[str, object]:
     waits = sorted(report["waits"])
     return {
         "import_exit": code,
+        "verify_exit": tierlog(["verify", str(target)]),
         "import_seconds": round(took, 2),
         "appends": len(waits),
         "failures": report["failures"],
