@@ -28,6 +28,7 @@ class Finding:
     session_id: str | None
     version: int | None
     problem: str
+    fatal: bool = True  # False for notes that leave the journal sound (orphan spill files)
 
     def __str__(self) -> str:
         where = f"{self.session_id} v{self.version}" if self.session_id else "database"
@@ -49,6 +50,8 @@ def verify(
         if progress:
             progress(session_id)
         found += list(_verify_session(journal, session_id))
+    if session_ids is None:
+        found += orphan_spills(journal)
     return found
 
 
@@ -56,21 +59,60 @@ def _verify_session(journal: Journal, session_id: str) -> Iterator[Finding]:
     """One pass: walk the chain, and replay what it yields through the decisions."""
     recorder = journal.recorder
     walk = ChainWalk(session_id, recorder.read(session_id))
-    snap = recorder.load_snapshot(session_id)
-    seen = (snap.version, snap.sha256) if snap else None
-    for d in divergences(session_id, walk, journal.effects(session_id), snapshot=seen):
+    snap = journal.snapshots.check(session_id)
+    compare = (snap.version, snap.sha256) if snap and snap.problem is None else None
+    for d in divergences(session_id, walk, journal.effects(session_id), snapshot=compare):
         yield Finding(check=d.check, session_id=session_id, version=d.version, problem=d.problem)
     if walk.problem is not None:
         p = walk.problem
         yield Finding(check="chain", session_id=session_id, version=p.version, problem=p.problem)
-    head = recorder.head(session_id).version
-    if snap is not None and snap.version > head:
-        yield Finding(
-            check="snapshot",
-            session_id=session_id,
-            version=head + 1,
-            problem=f"a snapshot at version {snap.version} is ahead of the log: events are missing",
+    if snap is not None and snap.problem is not None:
+        yield _snapshot_finding(journal, session_id, snap.version, snap.problem)
+
+
+def _snapshot_finding(journal: Journal, session_id: str, version: int, problem: str) -> Finding:
+    head = journal.recorder.head(session_id).version
+    if version > head:
+        problem = f"a snapshot at version {version} is ahead of the log: events are missing"
+    else:
+        problem = f"the snapshot at version {version} is not trusted: {problem}"
+    return Finding(
+        check="snapshot", session_id=session_id, version=min(version, head + 1), problem=problem
+    )
+
+
+def orphan_spills(journal: Journal) -> list[Finding]:
+    """Files in the spill root that no recorded spill uses: what a crash between writing
+    a spill and committing its event leaves. A note, not a fault (``fatal=False``)."""
+    return [
+        Finding(
+            check="orphan",
+            session_id=None,
+            version=None,
+            problem=f"{name} in {journal.spills.location} is used by no spill event"
+            " (tierlog verify --clean removes it)",
+            fatal=False,
         )
+        for name in journal.spills.orphans(journal.recorder.spill_handles())
+    ]
+
+
+def clean_spills(journal: Journal) -> list[Finding]:
+    """Remove the orphan spill files, holding the write lock so that no writer is between
+    writing a spill and committing it; returns what was removed, as notes."""
+    with journal.recorder.transaction():
+        names = journal.spills.orphans(journal.recorder.spill_handles())
+        journal.spills.remove(names)
+    return [
+        Finding(
+            check="orphan",
+            session_id=None,
+            version=None,
+            problem=f"removed {name} from {journal.spills.location}",
+            fatal=False,
+        )
+        for name in names
+    ]
 
 
 @attrs.frozen(kw_only=True)

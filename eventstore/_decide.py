@@ -10,7 +10,7 @@ writing and checking spills) come in through ``effects``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -154,6 +154,14 @@ def _extend(command: Extend, state: SessionState, _: Effects) -> Decision[Sessio
     return Decision(events=tuple(out), state=state, result=state)
 
 
+def would_invalidate(before: SessionState, event: Event) -> tuple[Event, ...]:
+    """The ``MarkerInvalidated`` events a plain ``event`` would bring on ``before``
+    (cheap unless it may break a valid marker): what replay expects after it."""
+    if not any(m.valid for m in before.markers.values()) or not _may_break(before, event):
+        return ()
+    return _plain(before, event)[0][1:]
+
+
 class _Suspect(Exception):
     """Stops a fold before an event that may break a valid marker."""
 
@@ -200,6 +208,7 @@ def _append_turn(command: AppendTurn, state: SessionState, _: Effects) -> Decisi
     event = TurnAppended(
         index=index, role=command.role, content=command.content, tokens=command.tokens
     )
+    validate(state, event)  # the session's token total stays a 63-bit count
     after = apply(state, event)
     turn = Turn(
         index=index,
@@ -277,23 +286,32 @@ def was_gated(recorded: Event) -> bool:
 
 
 def verified(state: SessionState, proposal: Compacted, effects: Effects) -> SessionState:
-    """``state`` with only the spills C3 may trust for ``proposal``: those that reach
-    into its floor and whose bytes still match their size and sha256.
+    """``state`` with only the spills C3 may trust for ``proposal``: spills that still
+    read back as their recorded bytes, read newest first until they hold every
+    truncated part of the floor.
 
-    Spills outside the floor cannot excuse anything, so they are not read.
+    Nothing else can excuse anything, so no other spill is read: none at all when no
+    truncation reaches into the floor.
     """
     window = floor(state, proposal)
-    good = [
-        s
-        for s in state.spills
-        if window is not None
-        and s.lo < window[1]
-        and s.hi > window[0]
-        and effects.spill_problem(s) is None
-    ]
+    need = [] if window is None else _clip(state.truncated, *window)
+    check = effects.spill_checker()
+    good = []
+    for s in reversed(state.spills):
+        if not need:
+            break
+        if any(s.lo < hi and s.hi > lo for lo, hi in need) and check(s) is None:
+            good.append(s)
+            need = [p for lo, hi in need for p in ((lo, min(hi, s.lo)), (max(lo, s.hi), hi))]
+            need = [(lo, hi) for lo, hi in need if lo < hi]
     if len(good) == len(state.spills):
         return state
-    return attrs.evolve(state, spills=Ledger.of(good))
+    return attrs.evolve(state, spills=Ledger.of(good[::-1]))
+
+
+def _clip(spans: Iterable[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
+    """The parts of ``spans`` inside ``[lo, hi)``."""
+    return [(max(a, lo), min(b, hi)) for a, b in spans if a < hi and b > lo]
 
 
 # -- markers and resumes -----------------------------------------------------------------

@@ -4,51 +4,47 @@ A decision reads raw turns back (to render a context or fill a spill) and writes
 and checks spills. ``Effects`` is that interface; ``SessionEffects`` is the real
 one (turns from the recorder, spill bytes in the journal's ``SpillStore``),
 ``RecordedSpills`` the one ``verify`` uses, which writes nothing. Where spills
-live is the journal's business: a folder beside a SQLite file (``FolderSpills``).
+live is the journal's business: a folder beside a SQLite file (``FolderSpills``
+in ``_spills``: content-addressed, chained, every read checked).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
-from eventstore._files import file_problem, render_turns, write_atomically
+from eventstore._files import render_turns
 from reducers import InvalidEvent, SessionState, Spill, Spilled
+
+SpillCheck = Callable[[Spill | Spilled], str | None]
 
 
 class SpillStore(Protocol):
-    """Where spill bytes are kept, by handle."""
+    """Where spill bytes are kept: write, read back, check."""
 
-    def handle(self, session_id: str, version: int, lo: int, hi: int) -> str:
-        """The handle a spill of ``[lo, hi)`` written at ``version`` gets."""
+    def write(self, data: bytes, *, lo: int, hi: int, earlier: Iterable[Spill]) -> Spilled:
+        """Store ``data`` (the raw range ``[lo, hi)``) durably; the event recording it.
+        ``earlier`` spills may be reused; JournalError if it cannot be written."""
 
-    def write(self, handle: str, data: bytes) -> None:
-        """Store ``data`` durably under ``handle``."""
+    def read(self, spill: Spill | Spilled) -> bytes:
+        """The spill's bytes, checked (IntegrityError when they do not read back)."""
 
-    def problem(self, handle: str, sha256: str, size: int) -> str | None:
-        """Why ``handle`` does not hold exactly the recorded bytes, or ``None``."""
+    def problem(self, spill: Spill | Spilled) -> str | None:
+        """Why the spill does not read back as its recorded bytes, or ``None``."""
 
+    def checker(self) -> SpillCheck:
+        """``problem`` for one pass over many spills (shared files read once)."""
 
-class FolderSpills:
-    """Spill files in ``<db file>.spills/`` beside a SQLite journal."""
+    @property
+    def location(self) -> str:
+        """Where the spills live, for messages."""
 
-    def __init__(self, db_path: Path) -> None:
-        self.db_path = db_path
+    def orphans(self, handles: Iterable[str]) -> list[str]:
+        """Stored items no recorded handle (nor a base of one) uses."""
 
-    def handle(self, session_id: str, version: int, lo: int, hi: int) -> str:
-        """``<db>.spills/<session>/v<version>_<lo>-<hi>.jsonl``, relative to the db's folder."""
-        return f"{self.db_path.name}.spills/{session_id}/v{version:08d}_{lo}-{hi}.jsonl"
-
-    def write(self, handle: str, data: bytes) -> None:
-        """Write the file atomically and durably."""
-        write_atomically(self.db_path.parent / handle, data)
-
-    def problem(self, handle: str, sha256: str, size: int) -> str | None:
-        """Why the file is missing or differs from its recorded size and sha256."""
-        return file_problem(self.db_path.parent / handle, sha256, size)
+    def remove(self, names: Iterable[str]) -> None:
+        """Remove items ``orphans`` named."""
 
 
 class Effects(Protocol):
@@ -64,6 +60,12 @@ class Effects(Protocol):
 
     def spill_problem(self, spill: Spill | Spilled) -> str | None:
         """Why a spill no longer holds its recorded bytes, or ``None``."""
+
+    def spill_checker(self) -> SpillCheck:
+        """``spill_problem`` for one pass over many spills."""
+
+    def read_spill(self, spill: Spill | Spilled) -> bytes:
+        """A spill's bytes, checked against its recorded size and sha256."""
 
 
 class _TurnSource(Protocol):
@@ -93,14 +95,19 @@ class SessionEffects:
     def write_spill(self, state: SessionState, lo: int, hi: int) -> Spilled:
         """Write the turns of ``[lo, hi)`` (those at the log's end included) as a spill."""
         data = render_turns(self.turns(state, [(state.turn_index(lo), state.turn_stop(hi))]))
-        handle = self.spills.handle(self.session_id, state.version + 1, lo, hi)
-        self.spills.write(handle, data)
-        digest = hashlib.sha256(data).hexdigest()
-        return Spilled(lo=lo, hi=hi, handle=handle, sha256=digest, bytes=len(data))
+        return self.spills.write(data, lo=lo, hi=hi, earlier=state.spills)
 
     def spill_problem(self, spill: Spill | Spilled) -> str | None:
         """Why the spill's bytes are missing or changed, or ``None``."""
-        return self.spills.problem(spill.handle, spill.sha256, spill.bytes)
+        return self.spills.problem(spill)
+
+    def spill_checker(self) -> SpillCheck:
+        """One pass of spill checks."""
+        return self.spills.checker()
+
+    def read_spill(self, spill: Spill | Spilled) -> bytes:
+        """The spill's bytes, checked."""
+        return self.spills.read(spill)
 
 
 class RecordedSpills:
@@ -127,3 +134,11 @@ class RecordedSpills:
     def spill_problem(self, spill: Spill | Spilled) -> str | None:
         """As the wrapped effects."""
         return self._effects.spill_problem(spill)
+
+    def spill_checker(self) -> SpillCheck:
+        """As the wrapped effects."""
+        return self._effects.spill_checker()
+
+    def read_spill(self, spill: Spill | Spilled) -> bytes:
+        """As the wrapped effects."""
+        return self._effects.read_spill(spill)

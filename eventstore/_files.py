@@ -1,4 +1,4 @@
-"""Spill files and resume contexts: the bytes tierlog writes and hashes.
+"""Spill and resume-context bytes: what tierlog renders and hashes (storage: ``_spills``).
 
 Both are JSON Lines of canonical JSON, so the same turns always give the same
 bytes and the same sha256, on any run and machine.
@@ -6,10 +6,7 @@ bytes and the same sha256, on any run and machine.
 
 from __future__ import annotations
 
-import hashlib
-import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from reducers import Node, canonical_json
 
@@ -39,32 +36,3 @@ def render_digest(nodes: Iterable[Node], tail: Iterable[Mapping[str, object]]) -
     ]
     lines += [canonical_json({"kind": "turn", **t}) for t in tail]
     return b"".join(line + b"\n" for line in lines)
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` durably: temp file, fsync, rename, fsync the folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def file_problem(path: Path, sha256: str, size: int) -> str | None:
-    """Why the file at ``path`` is not the recorded bytes, or ``None`` if it is."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return f"cannot read {path}: {exc.strerror}"
-    if len(data) != size:
-        return f"{path} has {len(data)} bytes, {size} recorded"
-    if hashlib.sha256(data).hexdigest() != sha256:
-        return f"{path} does not match its recorded sha256"
-    return None

@@ -30,7 +30,6 @@ from types import TracebackType
 
 import attrs
 
-from eventstore._files import write_atomically
 from eventstore._journal import Journal, check_session_id
 from eventstore._redecide import Outcome, Redecider
 from reducers import (
@@ -173,7 +172,7 @@ class Import:
     def _copy(self, journal: Journal, d: _Decided) -> Imported:
         journal.recorder.copy_session(self._scratch.recorder, d.target)
         if journal.snapshots.due(d.state, 0):
-            journal.snapshots.save(d.target, d.state)
+            journal.snapshots.save(d.target, d.state, None)
         return Imported(
             source_id=d.source,
             session_id=d.target,
@@ -203,11 +202,15 @@ def _spill_root(db: Path) -> Path:
 
 
 def _move_tree(source: Path, target: Path) -> list[Path]:
-    """Move every file under ``source`` to the same place under ``target``; fsync the folders."""
+    """Move every file under ``source`` to the same place under ``target`` unless one is
+    there already (spill files are named by their content); fsync the folders. Returns
+    the files it created, for an undo that removes nothing another session may use."""
     moved: list[Path] = []
     files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else []
     for path in files:
         dest = target / path.relative_to(source)
+        if os.path.lexists(dest):
+            continue
         dest.parent.mkdir(parents=True, exist_ok=True)
         moved.append(dest)
         try:
@@ -215,10 +218,19 @@ def _move_tree(source: Path, target: Path) -> list[Path]:
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise
-            write_atomically(dest, path.read_bytes())  # the spill folder is on another device
+            _copy_synced(path, dest)  # the spill folder is on another device
     for folder in {p.parent for p in moved}:
         _fsync_folder(folder)
     return moved
+
+
+def _copy_synced(source: Path, dest: Path) -> None:
+    tmp = dest.with_name(dest.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(source.read_bytes())
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, dest)
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -10,10 +10,11 @@ from types import TracebackType
 
 import attrs
 
-from eventstore._effects import FolderSpills, SessionEffects, SpillStore
+from eventstore._effects import SessionEffects, SpillStore
 from eventstore._recorder import Recorder
 from eventstore._session import Session
 from eventstore._snapshots import SNAPSHOT_EVERY, Snapshots
+from eventstore._spills import FolderSpills
 from eventstore._sqlite import SqliteRecorder, utc_now
 from invariants import validate
 from reducers import InvalidEvent, SessionConfig, SessionStarted, SessionState, fold
@@ -48,7 +49,7 @@ class Journal:
         sqlite = SqliteRecorder(path, synchronous=synchronous, readonly=readonly, clock=clock)
         self.recorder: Recorder = sqlite
         self.path = sqlite.path
-        self.spills: SpillStore = FolderSpills(sqlite.path)
+        self.spills: SpillStore = FolderSpills.beside(sqlite.path, on_write=sqlite.on_rollback)
         self.logger = logging.getLogger("tierlog")
         self.snapshots = Snapshots(self.recorder, snapshot_every, self.logger)
 
@@ -86,7 +87,7 @@ class Journal:
                 raise InvalidEvent(f"session {session_id!r} already exists")
             validate(SessionState(), started)
             self.recorder.append(session_id, [started], expected_version=0)
-        return self._session(session_id, fold([started]), {})
+        return self._session(session_id, fold([started]), None)
 
     def session(self, session_id: str) -> Session:
         """Reopen a session: its snapshot plus the events after it."""
@@ -97,13 +98,15 @@ class Journal:
 
     def replay_session(self, session_id: str) -> Session:
         """A session object that trusts nothing cached: its state starts empty."""
-        return self._session(session_id, SessionState(), {})
+        return self._session(session_id, SessionState(), None)
 
     def effects(self, session_id: str) -> SessionEffects:
         """The effects decisions on ``session_id`` use: its turns and the spill store."""
         return SessionEffects(self.recorder, session_id, self.spills)
 
-    def _session(self, session_id: str, state: SessionState, lengths: dict[str, int]) -> Session:
+    def _session(
+        self, session_id: str, state: SessionState, lengths: dict[str, int] | None
+    ) -> Session:
         return Session(
             session_id,
             state,

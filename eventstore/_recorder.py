@@ -177,6 +177,16 @@ class Recorder(Protocol):
     def audit_rows(self, session_id: str) -> AuditRows:
         """Refusals, invalidations and raw fallbacks of one session, in version order."""
 
+    def on_rollback(self, undo: Callable[[], None]) -> None:
+        """Run ``undo`` if the open transaction (or savepoint) rolls back instead of
+        committing (a spill file written for the decision goes with it)."""
+
+    def hash_at(self, session_id: str, version: int) -> str | None:
+        """The hash of the session's event at ``version``, or ``None`` if there is none."""
+
+    def spill_handles(self) -> Iterator[str]:
+        """Every spill handle any session recorded (distinct)."""
+
     def save_snapshot(
         self,
         session_id: str,
@@ -184,8 +194,11 @@ class Recorder(Protocol):
         sha256: str,
         header: bytes,
         chunks: Iterable[tuple[str, int, bytes]],
+        *,
+        replace: bool = False,
     ) -> None:
-        """Replace the session's snapshot header and the ledger chunks that changed."""
+        """Replace the session's snapshot header and the ledger chunks that changed
+        (``replace``: every chunk, the old ones dropped first)."""
 
     def load_snapshot(self, session_id: str) -> StoredSnapshot | None:
         """The session's snapshot, if one was saved."""
@@ -198,9 +211,6 @@ class Recorder(Protocol):
 
     def heads(self) -> dict[str, Head]:
         """Every session's head, by session id in order (what a witness keeps)."""
-
-    def hash_at(self, session_id: str, version: int) -> str | None:
-        """The hash of the session's event at ``version``, or ``None`` if there is none."""
 
     def attached(self, source: Recorder) -> AbstractContextManager[None]:
         """For the block (entered outside a transaction), let :meth:`copy_session` read

@@ -16,8 +16,8 @@ from typing import Any
 import attrs
 
 from eventstore._commands import Command, Compact, EmitMarker, Record, Resume, WriteSpill
-from eventstore._decide import CAN_BREAK_MARKERS, Decision, decide, was_gated
-from eventstore._effects import Effects, RecordedSpills
+from eventstore._decide import CAN_BREAK_MARKERS, Decision, decide, was_gated, would_invalidate
+from eventstore._effects import Effects, RecordedSpills, SpillCheck
 from invariants import validate
 from reducers import (
     PLAIN_EVENTS,
@@ -116,16 +116,16 @@ def divergences(
     """Replay ``events`` from version 1, re-deciding each command on the state before it;
     yield where the log and the decision differ.
 
-    Runs of plain events are validated and folded in one pass while no marker is valid
-    (no plain event can then invalidate one); decisions are re-derived one by one.
+    Runs of plain events are validated and folded in one pass (each checked for the
+    invalidations it would bring); decisions are re-derived one by one.
     Stops at the first divergence; a bad spill file does not stop it.
     ``snapshot`` (version, sha256) is compared with the replayed state at that version.
     """
     state, plain = SessionState(), []
     watch = snapshot[0] if snapshot else -1
+    check = effects.spill_checker()  # one pass: spills that share bases read once
     for command in commands(events):
-        batchable = not any(m.valid for m in state.markers.values())
-        if batchable and len(command) == 1 and type(command[0]) in PLAIN_EVENTS:
+        if len(command) == 1 and type(command[0]) in PLAIN_EVENTS:
             plain.append(command[0])
             if state.version + len(plain) != watch:
                 continue
@@ -137,7 +137,7 @@ def divergences(
         if found is not None:
             yield found
             return
-        yield from _spill_problems(session_id, state.version + 1, command, effects)
+        yield from _spill_problems(session_id, state.version + 1, command, check)
         state = fold(command, state)
         if snapshot and state.version == watch and state.sha256 != snapshot[1]:
             yield Divergence(
@@ -161,6 +161,8 @@ def _fold_plain(
     def check(before: SessionState, event: Event) -> None:
         at[0] = before.version
         validate(before, event)
+        if due := would_invalidate(before, event):
+            raise InvalidEvent(_mismatch([event], (event, *due)))
 
     try:
         return fold(plain, state, check=check), None
@@ -187,10 +189,10 @@ def _redecide(
 
 
 def _spill_problems(
-    session_id: str, version: int, command: list[Event], effects: Effects
+    session_id: str, version: int, command: list[Event], check: SpillCheck
 ) -> Iterator[Divergence]:
     for event in command:
-        if isinstance(event, Spilled) and (problem := effects.spill_problem(event)):
+        if isinstance(event, Spilled) and (problem := check(event)):
             yield Divergence(session_id=session_id, version=version, problem=problem, check="spill")
 
 
@@ -198,8 +200,21 @@ def _mismatch(recorded: list[Event], derived: tuple[Event, ...]) -> str:
     said = ", ".join(type(e).__name__ for e in recorded)
     now = ", ".join(type(e).__name__ for e in derived)
     if said != now:
-        return f"recorded [{said}] but replay decides [{now}]"
+        return f"recorded [{said}] but replay decides [{now}]{_why_now(recorded, derived)}"
     for a, b in zip(recorded, derived, strict=True):
         if a != b:
             return f"recorded {type(a).__name__} differs from replay: {a!r} vs {b!r}"
     return "recorded and derived events differ"  # pragma: no cover - equal tuples never reach
+
+
+def _why_now(recorded: list[Event], derived: tuple[Event, ...]) -> str:
+    """A hint when the difference is the live-obligation rule journals of 0.1 predate."""
+    extra = derived[len(recorded) :]
+    lost = [e for e in extra if isinstance(e, MarkerInvalidated) and "digest context" in e.reason]
+    if list(derived[: len(recorded)]) != recorded or not lost or len(lost) != len(extra):
+        return ""
+    return (
+        f" ({lost[0].reason}). Since tierlog 0.2 a marker whose digest lacks a live"
+        " obligation is invalidated here; a journal written by 0.1 that reached this state"
+        " was honest but unsafe to resume from its digest"
+    )

@@ -50,6 +50,10 @@ from reducers import (
     Truncated,
     TurnRetracted,
     fold,
+    require_count,
+    require_name,
+    require_sequence,
+    require_span,
 )
 
 R = TypeVar("R")
@@ -75,7 +79,7 @@ class Session:
         self._snapshots = snapshots
         self._state = state
         self._snapshot_version = state.version
-        self._snapshot_lengths = snapshot_lengths or {}
+        self._snapshot_lengths = snapshot_lengths  # None: the next snapshot rewrites every chunk
         self._logger = logger
         self._log = structlog.wrap_logger(logger, wrapper_class=structlog.stdlib.BoundLogger).bind(
             session_id=session_id
@@ -97,6 +101,7 @@ class Session:
 
     def state_at(self, version: int) -> SessionState:
         """The state after the first ``version`` events, replayed from the log."""
+        version = require_count("version", version)
         head = self.state.version
         if not 0 <= version <= head:
             raise InvalidEvent(f"version {version} is outside 0..{head}")
@@ -104,6 +109,12 @@ class Session:
 
     def events(self, *, start: int = 1, stop: int | None = None) -> Iterator[Event]:
         """The session's decoded events in version order, streamed."""
+        require_count("start", start)
+        if stop is not None:
+            require_count("stop", stop)
+        return self._events(start, stop)
+
+    def _events(self, start: int, stop: int | None) -> Iterator[Event]:
         rows = self._recorder.read_payloads(self.id, start=start, stop=stop)
         try:
             for type_name, payload in rows:
@@ -113,8 +124,9 @@ class Session:
 
     def turns(self, lo: int = 0, hi: int | None = None) -> list[Turn]:
         """Raw turns with ``lo <= index < hi``, truncated ones included."""
+        require_count("lo", lo)
         state = self.state
-        stop = state.turns if hi is None else min(hi, state.turns)
+        stop = state.turns if hi is None else min(require_count("hi", hi), state.turns)
         return [
             Turn(**t, tok_start=state.tok_starts[t["index"]])
             for t in self.effects.turns(state, [(lo, stop)])
@@ -135,6 +147,9 @@ class Session:
         A refusal is committed like any decision; its error is in ``Decision.error``
         (the command methods raise it).
         """
+        if expected_version is not None:
+            require_count("expected_version", expected_version)
+        lengths = self._snapshot_lengths
         with self._recorder.transaction():
             head = self._recorder.head(self.id)
             state = self._catch_up(head.version)
@@ -147,7 +162,10 @@ class Session:
             self._recorder.append(
                 self.id, decision.events, expected_version=head.version, head_hash=head.hash
             )
-            self._maybe_snapshot(decision.state)
+            if self._snapshots.due(decision.state, self._snapshot_version):
+                lengths = self._snapshots.save(self.id, decision.state, lengths)
+        if lengths is not self._snapshot_lengths:  # saved, and now committed
+            self._snapshot_lengths, self._snapshot_version = lengths, decision.state.version
         self._state = decision.state
         self._log_decision(decision)
         return decision
@@ -157,11 +175,6 @@ class Session:
         if decision.error is not None:
             raise decision.error
         return decision.result
-
-    def _maybe_snapshot(self, state: SessionState) -> None:
-        if self._snapshots.due(state, self._snapshot_version):
-            self._snapshot_lengths = self._snapshots.save(self.id, state, self._snapshot_lengths)
-            self._snapshot_version = state.version
 
     def _log_decision(self, decision: Decision[Any]) -> None:
         """Refusals and invalidations at WARNING; every commit at DEBUG (only if enabled)."""
@@ -197,7 +210,7 @@ class Session:
         Decisions (compactions, markers, resumes, spills) have their own commands. A
         marker an event breaks is invalidated right after that event, in the batch.
         """
-        return self._do(Extend(events=tuple(events)), expected_version)
+        return self._do(Extend(events=require_sequence("events", events)), expected_version)
 
     def open_call(
         self, call_id: str, kind: str, name: str, *, expected_version: int | None = None
@@ -272,20 +285,22 @@ class Session:
         With ``require_marker`` the proposal is also refused when a marker on its node
         would break M1 or M2 (a runtime that replaces its history with the summary).
         """
+        input_lo, input_hi = require_span("input", input)
+        covers_lo, covers_hi = require_span("covers", covers)
         command = Compact(
             tier=tier,
-            input_lo=input[0],
-            input_hi=input[1],
-            covers_lo=covers[0],
-            covers_hi=covers[1],
+            input_lo=input_lo,
+            input_hi=input_hi,
+            covers_lo=covers_lo,
+            covers_hi=covers_hi,
             tail_start=tail_start,
             summary=summary,
             tokens=tokens,
             dispositions=dispositions or {},
-            resolved_ids=tuple(resolved_ids),
-            unresolved_ids=tuple(unresolved_ids),
-            constraints=tuple(constraints),
-            replaces=tuple(replaces),
+            resolved_ids=require_sequence("resolved_ids", resolved_ids),
+            unresolved_ids=require_sequence("unresolved_ids", unresolved_ids),
+            constraints=require_sequence("constraints", constraints),
+            replaces=require_sequence("replaces", replaces),
             require_marker=require_marker,
         )
         node = self._do(command, expected_version)
@@ -294,10 +309,15 @@ class Session:
 
     def emit_marker(self, node_id: str, *, expected_version: int | None = None) -> Marker:
         """Emit a recovery marker on a node, or refuse it with MarkerInvalid."""
-        marker = self._do(EmitMarker(node_id=node_id), expected_version)
+        marker = self._do(EmitMarker(node_id=require_name("node_id", node_id)), expected_version)
         assert marker is not None  # a refusal was raised by _do
         return marker
 
     def resume(self, marker_id: str, *, expected_version: int | None = None) -> Context:
         """The digest context if the marker holds, else the raw checkpoint: never a patch."""
-        return self._do(Resume(marker_id=marker_id), expected_version)
+        return self._do(Resume(marker_id=require_name("marker_id", marker_id)), expected_version)
+
+    def read_spill(self, spill: Spill) -> bytes:
+        """A spill's bytes, checked against its recorded size and sha256 (else
+        :class:`IntegrityError`)."""
+        return self.effects.read_spill(spill)

@@ -7,6 +7,7 @@ It knows nothing of tiers. Every write is one ``BEGIN IMMEDIATE`` transaction
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -124,15 +125,18 @@ class SqliteRecorder:
         synchronous = str(synchronous).lower()
         if synchronous not in SYNCHRONOUS:
             raise InvalidEvent(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
+        if not isinstance(path, (str, os.PathLike)):
+            raise JournalError(f"a journal path must be a str or a path, not {type(path).__name__}")
         self.path = Path(path)
         self.readonly = readonly
         self._clock = clock
         self._in_txn = False
         self._depth = 0
         self._attached: SqliteRecorder | None = None
+        self._undo: list[list[Callable[[], None]]] = []
         try:
             self.conn = _connect(self.path, readonly=readonly, timeout=busy_timeout)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, ValueError, OSError) as exc:  # ValueError: NUL, surrogates
             raise JournalError(f"cannot open {self.path}: {exc}") from None
         try:
             self._configure(synchronous, busy_timeout)
@@ -205,12 +209,34 @@ class SqliteRecorder:
             )
         rows = link(session_id, version, prev, events, self._clock())
         try:
-            self.conn.executemany(_INSERT, (attrs_row(r) for r in rows))
+            with self._writing():
+                self.conn.executemany(_INSERT, (attrs_row(r) for r in rows))
         except sqlite3.IntegrityError as exc:  # only a writer that bypassed the lock gets here
             raise ConcurrencyError(f"session {session_id!r}: {exc}") from None
-        except sqlite3.OperationalError as exc:  # disk full, I/O error: nothing is committed
-            raise JournalError(f"cannot write to {self.path}: {exc}") from None
         return version + len(rows)
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Map a failed write (disk or database full, I/O error) to :class:`JournalError`.
+
+        Inside a transaction SQLite may have rolled the whole transaction back by
+        itself after such an error; a statement must then not run in autocommit.
+        """
+        if self._in_txn and not self.conn.in_transaction:
+            raise JournalError(f"cannot write to {self.path}: the transaction was rolled back")
+        try:
+            yield
+        except sqlite3.IntegrityError:
+            raise
+        except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
+            raise JournalError(f"cannot write to {self.path}: {exc}") from None
+
+    def on_rollback(self, undo: Callable[[], None]) -> None:
+        """Run ``undo`` if the open transaction (or savepoint) rolls back instead of
+        committing: how a file written for a decision is removed with it. Outside a
+        transaction nothing is registered."""
+        if self._undo:
+            self._undo[-1].append(undo)
 
     # -- reading -----------------------------------------------------------------------
     @property
@@ -285,7 +311,21 @@ class SqliteRecorder:
         names = [c[0] for c in cursor.description]
         return (dict(zip(names, row, strict=True)) for row in cursor)
 
-    # -- snapshots (a cache: replay must agree with it) ---------------------------------
+    def hash_at(self, session_id: str, version: int) -> str | None:
+        """The hash of the session's event at ``version``, or ``None`` if there is none."""
+        row = self.conn.execute(
+            "SELECT hash FROM events WHERE session_id = ? AND version = ?", (session_id, version)
+        ).fetchone()
+        return row[0] if row else None
+
+    def spill_handles(self) -> Iterator[str]:
+        """Every spill handle any session of the journal recorded (distinct)."""
+        cursor = self.conn.execute(
+            "SELECT DISTINCT payload ->> '$.handle' FROM events WHERE type = 'Spilled'"
+        )
+        return (handle for (handle,) in cursor if isinstance(handle, str))
+
+    # -- snapshots (a cache, checked before use: see _snapshots) -------------------------
     def save_snapshot(
         self,
         session_id: str,
@@ -293,18 +333,24 @@ class SqliteRecorder:
         sha256: str,
         header: bytes,
         chunks: Iterable[tuple[str, int, bytes]],
+        *,
+        replace: bool = False,
     ) -> None:
-        """Replace the session's snapshot header and the ledger chunks that changed."""
-        self.conn.execute(
-            "INSERT OR REPLACE INTO snapshots (session_id, version, sha256, state)"
-            " VALUES (?, ?, ?, ?)",
-            (session_id, version, sha256, header),
-        )
-        self.conn.executemany(
-            "INSERT OR REPLACE INTO snapshot_chunks (session_id, ledger, chunk, data)"
-            " VALUES (?, ?, ?, ?)",
-            ((session_id, name, k, data) for name, k, data in chunks),
-        )
+        """Replace the session's snapshot header and the ledger chunks that changed
+        (``replace``: every chunk, the old ones dropped first)."""
+        with self._writing():
+            if replace:
+                self.conn.execute("DELETE FROM snapshot_chunks WHERE session_id = ?", (session_id,))
+            self.conn.execute(
+                "INSERT OR REPLACE INTO snapshots (session_id, version, sha256, state)"
+                " VALUES (?, ?, ?, ?)",
+                (session_id, version, sha256, header),
+            )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO snapshot_chunks (session_id, ledger, chunk, data)"
+                " VALUES (?, ?, ?, ?)",
+                ((session_id, name, k, data) for name, k, data in chunks),
+            )
 
     def load_snapshot(self, session_id: str) -> StoredSnapshot | None:
         """The session's snapshot: header and ``(ledger, chunk data)`` rows in order."""
@@ -317,7 +363,9 @@ class SqliteRecorder:
             "SELECT ledger, data FROM snapshot_chunks WHERE session_id = ? ORDER BY ledger, chunk",
             (session_id,),
         )
-        return StoredSnapshot(version=row[0], sha256=row[1], header=row[2], chunks=iter(chunks))
+        return StoredSnapshot(
+            version=row[0], sha256=row[1], header=bytes(row[2]), chunks=iter(chunks)
+        )
 
     # -- audits ------------------------------------------------------------------------
     def query(
@@ -355,13 +403,6 @@ class SqliteRecorder:
             " ORDER BY session_id"
         )
         return {r[0]: Head(r[1], r[2]) for r in rows}
-
-    def hash_at(self, session_id: str, version: int) -> str | None:
-        """The hash of the session's event at ``version``, or ``None`` if there is none."""
-        row = self.conn.execute(
-            "SELECT hash FROM events WHERE session_id = ? AND version = ?", (session_id, version)
-        ).fetchone()
-        return row[0] if row else None
 
     @contextlib.contextmanager
     def attached(self, source: Recorder) -> Iterator[None]:
@@ -424,31 +465,54 @@ class _Transaction:
     def __enter__(self) -> None:
         store = self._store
         if store._in_txn:
+            if not store.conn.in_transaction:  # SQLite rolled it back after an error
+                raise JournalError(f"{store.path}: the transaction was rolled back")
             store._depth += 1
             self._savepoint = f"tierlog_{store._depth}"
             store.conn.execute(f"SAVEPOINT {self._savepoint}")
+            store._undo.append([])
             return
         try:
             store.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             raise ConcurrencyError(f"journal is busy: {exc}") from None
         store._in_txn = True
+        store._undo = [[]]
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
-        store = self._store
         if self._savepoint:
-            if exc_type is not None:
-                store.conn.execute(f"ROLLBACK TO {self._savepoint}")
-            store.conn.execute(f"RELEASE {self._savepoint}")
-            store._depth -= 1
+            self._exit_savepoint(failed=exc_type is not None)
             return
+        store = self._store
+        undo = store._undo.pop()
         try:
             if exc_type is None:
                 _commit(store.conn)
-            else:
+                undo = []
+            elif store.conn.in_transaction:  # SQLite rolls back by itself after some errors
                 store.conn.execute("ROLLBACK")
         finally:
             store._in_txn = False
+            store._undo = []
+            _run(undo)
+
+    def _exit_savepoint(self, *, failed: bool) -> None:
+        store = self._store
+        undo = store._undo.pop()
+        store._depth -= 1
+        if not failed:
+            store._undo[-1] += undo
+            store.conn.execute(f"RELEASE {self._savepoint}")
+            return
+        _run(undo)
+        if store.conn.in_transaction:
+            store.conn.execute(f"ROLLBACK TO {self._savepoint}")
+            store.conn.execute(f"RELEASE {self._savepoint}")
+
+
+def _run(undo: list[Callable[[], None]]) -> None:
+    for step in reversed(undo):
+        step()
 
 
 def _commit(conn: sqlite3.Connection) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reducers import (
+    MAX_COUNT,
     CallOpened,
     CallResolved,
     Checkpointed,
@@ -60,6 +61,8 @@ def check_range(state: SessionState, what: str, lo: int, hi: int) -> None:
 def _turn(state: SessionState, e: TurnAppended) -> None:
     if e.index != state.turns:
         raise InvalidEvent(f"turn index {e.index}, expected {state.turns}")
+    if e.tokens > MAX_COUNT - state.tokens_total:
+        raise InvalidEvent(f"tokens: the session would hold more than 2**63-1 (got {e.tokens})")
 
 
 def _call_opened(state: SessionState, e: CallOpened) -> None:

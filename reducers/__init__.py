@@ -11,6 +11,7 @@ from reducers._events import (
     CALL_KINDS,
     DISPOSITIONS,
     EVENT_TYPES,
+    MAX_COUNT,
     PLAIN_EVENTS,
     UNITS,
     CallOpened,
@@ -34,10 +35,14 @@ from reducers._events import (
     TurnAppended,
     TurnRetracted,
     Violation,
+    handle_problem,
+    require_count,
+    require_name,
+    require_sequence,
+    require_span,
 )
 from reducers._fold import apply, fold
 from reducers._ledger import Ledger
-from reducers._snapshot import chunk_rows, from_snapshot, ledger_lengths, to_snapshot
 from reducers._state import (
     Marker,
     NegativeFact,
@@ -57,6 +62,7 @@ __all__ = [
     "CALL_KINDS",
     "DISPOSITIONS",
     "EVENT_TYPES",
+    "MAX_COUNT",
     "PLAIN_EVENTS",
     "UNITS",
     "CallOpened",
@@ -93,12 +99,13 @@ __all__ = [
     "Violation",
     "apply",
     "canonical_json",
-    "chunk_rows",
     "fold",
-    "from_snapshot",
+    "handle_problem",
     "in_spans",
-    "ledger_lengths",
     "merge_spans",
+    "require_count",
+    "require_name",
+    "require_sequence",
+    "require_span",
     "span_covered",
-    "to_snapshot",
 ]

@@ -8,6 +8,7 @@ session's history (a range inside the log, a known call) live in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
@@ -22,6 +23,10 @@ DISPOSITIONS: Final = ("rejected", "failed", "superseded")
 TIERS: Final = (1, 2)
 REFUSAL_ACTIONS: Final = ("spilled", "halted")
 RESUME_SOURCES: Final = ("digest", "raw_checkpoint")
+MAX_COUNT: Final = 2**63 - 1  # SQLite's and the turn tables' largest integer
+MAX_HANDLE: Final = 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NOT_CANONICAL = re.compile(r"(?:^|/)\.{0,2}(?:/|$)")  # an empty, "." or ".." component
 
 _Validator: TypeAlias = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
@@ -30,19 +35,72 @@ def _fail(attribute: attrs.Attribute[Any], problem: str, value: object) -> Inval
     return InvalidEvent(f"{attribute.name}: {problem} (got {value!r})")
 
 
-def _text(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _utf8(value: str) -> bool:
+    """Whether ``value`` encodes as UTF-8 (no lone surrogate)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def text_problem(value: object, *, empty: bool = True) -> str | None:
+    """Why ``value`` is not a string tierlog can store, or ``None``."""
     if not isinstance(value, str):
-        raise _fail(attribute, "must be a string", value)
+        return "must be a string"
+    if not empty and not value:
+        return "must be a non-empty string"
+    if not _utf8(value):
+        return "must be valid Unicode (a lone surrogate cannot be stored)"
+    return None
+
+
+def count_problem(value: object) -> str | None:
+    """Why ``value`` is not an integer in ``0..2**63-1``, or ``None``."""
+    if type(value) is not int or not 0 <= value <= MAX_COUNT:
+        return "must be an integer from 0 to 2**63-1"
+    return None
+
+
+def handle_problem(handle: object) -> str | None:
+    """Why ``handle`` is not a canonical relative path inside a spill root, or ``None``.
+
+    Canonical: ``/``-separated, not absolute, no empty, ``.`` or ``..`` component,
+    no backslash or control character, at most 1024 characters.
+    """
+    if not isinstance(handle, str) or text_problem(handle, empty=False):
+        return text_problem(handle, empty=False)
+    if len(handle) > MAX_HANDLE:
+        return f"must be at most {MAX_HANDLE} characters"
+    if handle.startswith("/") or "\\" in handle:
+        return "must be a relative path with / separators"
+    if _CONTROL.search(handle):
+        return "must not hold control characters"
+    if _NOT_CANONICAL.search(handle):
+        return "must be a canonical path: no empty, '.' or '..' component"
+    return None
+
+
+def _text(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if (problem := text_problem(value)) is not None:
+        raise _fail(attribute, problem, value)
 
 
 def _name(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise _fail(attribute, "must be a non-empty string", value)
+    if (problem := text_problem(value, empty=False)) is not None:
+        raise _fail(attribute, problem, value)
 
 
 def _count(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if type(value) is not int or value < 0:
-        raise _fail(attribute, "must be a non-negative integer", value)
+    if (problem := count_problem(value)) is not None:
+        raise _fail(attribute, problem, value)
+
+
+def _handle(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if (problem := handle_problem(value)) is not None:
+        raise _fail(attribute, problem, value)
 
 
 def _optional_count(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -59,7 +117,7 @@ def _one_of(*allowed: object) -> _Validator:
 
 
 def _names(_: object, attribute: attrs.Attribute[Any], value: tuple[object, ...]) -> None:
-    if not all(isinstance(v, str) and v for v in value):
+    if any(text_problem(v, empty=False) for v in value):
         raise _fail(attribute, "must be a sequence of non-empty strings", value)
 
 
@@ -79,12 +137,44 @@ def _to_tuple(value: object) -> tuple[Any, ...]:
     return tuple(value)
 
 
+def require_count(what: str, value: object) -> int:
+    """``value`` if it is an integer in ``0..2**63-1``, else :class:`InvalidEvent`."""
+    if type(value) is int and count_problem(value) is None:
+        return value
+    raise InvalidEvent(f"{what}: {count_problem(value)} (got {value!r})")
+
+
+def require_name(what: str, value: object) -> str:
+    """``value`` if it is a non-empty storable string, else :class:`InvalidEvent`."""
+    if isinstance(value, str) and text_problem(value, empty=False) is None:
+        return value
+    raise InvalidEvent(f"{what}: {text_problem(value, empty=False)} (got {value!r})")
+
+
+def require_span(what: str, value: object) -> tuple[int, int]:
+    """``value`` as a ``(lo, hi)`` pair of counts, else :class:`InvalidEvent`."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidEvent(f"{what}: expected a (lo, hi) pair, got {type(value).__name__}")
+    pair = tuple(value)
+    if len(pair) != 2:
+        raise InvalidEvent(f"{what}: expected a (lo, hi) pair, got {len(pair)} item(s)")
+    return require_count(f"{what}[0]", pair[0]), require_count(f"{what}[1]", pair[1])
+
+
+def require_sequence(what: str, value: object) -> tuple[Any, ...]:
+    """``value`` as a tuple if it is a sequence (not a string or mapping), else InvalidEvent."""
+    try:
+        return _to_tuple(value)
+    except InvalidEvent as exc:
+        raise InvalidEvent(f"{what}: {exc}") from None
+
+
 def _to_dispositions(value: object) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise InvalidEvent(f"dispositions: expected a mapping, got {type(value).__name__}")
     out = {}
     for key in sorted(value, key=str):
-        if not isinstance(key, str) or not key:
+        if text_problem(key, empty=False):
             raise InvalidEvent(f"dispositions: keys must be non-empty strings (got {key!r})")
         if value[key] not in DISPOSITIONS:
             raise InvalidEvent(f"dispositions[{key!r}]: must be one of {DISPOSITIONS}")
@@ -200,7 +290,7 @@ class Spilled:
 
     lo: int = attrs.field(validator=_count)
     hi: int = attrs.field(validator=_count)
-    handle: str = attrs.field(validator=_name)
+    handle: str = attrs.field(validator=_handle)
     sha256: str = attrs.field(validator=_name)
     bytes: int = attrs.field(validator=_count)
 

@@ -30,3 +30,12 @@ def _journal(db_path: Path) -> Iterator[eventstore.Journal]:
     journal = eventstore.open(db_path)
     yield journal
     journal.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the kill -9 campaign's counts when it ran."""
+    from tests.test_crash import TALLY
+
+    if TALLY:
+        counts = ", ".join(f"{name}: {n}" for name, n in sorted(TALLY.items()))
+        terminalreporter.write_line(f"kill -9 campaign: {counts}")

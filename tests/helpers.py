@@ -104,3 +104,23 @@ def run_step(s: Session, kind: str, p: dict[str, Any]) -> str:
     except eventstore.JournalError as exc:
         return type(exc).__name__
     return "ok"
+
+
+def refusing_session(journal: eventstore.Journal, sid: str = "r", turns: int = 4) -> Session:
+    """A spilling session whose pending constraint was truncated: every ``refuse`` spills."""
+    s = new_session(journal, sid, on_unsafe="spill")
+    s.append_turn("user", "never modify files under /etc", 10)
+    s.state_constraint("no-etc", "never modify files under /etc")
+    fill(s, turns - 1)
+    s.truncate(0, 1, "budget")
+    return s
+
+
+def refuse(s: Session) -> eventstore.Spill:
+    """Propose a compaction that drops the constraint; return the spill its refusal wrote."""
+    end = s.state.end
+    try:
+        s.compact(tier=1, input=(0, end), covers=(0, end), tail_start=end, summary="x", tokens=1)
+    except eventstore.UnrecoverableCompactionError:
+        return s.state.spills[-1]
+    raise AssertionError("the compaction was not refused")

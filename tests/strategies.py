@@ -6,7 +6,17 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["Step", "compacted", "events", "scripts", "spans", "st", "violations"]
+__all__ = [
+    "Step",
+    "api_calls",
+    "compacted",
+    "events",
+    "junk",
+    "scripts",
+    "spans",
+    "st",
+    "violations",
+]
 
 import reducers as r
 
@@ -16,6 +26,14 @@ texts = st.text(chars, max_size=40)
 counts = st.integers(min_value=0, max_value=2**40)
 sha = st.text("0123456789abcdef", min_size=64, max_size=64)
 id_lists = st.lists(names, max_size=3)
+_part = st.text(
+    st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), min_size=1, max_size=8
+)
+handles = st.lists(
+    _part.filter(lambda p: p not in (".", "..") and "/" not in p and "\\" not in p),
+    min_size=1,
+    max_size=3,
+).map("/".join)
 
 
 @st.composite
@@ -89,7 +107,7 @@ def events() -> st.SearchStrategy[r.Event]:
             r.ItemDisposed, key=names, disposition=st.sampled_from(r.DISPOSITIONS), reason=texts
         ),
         _ranged(r.Truncated, reason=texts),
-        _ranged(r.Spilled, handle=names, sha256=sha, bytes=counts),
+        _ranged(r.Spilled, handle=handles, sha256=sha, bytes=counts),
         st.builds(r.Checkpointed, at=counts),
         compacted(),
         st.builds(
@@ -167,3 +185,70 @@ def _params(draw: st.DrawFn, kind: str, i: int) -> dict[str, Any]:
             "exact_seam": draw(st.booleans()),
         }
     return {"a": draw(pick), "b": draw(pick), "n": i}
+
+
+# -- junk: what a careless caller passes to the API -----------------------------------------
+def junk() -> st.SearchStrategy[Any]:
+    """Values of the wrong type or out of range, and a few valid ones among them."""
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.sampled_from([2**63 - 1, 2**63, 2**64, -1, 0, 1, 3]),
+        st.floats(allow_nan=True),
+        st.text(max_size=5),
+        st.sampled_from(["\ud800", "a\udfffb", "", "u", "n1", "m1", "c1", "k", "rejected"]),
+        st.binary(max_size=3),
+    )
+    return st.one_of(
+        scalars,
+        st.lists(scalars, max_size=3),
+        st.tuples(scalars),
+        st.tuples(scalars, scalars),
+        st.dictionaries(scalars.filter(lambda v: v.__hash__ is not None), scalars, max_size=2),
+    )
+
+
+_SIGNATURES: dict[str, tuple[str, ...]] = {
+    "append_turn": ("role", "content", "tokens"),
+    "extend": ("events",),
+    "open_call": ("call_id", "kind", "name"),
+    "resolve_call": ("call_id", "outcome"),
+    "state_constraint": ("key", "text"),
+    "lift_constraint": ("key",),
+    "dispose": ("key", "disposition", "reason"),
+    "truncate": ("lo", "hi", "reason"),
+    "checkpoint": (),
+    "retract_turn": ("index", "reason"),
+    "clear_context": ("reason",),
+    "spill": ("lo", "hi"),
+    "compact": (
+        "tier",
+        "input",
+        "covers",
+        "tail_start",
+        "summary",
+        "tokens",
+        "dispositions",
+        "resolved_ids",
+        "unresolved_ids",
+        "constraints",
+        "replaces",
+    ),
+    "emit_marker": ("node_id",),
+    "resume": ("marker_id",),
+    "state_at": ("version",),
+    "events": ("start", "stop"),
+    "turns": ("lo", "hi"),
+}
+_READS = ("state_at", "events", "turns")
+
+
+@st.composite
+def api_calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    """One Session method and junk keyword arguments for it (expected_version included)."""
+    method = draw(st.sampled_from(sorted(_SIGNATURES)))
+    kwargs = {name: draw(junk()) for name in _SIGNATURES[method]}
+    if method not in _READS and draw(st.booleans()):
+        kwargs["expected_version"] = draw(junk())
+    return method, kwargs

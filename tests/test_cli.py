@@ -234,12 +234,43 @@ class TestVerify:
 
     def test_tampered_spill_file(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
         """A spill file that no longer matches its sha256 fails verify."""
-        spill = next(demo_db.parent.glob("demo.db.spills/*/*.jsonl"))
+        spill = next(demo_db.parent.glob("demo.db.spills/*/*.spill"))
         spill.write_bytes(spill.read_bytes().replace(b"/etc", b"/tmp"))
         code, out, _ = run(capsys, "verify", str(demo_db))
         assert code == 1
         assert out.startswith("spill")
         assert "does not match its recorded sha256" in out
+
+
+class TestVerifyClean:
+    def test_orphans_are_noted_exit_0_and_cleaned(
+        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+    ) -> None:
+        """An orphan spill file is a note (exit 0, fatal false); --clean removes it and
+        nothing else."""
+        root = demo_db.with_name("demo.db.spills")
+        kept = sorted(root.rglob("*.spill"))
+        (root / "zz").mkdir()
+        (root / "zz" / "left-by-a-crash.spill.tmp").write_bytes(b"half a spill")
+        code, out, _ = run(capsys, "verify", str(demo_db), "--json")
+        assert code == 0
+        assert [(f["check"], f["fatal"]) for f in json.loads(out)] == [("orphan", False)]
+        code, out, _ = run(capsys, "verify", str(demo_db), "--clean")
+        assert code == 0
+        assert "removed zz/left-by-a-crash.spill.tmp" in out
+        assert sorted(root.rglob("*")) == sorted({*kept, *(p.parent for p in kept)})
+        assert run(capsys, "verify", str(demo_db))[1].startswith("ok:")
+
+    def test_clean_does_not_hide_real_findings(
+        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+    ) -> None:
+        """A damaged spill still exits 1 with --clean, and its file is not removed."""
+        spill = next(demo_db.parent.glob("demo.db.spills/*/*.spill"))
+        spill.write_bytes(spill.read_bytes()[:-1])
+        code, out, _ = run(capsys, "verify", str(demo_db), "--clean")
+        assert code == 1
+        assert "spill" in out
+        assert spill.exists()
 
 
 class TestAudit:

@@ -33,6 +33,9 @@ class TestTwoProcesses:
         SqliteRecorder(db).close()
         per_writer = 300
         writers = [_spawn("contend", str(db), "s", name, str(per_writer)) for name in "ab"]
+        for w in writers:  # both loaded and connected: they start together
+            assert w.stdout is not None
+            assert w.stdout.readline().strip() == "ready"
         Path(f"{db}.go").touch()
         results = [w.communicate(timeout=120) for w in writers]
         for w, (_, err) in zip(writers, results, strict=True):

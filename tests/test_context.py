@@ -320,7 +320,7 @@ class TestZeroTokenTurns:
         with pytest.raises(eventstore.UnrecoverableCompactionError):
             _compact(tokens, 0, 40, input=(30, 40))  # C2: the floor is not covered
         spill = tokens.state.spills[-1]
-        data = (journal.path.parent / spill.handle).read_text()
+        data = tokens.read_spill(spill).decode()
         assert [json.loads(line)["content"] for line in data.splitlines()][-2:] == [
             "zero-a",
             "zero-b",
@@ -331,7 +331,7 @@ class TestZeroTokenTurns:
     ) -> None:
         """spill(lo, end) copies the zero-token turns at the end too."""
         spill = tokens.spill(50, 60)
-        data = (journal.path.parent / spill.handle).read_text()
+        data = tokens.read_spill(spill).decode()
         assert [json.loads(line)["index"] for line in data.splitlines()] == [5, 6, 7]
 
 
@@ -348,6 +348,7 @@ class TestReplay:
         without = [e for e in events if not isinstance(e, eventstore.MarkerInvalidated)]
         (found,) = divergences(s.id, without, s.effects)
         assert "MarkerInvalidated" in found.problem
+        assert "a journal written by 0.1 that reached this state was honest" in found.problem
 
     def test_extend_invalidates_after_the_breaking_event(self, s: Session) -> None:
         """In a batch, the invalidation follows the event that broke the marker."""

@@ -107,7 +107,7 @@ class TestEvictedConstraint:
         """The spill holds the full raw transcript and its sha256 and size match the event."""
         s = incident2.session
         spill = s.state.spills[-1]
-        data = (db_path.parent / spill.handle).read_bytes()
+        data = s.read_spill(spill)
         assert hashlib.sha256(data).hexdigest() == spill.sha256
         assert len(data) == spill.bytes
         assert (spill.lo, spill.hi) == (0, s.state.end)

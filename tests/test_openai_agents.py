@@ -393,7 +393,7 @@ class TestGatedCompaction:
         assert types.count("CompactionRefused") == len(requests) == 2
         refusal = rows(tmp_path / "forgot.db", "SELECT rules, action FROM compaction_refusals")
         assert refusal[0] == ("M1", "spilled")
-        assert list((tmp_path / "forgot.db.spills" / "forgot").iterdir())
+        assert list((tmp_path / "forgot.db.spills").iterdir())
         assert main(["verify", str(tmp_path / "forgot.db")]) == 0
         tier.close()
         sql.close()

@@ -26,4 +26,4 @@ class TestReadme:
             os.chdir(cwd)
         assert out.getvalue().splitlines() == ["['C5', 'C5']", "digest 950"]
         assert (tmp_path / "agent.db").exists()
-        assert list((tmp_path / "agent.db.spills" / "mig-42").iterdir())
+        assert list((tmp_path / "agent.db.spills").iterdir())

@@ -1,17 +1,10 @@
-"""The pure fold: positions, occupancy, persistence without copying, snapshots."""
+"""The pure fold: positions, occupancy, persistence without copying."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
-from hypothesis import given
 
-import eventstore
 import reducers as r
-from tests import strategies
-from tests.helpers import config, run_step
 
 START = r.SessionStarted(
     window_tokens=1_000,
@@ -101,22 +94,6 @@ class TestPersistence:
         assert r.fold(events).sha256 == r.fold(events).sha256
         changed = [*events[:-1], r.Truncated(lo=0, hi=5, reason="y")]
         assert r.fold(changed).sha256 != r.fold(events).sha256
-
-
-class TestSnapshot:
-    @given(steps=strategies.scripts(max_steps=30))
-    def test_round_trip(self, steps: list[strategies.Step]) -> None:
-        """to_snapshot -> from_snapshot gives an equal state with the same sha256."""
-        with tempfile.TemporaryDirectory() as tmp:
-            journal = eventstore.open(Path(tmp) / "p.db", synchronous="normal")
-            s = journal.start_session("p", config(on_unsafe="spill"))
-            for kind, params in steps:
-                run_step(s, kind, params)
-            state = s.state
-        header, chunks = r.to_snapshot(state)
-        again = r.from_snapshot(header, r.chunk_rows((name, data) for name, _, data in chunks))
-        assert again == state
-        assert again.sha256 == state.sha256
 
 
 class TestLedger:
@@ -236,11 +213,3 @@ class TestWithdrawals:
         assert list(state.open_calls) == ["c"]
         grown = r.apply(state, r.TurnAppended(index=2, role="u", content="", tokens=4))
         assert grown.occupancy == 4
-
-    def test_snapshot_keeps_what_was_withdrawn(self) -> None:
-        """to_snapshot -> from_snapshot carries the withdrawn spans and the sha256."""
-        state = r.fold([START, *_turns(5, 7, 11), r.TurnRetracted(index=2, reason="")])
-        header, chunks = r.to_snapshot(state)
-        again = r.from_snapshot(header, r.chunk_rows((name, data) for name, _, data in chunks))
-        assert again == state
-        assert again.sha256 == state.sha256

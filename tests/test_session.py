@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import eventstore
 import reducers
 from eventstore import Session
+from tests import strategies
 from tests.helpers import fill, new_session, rows
 
 
@@ -116,7 +120,7 @@ class TestRefusals:
         """C3 only needs spills reaching into the floor; a broken one elsewhere is harmless."""
         s.truncate(0, 2, "budget")
         spill = s.spill(0, 2)
-        (db_path.parent / spill.handle).unlink()
+        (Path(f"{db_path}.spills") / spill.handle).unlink()
         assert _compact(s).live  # floor [6, 8): the missing file never mattered
 
     def test_tampered_spill_no_longer_excuses_c3(self, db_path: Path, s: Session) -> None:
@@ -124,7 +128,7 @@ class TestRefusals:
         s.truncate(6, 7, "budget")
         spill = s.spill(6, 7)
         _compact(s)
-        (db_path.parent / spill.handle).write_text("edited")
+        (Path(f"{db_path}.spills") / spill.handle).write_text("edited")
         with pytest.raises(eventstore.UnrecoverableCompactionError) as err:
             _compact(s, covers=(0, 8), replaces=["n14"])
         assert [v.rule for v in err.value.violations] == ["C3"]
@@ -247,7 +251,7 @@ class TestSnapshots:
         self, db_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """With tiny chunks, many incremental snapshots still reopen to the replayed state."""
-        monkeypatch.setattr("reducers._snapshot.CHUNK", 3)
+        monkeypatch.setattr("eventstore._snapshots.CHUNK", 3)
         with eventstore.open(db_path, snapshot_every=4) as journal:
             s = new_session(journal, "snap")
             for i in range(40):
@@ -276,6 +280,62 @@ class TestSnapshots:
         conn.close()
         with eventstore.open(db_path) as journal:
             assert journal.session("snap").state.sha256 == expected
+
+
+class TestJunkInput:
+    @pytest.mark.parametrize(
+        ("what", "call"),
+        [
+            ("lone surrogate", lambda s: s.append_turn("user", "\ud800", 1)),
+            ("surrogate key", lambda s: s.state_constraint("k\udfff", "x")),
+            ("tokens 2**63", lambda s: s.append_turn("user", "x", 2**63)),
+            ("tokens summing past 2**63", lambda s: [s.append_turn("u", "x", 2**62) for _ in "ab"]),
+            ("range 2**64", lambda s: s.truncate(0, 2**64)),
+            ("input None", lambda s: _compact(s, input=None)),
+            ("input 1-tuple", lambda s: _compact(s, input=(1,))),
+            ("covers a string", lambda s: _compact(s, covers="ab")),
+            ("state_at None", lambda s: s.state_at(None)),
+            ("events from 2**70", lambda s: list(s.events(start=2**70))),
+            ("extend None", lambda s: s.extend(None)),
+            ("marker on a list", lambda s: s.emit_marker([])),
+            ("resume a dict", lambda s: s.resume({})),
+            ("expected_version 'x'", lambda s: s.checkpoint(expected_version="x")),
+        ],
+    )
+    def test_is_invalid_event_and_writes_nothing(
+        self, db_path: Path, s: Session, what: str, call: Callable[[Session], object]
+    ) -> None:
+        """The issue's junk raises InvalidEvent (not TypeError & co.) and writes nothing."""
+        before = rows(db_path)
+        with pytest.raises(eventstore.InvalidEvent):
+            call(s)
+        assert rows(db_path)[: len(before)] == before
+        assert len(rows(db_path)) - len(before) <= 1  # the valid first 2**62 turn commits
+
+    @pytest.mark.parametrize("path", [None, 3, b"x.db", "a\x00b"])
+    def test_open_junk_is_a_journal_error(self, path: object) -> None:
+        """eventstore.open of a non-path is a JournalError."""
+        with pytest.raises(eventstore.JournalError):
+            eventstore.open(path)  # type: ignore[arg-type]
+
+    @given(calls=st.lists(strategies.api_calls(), min_size=1, max_size=8))
+    def test_every_method_survives_junk(self, calls: list[tuple[str, dict[str, Any]]]) -> None:
+        """Junk to any Session method gives a result or a JournalError; a rejected call
+        writes no event and leaves no spill file."""
+        with tempfile.TemporaryDirectory() as tmp, eventstore.open(Path(tmp) / "j.db") as j:
+            s = new_session(j, on_unsafe="spill")
+            fill(s, 4)
+            for method, kwargs in calls:
+                before = s.version
+                try:
+                    result = getattr(s, method)(**kwargs)
+                    if method == "events":
+                        list(result)
+                except (eventstore.UnrecoverableCompactionError, eventstore.MarkerInvalid):
+                    continue  # refusals are recorded: that is their point
+                except eventstore.JournalError:
+                    assert s.version == before, f"{method} wrote despite its error"
+            assert j.spills.orphans(j.recorder.spill_handles()) == []
 
 
 class TestWithdrawals:

@@ -3,6 +3,7 @@ in test_recorder.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -229,3 +230,52 @@ class TestBadInput:
         with pytest.raises(eventstore.InvalidEvent):
             s.open_call("c", "telepathy", "x")
         assert s.state.version == 1
+
+
+class TestFailedWrites:
+    def test_full_database_is_a_journal_error(self, store: SqliteRecorder) -> None:
+        """With max_page_count reached, append raises JournalError naming the cause (not
+        sqlite3's 'cannot rollback'), and nothing is committed."""
+        store.append("s", [TURN], expected_version=0)
+        pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
+        store.conn.execute(f"PRAGMA max_page_count = {pages}")
+        big = r.TurnAppended(index=1, role="u", content="z" * 50_000, tokens=1)
+        with pytest.raises(eventstore.JournalError, match="full"):
+            store.append("s", [big], expected_version=1)
+        assert store.head("s")[0] == 1
+        assert not store.conn.in_transaction
+
+    def test_no_autocommit_after_sqlite_rolled_back(self, store: SqliteRecorder) -> None:
+        """Once SQLite has rolled the transaction back by itself, later writes in the same
+        block are refused instead of committing on their own."""
+        store.append("s", [TURN], expected_version=0)
+        pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
+        store.conn.execute(f"PRAGMA max_page_count = {pages}")
+        big = r.TurnAppended(index=1, role="u", content="z" * 50_000, tokens=1)
+
+        def carry_on_regardless() -> None:
+            with store.transaction():
+                with contextlib.suppress(eventstore.JournalError):
+                    store.append("s", [big], expected_version=1)
+                store.conn.execute(f"PRAGMA max_page_count = {pages * 10}")
+                store.append("s", [TURN], expected_version=1)
+
+        with pytest.raises(eventstore.JournalError, match="rolled back"):
+            carry_on_regardless()
+        assert store.head("s")[0] == 1
+
+    def test_undo_runs_on_rollback_only(self, store: SqliteRecorder) -> None:
+        """on_rollback steps run when the transaction (or its savepoint) rolls back, in
+        reverse order, and never after a commit."""
+        ran: list[str] = []
+        with store.transaction():
+            store.on_rollback(lambda: ran.append("committed"))
+        with contextlib.suppress(RuntimeError), store.transaction():
+            store.on_rollback(lambda: ran.append("outer"))
+            with store.transaction():
+                store.on_rollback(lambda: ran.append("inner"))
+            raise RuntimeError("after the savepoint was released")
+        with store.transaction(), contextlib.suppress(RuntimeError), store.transaction():
+            store.on_rollback(lambda: ran.append("savepoint"))
+            raise RuntimeError("inside the savepoint")
+        assert ran == ["inner", "outer", "savepoint"]

@@ -1,0 +1,195 @@
+"""Snapshots: encoded round trip, and never trusted unless they check out."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import given
+
+import eventstore
+import reducers as r
+from eventstore._audit import verify
+from eventstore._snapshots import chunk_rows, decode, encode
+from eventstore.cli import main
+from tests import strategies
+from tests.helpers import config, fill, new_session, rows, run_step
+
+
+def _snapshot_version(db: Path) -> int:
+    return int(rows(db, "SELECT version FROM snapshots WHERE session_id = 's'")[0][0])
+
+
+def _snapshotted(db: Path) -> str:
+    """A session whose snapshot holds a pending, truncated constraint; returns its sha256."""
+    with eventstore.open(db, snapshot_every=5) as journal:
+        s = new_session(journal, "s")
+        s.append_turn("user", "never modify files under /etc", 10)
+        s.state_constraint("no-etc", "never modify files under /etc")
+        fill(s, 6)
+        s.truncate(0, 2, "budget")
+        fill(s, 1)
+        assert journal.recorder.load_snapshot("s") is not None
+        return s.state.sha256
+
+
+def _edit_header(db: Path, edit: object) -> None:
+    """Rewrite the snapshot header with ``edit(header_dict)``, leaving its sha256 alone."""
+    conn = sqlite3.connect(db)
+    (state,) = conn.execute("SELECT state FROM snapshots").fetchone()
+    header = json.loads(state)
+    new = edit(header) if callable(edit) else edit
+    conn.execute("UPDATE snapshots SET state = ?", (json.dumps(new).encode(),))
+    conn.commit()
+    conn.close()
+
+
+def _drop_constraint(header: dict[str, object]) -> dict[str, object]:
+    return {**header, "constraints": {}}
+
+
+def _compact(s: eventstore.Session) -> eventstore.Node:
+    end = s.state.end
+    return s.compact(tier=1, input=(0, end), covers=(0, end), tail_start=end, summary="x", tokens=1)
+
+
+class TestEncoding:
+    @given(steps=strategies.scripts(max_steps=30))
+    def test_round_trip(self, steps: list[strategies.Step]) -> None:
+        """encode -> decode gives an equal state with the same sha256, and the head hash."""
+        with tempfile.TemporaryDirectory() as tmp:
+            journal = eventstore.open(Path(tmp) / "p.db", synchronous="normal")
+            s = journal.start_session("p", config(on_unsafe="spill"))
+            for kind, params in steps:
+                run_step(s, kind, params)
+            state = s.state
+        header, chunks = encode(state, "ab" * 32)
+        again, head_hash = decode(header, chunk_rows((name, data) for name, _, data in chunks))
+        assert (again, again.sha256, head_hash) == (state, state.sha256, "ab" * 32)
+
+    def test_keeps_what_was_withdrawn(self) -> None:
+        """encode -> decode carries the withdrawn spans and the sha256."""
+        start = r.SessionStarted(**attrs.asdict(config()))
+        turns = [r.TurnAppended(index=i, role="u", content="", tokens=5) for i in range(3)]
+        state = r.fold([start, *turns, r.TurnRetracted(index=2, reason="")])
+        header, chunks = encode(state, "cd" * 32)
+        again, _ = decode(header, chunk_rows((name, data) for name, _, data in chunks))
+        assert (again, again.sha256, again.withdrawn) == (state, state.sha256, ((2, 3),))
+
+
+class TestTrust:
+    def test_edited_snapshot_cannot_bypass_c5(
+        self, db_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A snapshot edited to forget a pending constraint (sha256 column untouched) is
+        ignored on reopen (logged), so C5 still refuses; verify reports it and exits 1."""
+        expected = _snapshotted(db_path)
+        version = _snapshot_version(db_path)
+        _edit_header(db_path, _drop_constraint)
+        with caplog.at_level(logging.WARNING, logger="tierlog"), eventstore.open(db_path) as j:
+            s = j.session("s")
+            assert s.state.sha256 == expected
+            with pytest.raises(eventstore.UnrecoverableCompactionError) as err:
+                _compact(s)
+        assert [v.rule for v in err.value.violations] == ["C5"]
+        assert "snapshot_ignored" in caplog.text
+        with eventstore.open(db_path, readonly=True) as journal:
+            found = verify(journal)
+        assert [(f.check, f.version) for f in found] == [("snapshot", version)]
+        assert "recorded sha256" in found[0].problem
+        assert main(["verify", str(db_path)]) == 1
+
+    def test_snapshot_of_another_session_is_refused(self, db_path: Path) -> None:
+        """A snapshot copied from another session (with its own sha256) is not chained to
+        this session's log: ignored and reported."""
+        _snapshotted(db_path)
+        with eventstore.open(db_path, snapshot_every=5) as journal:
+            other = new_session(journal, "t")
+            fill(other, 20)
+            expected = other.state.sha256
+        conn = sqlite3.connect(db_path)
+        conn.execute("DELETE FROM snapshots WHERE session_id = 't'")
+        conn.execute("DELETE FROM snapshot_chunks WHERE session_id = 't'")
+        conn.execute("INSERT INTO snapshots SELECT 't', version, sha256, state FROM snapshots")
+        conn.execute(
+            "INSERT INTO snapshot_chunks SELECT 't', ledger, chunk, data FROM snapshot_chunks"
+        )
+        conn.commit()
+        conn.close()
+        with eventstore.open(db_path) as journal:
+            assert journal.session("t").state.sha256 == expected
+            found = verify(journal)
+        assert [(f.check, f.session_id) for f in found] == [("snapshot", "t")]
+        assert "not the one it was taken at" in found[0].problem
+
+    @pytest.mark.parametrize(
+        "header",
+        [[], {"version": "x"}, {"lengths": None}, "garbage", {"version": 5, "lengths": {}}],
+    )
+    def test_wrong_shape_never_crashes(
+        self, db_path: Path, capsys: pytest.CaptureFixture[str], header: object
+    ) -> None:
+        """A snapshot of the wrong shape: `tierlog state` replays instead of crashing,
+        verify reports it."""
+        expected = _snapshotted(db_path)
+        version = _snapshot_version(db_path)
+        _edit_header(db_path, header)
+        assert main(["state", str(db_path), "s", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["sha256"] == expected
+        assert main(["verify", str(db_path), "--json"]) == 1
+        found = json.loads(capsys.readouterr().out)
+        assert [(f["check"], f["version"]) for f in found] == [("snapshot", version)]
+
+    def test_garbage_chunk_is_a_problem(self, db_path: Path) -> None:
+        """A ledger chunk replaced by bytes of the wrong length is caught, not decoded."""
+        expected = _snapshotted(db_path)
+        conn = sqlite3.connect(db_path)
+        conn.execute("UPDATE snapshot_chunks SET data = x'00ff00' WHERE ledger = 'tok_starts'")
+        conn.commit()
+        conn.close()
+        with eventstore.open(db_path) as journal:
+            assert journal.session("s").state.sha256 == expected
+            assert [f.check for f in verify(journal)] == ["snapshot"]
+
+    def test_rejected_snapshot_is_rewritten_whole(self, db_path: Path) -> None:
+        """After ignoring a bad snapshot, the next one written is complete and trusted."""
+        _snapshotted(db_path)
+        _edit_header(db_path, _drop_constraint)
+        with eventstore.open(db_path, snapshot_every=5) as journal:
+            s = journal.session("s")
+            fill(s, 1)
+            checked = journal.snapshots.check("s")
+            assert checked is not None
+            assert checked.state == s.state
+            assert verify(journal) == []
+
+
+class TestLegacySnapshot:
+    def test_unchained_snapshot_is_replayed_not_trusted(self, db_path: Path) -> None:
+        """A 0.1 snapshot (no event hash) is not used on reopen, yet verify passes it when it
+        agrees with the replay."""
+        expected = _snapshotted(db_path)
+        _edit_header(db_path, lambda h: {k: v for k, v in h.items() if k != "head_hash"})
+        with eventstore.open(db_path) as journal:
+            checked = journal.snapshots.check("s")
+            assert checked is not None
+            assert (checked.chained, checked.state, checked.problem) == (False, None, None)
+            assert journal.session("s").state.sha256 == expected
+            assert verify(journal) == []
+
+    def test_fixture_from_0_1_reopens(self, tmp_path: Path) -> None:
+        """The 0.1 journal's snapshots are 0.1 ones: reopening replays to the same state."""
+        data = Path(__file__).resolve().parent / "data" / "journal-0.1"
+        db = tmp_path / "j.db"
+        db.write_bytes((data / "journal-0.1.db").read_bytes())
+        expected = json.loads((data / "expected.json").read_text())
+        with eventstore.open(db) as journal:
+            for sid, want in expected.items():
+                assert journal.snapshots.check(sid) is not None
+                assert journal.session(sid).state.sha256 == want["sha256"]
+                assert r.fold(journal.session(sid).events()).sha256 == want["sha256"]

@@ -1,0 +1,352 @@
+"""Spill storage: portable handles, linear growth, checked reads, nothing left behind."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import eventstore
+import reducers
+from eventstore._audit import clean_spills, orphan_spills, verify
+from eventstore._sqlite import SqliteRecorder
+from eventstore._transfer import export_lines, import_file
+from tests.helpers import fill, refuse, refusing_session, rows
+
+ROOT = Path(__file__).resolve().parent.parent
+LEGACY = ROOT / "tests" / "data" / "journal-0.1"
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if not p.is_dir())
+
+
+def _stored_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+class TestHandles:
+    def test_handle_is_relative_and_content_addressed(self, journal: eventstore.Journal) -> None:
+        """A handle is <sha[:2]>/<sha>.spill: it names neither the database nor the session."""
+        spill = refuse(refusing_session(journal, "mig-42"))
+        assert spill.handle == f"{spill.sha256[:2]}/{spill.sha256}.spill"
+        assert reducers.handle_problem(spill.handle) is None
+        assert "agent.db" not in spill.handle
+        assert "mig-42" not in spill.handle
+
+    def test_same_history_same_state_anywhere(self, tmp_path: Path) -> None:
+        """Two journals of other names, sessions of other ids: equal handles and sha256."""
+        states = []
+        for name, sid in (("a.db", "one"), ("elsewhere/b.db", "two")):
+            (tmp_path / name).parent.mkdir(exist_ok=True)
+            with eventstore.open(tmp_path / name) as journal:
+                s = refusing_session(journal, sid)
+                refuse(s)
+                fill(s, 2)
+                refuse(s)
+                states.append(s.state)
+        assert [sp.handle for sp in states[0].spills] == [sp.handle for sp in states[1].spills]
+        assert states[0].sha256 == states[1].sha256
+
+    def test_export_import_elsewhere_keeps_every_sha256(
+        self, tmp_path: Path, journal: eventstore.Journal
+    ) -> None:
+        """Exported, imported into a file of another name under another id, re-imported:
+        every state sha256 is the source's, and the second import changes nothing."""
+        s = refusing_session(journal, "src")
+        refuse(s)
+        fill(s, 3)
+        refuse(s)
+        exported = tmp_path / "src.jsonl"
+        exported.write_text("".join(line + "\n" for line in export_lines(journal, "src")))
+        with eventstore.open(tmp_path / "other-name.db") as other:
+            for _ in range(2):
+                with exported.open() as f:
+                    (done,) = import_file(other, f, rename="copy")
+            assert (done.unchanged, done.redecided) == (True, 0)
+            copy = other.session("copy")
+            for v in range(s.version + 1):
+                assert copy.state_at(v).sha256 == s.state_at(v).sha256
+            assert [copy.read_spill(sp) for sp in copy.state.spills] == [
+                s.read_spill(sp) for sp in s.state.spills
+            ]
+
+    def test_renamed_journal_verifies(self, tmp_path: Path) -> None:
+        """A journal moved with its spill folder to another name and folder verifies clean."""
+        with eventstore.open(tmp_path / "a.db") as journal:
+            refuse(refusing_session(journal))
+        (tmp_path / "moved").mkdir()
+        (tmp_path / "a.db").rename(tmp_path / "moved" / "b.db")
+        (tmp_path / "a.db.spills").rename(tmp_path / "moved" / "b.db.spills")
+        with eventstore.open(tmp_path / "moved" / "b.db", readonly=True) as journal:
+            assert verify(journal) == []
+
+
+@pytest.fixture(name="legacy")
+def _legacy(tmp_path: Path) -> Path:
+    for item in LEGACY.iterdir():
+        if item.name.startswith("journal-0.1.db"):
+            copy = shutil.copytree if item.is_dir() else shutil.copy
+            copy(item, tmp_path / item.name)
+    return tmp_path / "journal-0.1.db"
+
+
+class TestLegacy:
+    """tests/data/journal-0.1: written by tierlog 0.1, handles '<db>.spills/<session>/...'."""
+
+    EXPECTED = json.loads((LEGACY / "expected.json").read_text())
+
+    def _check(self, db: Path) -> None:
+        with eventstore.open(db) as journal:
+            assert verify(journal) == []
+            assert journal.sessions() == sorted(self.EXPECTED)
+            for sid, expected in self.EXPECTED.items():
+                s = journal.session(sid)
+                cold = reducers.fold(s.events())
+                assert (cold.version, cold.sha256) == (expected["version"], expected["sha256"])
+                assert s.state.sha256 == expected["sha256"]
+                for spill in s.state.spills:
+                    assert spill.handle.startswith("journal-0.1.db.spills/")
+                    assert len(s.read_spill(spill)) == spill.bytes
+
+    def test_verifies_replays_and_reads_its_spills(self, legacy: Path) -> None:
+        """A 0.1 journal verifies, replays to its recorded sha256 and reads back every spill."""
+        self._check(legacy)
+
+    def test_also_after_renaming(self, legacy: Path) -> None:
+        """Renamed (with its spill folder), the 0.1 handles still resolve in the new root."""
+        renamed = legacy.with_name("renamed.db")
+        legacy.rename(renamed)
+        legacy.with_name("journal-0.1.db.spills").rename(renamed.with_name("renamed.db.spills"))
+        self._check(renamed)
+
+    def test_keeps_working(self, legacy: Path) -> None:
+        """A 0.1 journal takes new refusals (new handles beside the old) and still verifies."""
+        with eventstore.open(legacy) as journal:
+            s = journal.session("legacy-turns")
+            s.append_turn("user", "more", 3)
+            end = s.state.end
+            with pytest.raises(eventstore.UnrecoverableCompactionError):  # drops 'no-etc'
+                s.compact(
+                    tier=2,
+                    input=(0, end),
+                    covers=(0, end),
+                    tail_start=end,
+                    summary="x",
+                    tokens=1,
+                    replaces=list(s.state.nodes),
+                )
+            spill = s.state.spills[-1]
+            assert not spill.handle.startswith("journal-0.1")
+            assert s.read_spill(spill).startswith(s.read_spill(s.state.spills[0]))
+            assert verify(journal) == []
+
+
+class TestLinearStorage:
+    def test_refusals_store_each_turn_once(self, journal: eventstore.Journal) -> None:
+        """Each full-transcript refusal stores only the turns since the last one plus one
+        header line: storage is the transcript once plus N headers (0.1 stored N copies)."""
+        s = refusing_session(journal)
+        stored, headers = [], 0
+        for _ in range(40):
+            fill(s, 3)
+            spill = refuse(s)
+            with (Path(journal.spills.location) / spill.handle).open("rb") as f:
+                headers += len(f.readline())
+            stored.append(_stored_bytes(Path(journal.spills.location)))
+        assert stored[-1] == s.state.spills[-1].bytes + headers
+        growth = [b - a for a, b in itertools.pairwise(stored)]
+        assert max(growth) <= 3 * 64 + 512  # three short turns and a header, at any N
+        assert sum(sp.bytes for sp in s.state.spills) > 8 * stored[-1]  # the 0.1 cost
+
+    def test_every_spill_still_reads_back_whole(self, journal: eventstore.Journal) -> None:
+        """Each chained spill reassembles to exactly its recorded bytes."""
+        s = refusing_session(journal)
+        for _ in range(5):
+            fill(s, 2)
+            refuse(s)
+        datas = [s.read_spill(sp) for sp in s.state.spills]
+        assert [len(d) for d in datas] == [sp.bytes for sp in s.state.spills]
+        assert all(a == b[: len(a)] for a, b in itertools.pairwise(datas))
+
+    def test_same_bytes_are_not_written_twice(self, journal: eventstore.Journal) -> None:
+        """Refusing twice with no new turn records the same handle and writes nothing new."""
+        s = refusing_session(journal)
+        first = refuse(s)
+        before = _files(Path(journal.spills.location))
+        assert refuse(s).handle == first.handle
+        assert _files(Path(journal.spills.location)) == before
+
+
+class TestCheckedReads:
+    @pytest.mark.parametrize("handle", ["../../../../etc/hostname", "/dev/zero", "a/../../b", ""])
+    def test_bad_handle_is_invalid_on_append(self, handle: str) -> None:
+        """A Spilled event whose handle is not canonical and relative cannot even be built."""
+        with pytest.raises(reducers.InvalidEvent, match="handle"):
+            reducers.Spilled(lo=0, hi=1, handle=handle, sha256="0" * 64, bytes=1)
+
+    def test_stored_escaping_handle_fails_verify(self, db_path: Path) -> None:
+        """A forged Spilled row with '../' fails to decode: verify names it, reads nothing."""
+        with eventstore.open(db_path) as journal:
+            s = refusing_session(journal)
+            version = s.version
+        forged = '{"bytes":5,"handle":"../../../../etc/hostname","hi":1,"lo":0,"sha256":"%s"}'
+        store = SqliteRecorder(db_path)
+        row = ("r", version + 1, "Spilled", 1, forged % ("0" * 64), "t")
+        _insert_raw(store, row)
+        with eventstore.open(db_path, readonly=True) as journal:
+            found = verify(journal)
+        assert [(f.check, f.version) for f in found] == [("chain", version + 1)]
+        assert "handle" in found[0].problem
+
+    @pytest.mark.parametrize("target", ["/etc/hostname", "/dev/zero"])
+    def test_symlink_out_of_the_root_is_refused(
+        self, journal: eventstore.Journal, target: str
+    ) -> None:
+        """A spill file replaced by a symlink leading out of the root is not followed."""
+        s = refusing_session(journal)
+        spill = refuse(s)
+        path = Path(journal.spills.location) / spill.handle
+        path.unlink()
+        path.symlink_to(target)
+        assert "out of the spill root" in (s.effects.spill_problem(spill) or "")
+        with pytest.raises(eventstore.IntegrityError, match="out of the spill root"):
+            s.read_spill(spill)
+
+    def test_fifo_is_not_opened_for_reading(self, journal: eventstore.Journal) -> None:
+        """A FIFO in place of a spill file is refused without blocking."""
+        s = refusing_session(journal)
+        spill = refuse(s)
+        path = Path(journal.spills.location) / spill.handle
+        path.unlink()
+        os.mkfifo(path)
+        assert "not a regular file" in (s.effects.spill_problem(spill) or "")
+
+    def test_reads_stop_after_the_recorded_size(
+        self, journal: eventstore.Journal, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A huge file in place of a spill is read no further than its size plus one byte
+        (and its header)."""
+        s = refusing_session(journal)
+        spill = refuse(s)
+        path = Path(journal.spills.location) / spill.handle
+        with path.open("ab") as f:
+            f.truncate(1 << 30)  # sparse: 1 GiB
+        read = []
+        real_read = os.read
+
+        def counting(fd: int, n: int) -> bytes:
+            data = real_read(fd, n)
+            read.append(len(data))
+            return data
+
+        monkeypatch.setattr(os, "read", counting)
+        assert "bytes" in (s.effects.spill_problem(spill) or "")
+        assert sum(read) <= spill.bytes + 1 + 4096
+
+    def test_broken_base_shows_and_heals(self, journal: eventstore.Journal) -> None:
+        """A missing base breaks the spills built on it (verify says so); the next refusal
+        writes a fresh, readable spill instead of building on it."""
+        s = refusing_session(journal)
+        first = refuse(s)
+        fill(s, 2)
+        second = refuse(s)
+        (Path(journal.spills.location) / first.handle).unlink()
+        assert first.handle.split("/")[1][:12] in (s.effects.spill_problem(second) or "")
+        fill(s, 2)
+        third = refuse(s)
+        assert s.effects.spill_problem(third) is None
+
+    def test_header_naming_itself_is_no_loop(self, journal: eventstore.Journal) -> None:
+        """A spill whose header names itself (or a longer base) as its base is a problem."""
+        s = refusing_session(journal)
+        spill = refuse(s)
+        path = Path(journal.spills.location) / spill.handle
+        header = {"base": {"bytes": spill.bytes, "handle": spill.handle, "sha256": spill.sha256}}
+        path.write_bytes(json.dumps({**header, "format": "tierlog-spill/1"}).encode() + b"\n")
+        assert "base" in (s.effects.spill_problem(spill) or "")
+
+
+def _insert_raw(store: SqliteRecorder, row: tuple[str, int, str, int, str, str]) -> None:
+    """Append a row with a correct chain link, bypassing every check (a forger's write)."""
+    from eventstore._chain import chain_hash
+
+    sid, version, type_name, schema, payload, at = row
+    prev = store.head(sid)[1]
+    digest = chain_hash(prev, sid, version, type_name, schema, payload, at)
+    store.conn.execute(
+        "INSERT INTO events (session_id, version, type, schema_version, payload, recorded_at,"
+        " prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (sid, version, type_name, schema, payload, at, prev, digest),
+    )
+
+
+class TestNothingLeftBehind:
+    def test_unwritable_spill_is_a_journal_error(self, db_path: Path) -> None:
+        """Under RLIMIT_FSIZE the refusal's spill cannot be written: JournalError naming the
+        cause, no event committed, no file (.tmp included) or folder left."""
+        with eventstore.open(db_path) as journal:
+            s = refusing_session(journal, turns=2)
+            for i in range(40):
+                s.append_turn("tool", f"{i} " + "x" * 4000, 10)
+            version = s.version
+        store = SqliteRecorder(db_path)
+        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.close()
+        out = subprocess.run(
+            [sys.executable, "-m", "tests.writers", "fsize", str(db_path), "r", str(64 * 1024)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert out.startswith("JournalError: cannot write spill")
+        assert "File too large" in out
+        assert rows(db_path, "SELECT max(version) FROM events") == [(version,)]
+        assert not db_path.with_name("agent.db.spills").exists()
+
+    def test_full_database_is_a_journal_error(self, journal: eventstore.Journal) -> None:
+        """With the database full, a refusal raises JournalError naming it, commits nothing
+        and takes its spill file back."""
+        s = refusing_session(journal)
+        for _i in range(30):
+            s.append_turn("tool", "y" * 3000, 10)
+        before = (s.version, _files(Path(journal.spills.location)))
+        assert isinstance(journal.recorder, SqliteRecorder)
+        conn = journal.recorder.conn  # the limit is per connection
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(eventstore.JournalError, match="full") as err:
+            refuse(s)
+        assert not isinstance(err.value, eventstore.UnrecoverableCompactionError)
+        assert (s.version, _files(Path(journal.spills.location))) == before
+        conn.execute(f"PRAGMA max_page_count = {pages * 10}")
+        refuse(s)  # and the journal goes on
+        assert s.effects.spill_problem(s.state.spills[-1]) is None
+
+    def test_orphans_are_noted_and_cleaned(self, journal: eventstore.Journal) -> None:
+        """A spill written but never committed (a crash) is noted, not fatal; --clean
+        removes it and only it."""
+        s = refusing_session(journal)
+        kept = refuse(s)
+        fill(s, 2)
+        refuse(s)
+        fill(s, 2)
+        orphan = s.effects.write_spill(s.state, 0, s.state.end)  # written, never recorded
+        (Path(journal.spills.location) / "ab").mkdir()
+        (Path(journal.spills.location) / "ab" / "x.spill.tmp").write_bytes(b"half")
+        notes = orphan_spills(journal)
+        assert [n.fatal for n in notes] == [False, False]
+        assert orphan.handle in notes[1].problem
+        assert [f.fatal for f in verify(journal)] == [False, False]
+        assert len(clean_spills(journal)) == 2
+        assert orphan_spills(journal) == []
+        assert not (Path(journal.spills.location) / "ab").exists()
+        assert s.read_spill(kept)
+        assert [f for f in verify(journal) if f.fatal] == []
