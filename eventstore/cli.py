@@ -338,8 +338,10 @@ def _audit(args: argparse.Namespace) -> int:
 )
 def _sql(args: argparse.Namespace) -> int:
     limits = {"timeout": args.timeout or None, "heap_limit": int(args.max_memory * 2**20) or None}
-    with _reader(args) as journal, journal.recorder.query(args.query, **limits) as result:
-        out.stream(result, args.json)
+    with _reader(args) as journal:
+        structlog.stdlib.get_logger("tierlog").debug("query", **limits)
+        with journal.recorder.query(args.query, **limits) as result:
+            out.stream(result, args.json)
     return 0
 
 

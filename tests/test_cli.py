@@ -597,6 +597,7 @@ class TestNoTraceback:
 
 ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)"
 LIMITS = ("--max-memory", "32", "--timeout", "30")
+NO_TIMEOUT = ("--timeout", "0")
 
 
 class TestSqlLimits:
@@ -656,23 +657,22 @@ class TestSqlLimits:
 
     @pytest.mark.slow
     def test_ctrl_c_stops_the_query(self, demo_db: Path) -> None:
-        """SIGINT stops an endless query with no timeout: exit 2, 'interrupted', promptly."""
+        """SIGINT while an endless query runs with no timeout: exit 2, 'interrupted'.
+
+        The signal is sent once the child logs (-vv) that it starts the query.
+        """
+        query = f"{ENDLESS} SELECT max(x) FROM c"
         child = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "eventstore",
-                "sql",
-                str(demo_db),
-                f"{ENDLESS} SELECT max(x) FROM c",
-                "--timeout",
-                "0",
-            ],
+            [sys.executable, "-m", "eventstore", "-vv", "sql", str(demo_db), query, *NO_TIMEOUT],
             cwd=ROOT,
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(1.5)
+        assert child.stderr is not None
+        for line in child.stderr:  # ends at EOF if the child dies first
+            if "query" in line:
+                break
+        time.sleep(0.2)  # into SQLite's loop
         child.send_signal(signal.SIGINT)
         _, err = child.communicate(timeout=10)
         assert (child.returncode, err.strip()) == (2, "tierlog sql: error: interrupted")
