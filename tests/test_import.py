@@ -12,6 +12,7 @@ import pytest
 
 import eventstore
 from bench.import_wait import build, measure
+from eventstore import _audit
 from eventstore._import import Import, Imported, created_journal
 from eventstore._sqlite import SqliteRecorder
 from eventstore._transfer import export_lines, import_file, read_sessions
@@ -167,6 +168,27 @@ class TestLockAndAtomicity:
         assert rows(db, "SELECT DISTINCT session_id FROM events") == [("live",)]
         assert [p for p in tmp_path.glob("x.db.spills/**/*") if p.is_file()] == []
         assert not list(tmp_path.glob(".x.db.import-*"))
+
+    def test_a_failed_import_keeps_a_spill_file_it_shares(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A spill file another session already uses (same bytes, same name) survives a
+        failed import of the same content under another id."""
+        db, dump = tmp_path / "x.db", _write(tmp_path / "d.jsonl", _refuse_a(_source(tmp_path)))
+        _import(db, dump)
+        shared = [p for p in tmp_path.glob("x.db.spills/**/*") if p.is_file()]
+
+        def broken(*_: object) -> None:
+            raise JournalError("disk full (simulated)")
+
+        monkeypatch.setattr(SqliteRecorder, "copy_session", broken)
+        with eventstore.open(db) as journal, open(dump, "rb") as f, pytest.raises(JournalError):
+            import_file(journal, f, rename="copy")
+        assert [p for p in tmp_path.glob("x.db.spills/**/*") if p.is_file()] == shared
+        monkeypatch.undo()
+        with eventstore.open(db) as journal:
+            assert journal.sessions() == ["s"]
+            assert _audit.verify(journal) == []
 
     def test_the_spill_lands_beside_the_journal(self, tmp_path: Path) -> None:
         """A refusal decided in the scratch journal leaves its spill in the target's folder."""
