@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 import eventstore  # noqa: E402
 import reducers as r  # noqa: E402
+from eventstore._import import Import, Imported  # noqa: E402
 from eventstore._transfer import export_lines  # noqa: E402
 from eventstore.cli import main as tierlog  # noqa: E402
 
@@ -129,8 +130,22 @@ def measure(dump: Path, target: Path, pause: float) -> dict[str, object]:
     while not Path(f"{stop}.ready").exists():
         time.sleep(0.01)
     time.sleep(0.2)
+    held: list[float] = []
+    commit = Import.commit
+
+    def timed(job: Import, journal: eventstore.Journal) -> list[Imported]:
+        start = time.perf_counter()
+        try:
+            return commit(job, journal)
+        finally:
+            held.append(time.perf_counter() - start)
+
+    Import.commit = timed  # type: ignore[method-assign,assignment]
     t = time.perf_counter()
-    code = tierlog(["import", str(target), str(dump)])
+    try:
+        code = tierlog(["import", str(target), str(dump)])
+    finally:
+        Import.commit = commit  # type: ignore[method-assign]
     took = time.perf_counter() - t
     time.sleep(0.2)
     stop.touch()
@@ -141,6 +156,7 @@ def measure(dump: Path, target: Path, pause: float) -> dict[str, object]:
         "import_exit": code,
         "verify_exit": tierlog(["verify", str(target)]),
         "import_seconds": round(took, 2),
+        "lock_held_seconds": round(sum(held), 2),
         "appends": len(waits),
         "failures": report["failures"],
         "max_wait_ms": round(1000 * waits[-1], 1),
