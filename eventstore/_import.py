@@ -1,27 +1,24 @@
 """``import``: decide without the write lock, then commit in one short transaction.
 
 Re-deciding every command, writing spill files and hashing the rows run against
-a *scratch journal*: a file with the target's name in a private folder next to
-it (``.<name>.import-XXXXXXXX/``), so spill handles come out exactly as the
-target names them. Nobody else sees the scratch journal, and the sessions being
-imported are new, so no other writer can change what their decisions depend on
-(their own earlier events and the spill files they wrote).
+a *scratch journal* in a private folder (``.<name>.import-XXXXXXXX/`` beside a
+journal file; the temporary folder for a PostgreSQL journal). Nobody else sees
+it, and the sessions being imported are new, so no other writer can change what
+their decisions depend on (their own earlier events and the spills they wrote).
 
-The target's write lock is taken once, at the end: in one ``BEGIN IMMEDIATE``
-transaction each session is checked to be still absent, the staged spill files
-are renamed into the spill folder, the rows are inserted verbatim (hashes and
-all) and a snapshot is written. COMMIT is the only commit point: a failure
-anywhere leaves no event, the moved spill files are removed again, and the
-scratch folder is always deleted (a ``kill -9`` can leave it behind; it holds
-nothing the journal needs).
+The target's write lock is taken once, at the end: in one transaction each
+session is checked to be still absent, its rows are copied verbatim (hashes and
+all), its spills stored under their recorded (content) handles, and a snapshot
+written. COMMIT is the only commit point: a failure anywhere leaves no event, the
+spill files the commit wrote are removed with its rollback, and the scratch folder
+is always deleted (a ``kill -9`` can leave it behind; it holds nothing the journal
+needs).
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import itertools
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -31,6 +28,7 @@ from types import TracebackType
 import attrs
 
 from eventstore._journal import Journal, check_session_id
+from eventstore._postgres import is_url
 from eventstore._redecide import Outcome, Redecider
 from reducers import (
     Event,
@@ -64,29 +62,27 @@ class _Decided:
 
 
 class Import:
-    """One import into the journal at ``path``: ``decide`` (no lock), then ``commit``."""
+    """One import into the journal at ``location`` (a file, a URL, or ``None`` for a
+    journal with no file): ``decide`` (no lock), then ``commit``."""
 
     def __init__(
-        self, path: str | Path, sessions: dict[str, list[Event]], *, rename: str | None = None
+        self,
+        location: str | Path | None,
+        sessions: dict[str, list[Event]],
+        *,
+        rename: str | None = None,
     ) -> None:
         if rename is not None:
             check_session_id(rename)
             if len(sessions) != 1:
                 raise InvalidEvent(f"--session renames one session; the file holds {len(sessions)}")
-        self.path = Path(path)
-        if not self.path.parent.is_dir():
-            raise JournalError(f"cannot create {self.path}: no folder {self.path.parent}")
         self._sessions = sessions
         self._rename = rename
         self._unchanged: list[Imported] = []
         self._decided: list[_Decided] = []
-        self._folder = Path(
-            tempfile.mkdtemp(prefix=f".{self.path.name}.import-", dir=self.path.parent)
-        )
+        self._folder, name = _scratch_folder(location)
         try:
-            self._scratch = Journal(
-                self._folder / self.path.name, synchronous="normal", snapshot_every=0
-            )
+            self._scratch = Journal(self._folder / name, synchronous="normal", snapshot_every=0)
         except BaseException:
             shutil.rmtree(self._folder, ignore_errors=True)
             raise
@@ -148,29 +144,23 @@ class Import:
 
     # -- under the lock --------------------------------------------------------------
     def commit(self, journal: Journal) -> list[Imported]:
-        """Copy the decided sessions into ``journal`` in one transaction."""
+        """Copy the decided sessions and their spills into ``journal``, in one transaction
+        (a spill file written for it is removed again if it does not commit)."""
         results = list(self._unchanged)
-        moved: list[Path] = []
-        try:
-            recorder = journal.recorder
-            with recorder.attached(self._scratch.recorder), recorder.transaction():
-                todo = []
-                for d in self._decided:
-                    if journal.has_session(d.target):  # another writer created it meanwhile
-                        results.append(self._same_as_stored(journal, d))
-                    else:
-                        todo.append(d)
-                if todo:
-                    moved = _move_tree(_spill_root(self._scratch.path), _spill_root(journal.path))
-                results += [self._copy(journal, d) for d in todo]
-        except BaseException:
-            for path in moved:
-                path.unlink(missing_ok=True)
-            raise
+        recorder = journal.recorder
+        with recorder.attached(self._scratch.recorder), recorder.transaction():
+            for d in self._decided:
+                if journal.has_session(d.target):  # another writer created it meanwhile
+                    results.append(self._same_as_stored(journal, d))
+                else:
+                    results.append(self._copy(journal, d))
         return results
 
     def _copy(self, journal: Journal, d: _Decided) -> Imported:
         journal.recorder.copy_session(self._scratch.recorder, d.target)
+        spills = list(d.state.spills)
+        for i, spill in enumerate(spills):  # the same bytes under the same (content) handles
+            journal.spills.adopt(spill, self._scratch.spills.read(spill), spills[:i])
         if journal.snapshots.due(d.state, 0):
             journal.snapshots.save(d.target, d.state, None)
         return Imported(
@@ -196,49 +186,21 @@ def _unchanged(source: str, target: str, events: int) -> Imported:
     )
 
 
+def _scratch_folder(location: str | Path | None) -> tuple[Path, str]:
+    """A private folder for the scratch journal, and the scratch file's name: beside a
+    journal file (same disk), or in the temporary folder for a server journal (a URL,
+    or ``None``: a journal with no file)."""
+    if location is None or is_url(location):
+        return Path(tempfile.mkdtemp(prefix="tierlog-import-")), "scratch.db"
+    path = Path(location)
+    if not path.parent.is_dir():
+        raise JournalError(f"cannot create {path}: no folder {path.parent}")
+    return Path(tempfile.mkdtemp(prefix=f".{path.name}.import-", dir=path.parent)), path.name
+
+
 def _spill_root(db: Path) -> Path:
-    """The journal's spill folder: ``<db file>.spills`` beside it (the SPEC's layout)."""
+    """A journal file's spill folder: ``<db file>.spills`` beside it."""
     return db.with_name(db.name + ".spills")
-
-
-def _move_tree(source: Path, target: Path) -> list[Path]:
-    """Move every file under ``source`` to the same place under ``target`` unless one is
-    there already (spill files are named by their content); fsync the folders. Returns
-    the files it created, for an undo that removes nothing another session may use."""
-    moved: list[Path] = []
-    files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else []
-    for path in files:
-        dest = target / path.relative_to(source)
-        if os.path.lexists(dest):
-            continue
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        moved.append(dest)
-        try:
-            os.replace(path, dest)
-        except OSError as exc:
-            if exc.errno != errno.EXDEV:
-                raise
-            _copy_synced(path, dest)  # the spill folder is on another device
-    for folder in {p.parent for p in moved}:
-        _fsync_folder(folder)
-    return moved
-
-
-def _copy_synced(source: Path, dest: Path) -> None:
-    tmp = dest.with_name(dest.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(source.read_bytes())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, dest)
-
-
-def _fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager

@@ -10,14 +10,14 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
 from eventstore import _schema
-from eventstore._chain import GENESIS, Recorded, link
+from eventstore._chain import GENESIS, Recorded, check_links, link
 from eventstore._errors import ConcurrencyError, IntegrityError
 from eventstore._recorder import (
     AuditRows,
@@ -208,12 +208,23 @@ class SqliteRecorder:
                 f"session {session_id!r} is at version {version}, expected {expected_version}"
             )
         rows = link(session_id, version, prev, events, self._clock())
+        self._write_rows(session_id, rows)
+        return version + len(rows)
+
+    def append_recorded(self, session_id: str, rows: Sequence[Recorded]) -> int:
+        """Insert rows recorded elsewhere, verbatim, after this journal's head; each
+        link is checked first (IntegrityError), a moved head is a ConcurrencyError."""
+        with self.transaction():
+            last = check_links(session_id, self.head(session_id), rows)
+            self._write_rows(session_id, rows)
+        return last
+
+    def _write_rows(self, session_id: str, rows: Iterable[Recorded]) -> None:
         try:
             with self._writing():
                 self.conn.executemany(_INSERT, (attrs_row(r) for r in rows))
         except sqlite3.IntegrityError as exc:  # only a writer that bypassed the lock gets here
             raise ConcurrencyError(f"session {session_id!r}: {exc}") from None
-        return version + len(rows)
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
@@ -393,7 +404,14 @@ class SqliteRecorder:
             guard.lift()
             raise
         names = tuple(c[0] for c in cursor.description or ())
-        return QueryResult(columns=names, rows=guard.rows(cursor), done=guard.lift)
+        guard.undo_last(cursor.close)
+        rows = guard.rows(cursor)
+
+        def done() -> None:
+            rows.close()
+            guard.lift()
+
+        return QueryResult(columns=names, rows=rows, done=done)
 
     # -- witnesses and verbatim copies (import) ---------------------------------------
     def heads(self) -> dict[str, Head]:
@@ -569,12 +587,16 @@ class _QueryGuard:
         conn.set_progress_handler(lambda: time.monotonic() > self.deadline, 10_000)
         self._undo.append(lambda: conn.set_progress_handler(None, 0))
 
+    def undo_last(self, undo: Callable[[], object]) -> None:
+        """Also run ``undo`` when lifting, after everything else."""
+        self._undo.insert(0, undo)
+
     def lift(self) -> None:
         """Undo everything ``install`` did (idempotent)."""
         while self._undo:
             self._undo.pop()()
 
-    def rows(self, cursor: sqlite3.Cursor) -> Iterator[tuple[object, ...]]:
+    def rows(self, cursor: sqlite3.Cursor) -> Generator[tuple[object, ...], None, None]:
         """The cursor's rows, failures turned into tierlog errors; lifts the limits at the end."""
         try:
             while True:
@@ -586,7 +608,6 @@ class _QueryGuard:
                     return
                 yield row
         finally:
-            cursor.close()
             self.lift()
 
     def error(self, exc: MemoryError | sqlite3.Error) -> BaseException:

@@ -1,4 +1,8 @@
-"""The tierlog CLI, called in-process (and once as a subprocess)."""
+"""The tierlog CLI, called in-process (and once as a subprocess).
+
+The commands that read or write a journal run on both backends: ``DB`` is a SQLite
+file or a PostgreSQL URL.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +18,9 @@ import pytest
 
 import eventstore
 import reducers
-from eventstore._sqlite import SqliteRecorder
 from eventstore.cli import build_parser, main
-from tests.helpers import fill, new_session, rows
+from tests.helpers import fill, new_session
+from tests.targets import SqliteTarget, Target, on_both
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,22 +32,22 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(name="demo_db")
-def _demo_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    db = tmp_path / "demo.db"
-    assert run(capsys, "demo", "--db", str(db))[0] == 0
-    return db
+def _demo_db(target: Target, capsys: pytest.CaptureFixture[str]) -> str:
+    """The demo journal (a file or a URL)."""
+    assert run(capsys, "demo", "--db", target.location)[0] == 0
+    return target.location
 
 
 @pytest.fixture(name="long_db")
-def _long_db(db_path: Path) -> Path:
-    with eventstore.open(db_path, synchronous="normal", snapshot_every=150) as journal:
+def _long_db(target: Target) -> str:
+    with target.open(synchronous="normal", snapshot_every=150) as journal:
         s = new_session(journal, "long")
         for i in range(400):
             s.append_turn("tool", f"output {i}", 10 + i % 7)
             if i % 50 == 49:
                 s.truncate(0, i - 20, "budget")
                 s.checkpoint()
-    return db_path
+    return target.location
 
 
 class TestHelp:
@@ -89,8 +93,9 @@ class TestReading:
             (["state", "DB", "incident-1-depth-change", "--at", "999"], "outside 0..22"),
         ],
     )
+    @on_both
     def test_bad_input_exits_2_with_a_message(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, argv: list[str], message: str
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, argv: list[str], message: str
     ) -> None:
         """Unwritable outputs, unreadable inputs and impossible versions: exit 2, one line."""
         code, _, err = run(capsys, *[str(demo_db) if a == "DB" else a for a in argv])
@@ -98,7 +103,8 @@ class TestReading:
         assert message in err
         assert "Traceback" not in err
 
-    def test_sessions_lists_counts(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
+    @on_both
+    def test_sessions_lists_counts(self, capsys: pytest.CaptureFixture[str], demo_db: str) -> None:
         """sessions --json shows each demo session with its refusals and invalidations."""
         code, out, _ = run(capsys, "sessions", str(demo_db), "--json")
         by_id = {row["session_id"]: row for row in json.loads(out)}
@@ -106,14 +112,16 @@ class TestReading:
         assert by_id["incident-1-depth-change"]["invalidations"] == 1
         assert by_id["incident-2-evicted-constraint"]["refusals"] == 1
 
-    def test_log_range(self, capsys: pytest.CaptureFixture[str], long_db: Path) -> None:
+    @on_both
+    def test_log_range(self, capsys: pytest.CaptureFixture[str], long_db: str) -> None:
         """log --from/--to prints exactly that window, one event a line."""
         code, out, _ = run(capsys, "log", str(long_db), "long", "--from", "5", "--to", "9")
         assert code == 0
         assert [int(line.split()[0]) for line in out.splitlines()] == [5, 6, 7, 8, 9]
 
+    @on_both
     def test_state_at_equals_replay_of_prefix(
-        self, capsys: pytest.CaptureFixture[str], long_db: Path
+        self, capsys: pytest.CaptureFixture[str], long_db: str
     ) -> None:
         """state --at V is the fold of the first V events, hash included."""
         code, out, _ = run(capsys, "state", str(long_db), "long", "--at", "250", "--json")
@@ -123,7 +131,7 @@ class TestReading:
         assert json.loads(out)["sha256"] == reducers.fold(events).sha256
 
     def test_state_hash_is_identical_across_processes(
-        self, capsys: pytest.CaptureFixture[str], long_db: Path
+        self, capsys: pytest.CaptureFixture[str], long_db: str
     ) -> None:
         """A separate Python process computes the same state sha256."""
         _, out, _ = run(capsys, "state", str(long_db), "long", "--at", "300", "--json")
@@ -146,7 +154,8 @@ class TestReading:
         )
         assert json.loads(child.stdout)["sha256"] == json.loads(out)["sha256"]
 
-    def test_diff_names_changes(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
+    @on_both
+    def test_diff_names_changes(self, capsys: pytest.CaptureFixture[str], demo_db: str) -> None:
         """diff shows the L2 node added and the L1 node replaced."""
         code, out, _ = run(capsys, "diff", str(demo_db), "incident-1-depth-change", "17", "21")
         assert code == 0
@@ -155,25 +164,26 @@ class TestReading:
 
 
 class TestVerify:
-    def test_clean_journal_verifies(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path
-    ) -> None:
+    @on_both
+    def test_clean_journal_verifies(self, capsys: pytest.CaptureFixture[str], demo_db: str) -> None:
         """The demo journal verifies: exit 0, and no progress line when not on a terminal."""
         code, out, err = run(capsys, "verify", str(demo_db))
         assert "\r" not in err
         assert (code, out.startswith("ok")) == (0, True)
 
+    @on_both
     def test_tampered_payload_names_session_and_version(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+        self, capsys: pytest.CaptureFixture[str], target: Target, demo_db: str
     ) -> None:
         """A payload edited by hand makes verify exit 1 naming the session and version."""
-        conn = sqlite3.connect(demo_db)
-        conn.executescript("DROP TRIGGER events_no_update;")
-        conn.execute(
-            "UPDATE events SET payload = json_set(payload, '$.summary', 'all good')"
+        edit = {
+            "sqlite": "json_set(payload, '$.summary', 'all good')",
+            "postgres": "jsonb_set(payload::jsonb, '{summary}', '\"all good\"')::text",
+        }[target.backend]
+        target.tamper(
+            f"UPDATE events SET payload = {edit}"
             " WHERE session_id = 'incident-1-dropped-rejection' AND version = 17"
         )
-        conn.commit()
         code, out, _ = run(capsys, "verify", str(demo_db), "--json")
         (finding,) = json.loads(out)
         assert code == 1
@@ -183,11 +193,12 @@ class TestVerify:
             "chain",
         )
 
+    @on_both
     def test_decision_the_checks_refuse_is_a_divergence(
-        self, capsys: pytest.CaptureFixture[str], db_path: Path
+        self, capsys: pytest.CaptureFixture[str], target: Target
     ) -> None:
         """A well-chained Compacted that C4 refuses is reported at its version."""
-        with eventstore.open(db_path) as journal:
+        with target.open() as journal:
             fill(new_session(journal), 6)
         hole = reducers.Compacted(
             node_id="n8",
@@ -200,42 +211,45 @@ class TestVerify:
             summary="s",
             tokens=1,
         )
-        SqliteRecorder(db_path).append("s", [hole], expected_version=7)
-        code, out, _ = run(capsys, "verify", str(db_path))
+        with target.open() as journal:
+            journal.recorder.append("s", [hole], expected_version=7)
+        code, out, _ = run(capsys, "verify", target.location)
         assert code == 1
         assert "replay" in out
         assert "s v8" in out
         assert "CompactionRefused" in out
 
+    @on_both
     def test_snapshot_that_disagrees_with_replay(
-        self, capsys: pytest.CaptureFixture[str], long_db: Path
+        self, capsys: pytest.CaptureFixture[str], target: Target, long_db: str
     ) -> None:
         """A snapshot whose hash no longer matches the replayed state is reported."""
-        conn = sqlite3.connect(long_db)
-        (version,) = conn.execute("SELECT version FROM snapshots").fetchone()
-        conn.execute("UPDATE snapshots SET sha256 = 'forged'")
-        conn.commit()
+        ((version,),) = target.rows("SELECT version FROM snapshots")
+        target.tamper("UPDATE snapshots SET sha256 = 'forged'")
         code, out, _ = run(capsys, "verify", str(long_db), "--json")
         assert code == 1
         assert [(f["check"], f["version"]) for f in json.loads(out)] == [("snapshot", version)]
 
+    @on_both
     def test_deleted_tail_is_caught_by_the_snapshot(
-        self, capsys: pytest.CaptureFixture[str], long_db: Path
+        self, capsys: pytest.CaptureFixture[str], target: Target, long_db: str
     ) -> None:
         """Rows deleted from the end leave a valid chain; the snapshot ahead of it is reported."""
-        conn = sqlite3.connect(long_db)
-        (version,) = conn.execute("SELECT version FROM snapshots").fetchone()
-        conn.executescript("DROP TRIGGER events_no_delete;")
-        conn.execute(f"DELETE FROM events WHERE version >= {version - 5}")
-        conn.commit()
+        ((version,),) = target.rows("SELECT version FROM snapshots")
+        target.tamper(f"DELETE FROM events WHERE version >= {version - 5}")
         code, out, _ = run(capsys, "verify", str(long_db), "--json")
         assert code == 1
         assert [(f["check"], f["version"]) for f in json.loads(out)] == [("snapshot", version - 5)]
 
-    def test_tampered_spill_file(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
-        """A spill file that no longer matches its sha256 fails verify."""
-        spill = next(demo_db.parent.glob("demo.db.spills/*/*.spill"))
-        spill.write_bytes(spill.read_bytes().replace(b"/etc", b"/tmp"))
+    @on_both
+    def test_tampered_spill_file(
+        self, capsys: pytest.CaptureFixture[str], target: Target, demo_db: str
+    ) -> None:
+        """A spill whose stored bytes no longer match its sha256 fails verify."""
+        handle = target.rows("SELECT handle FROM spills ORDER BY handle")[0][0]
+        data = target.spill(handle)
+        assert data is not None
+        target.set_spill(handle, data.replace(b"/etc", b"/tmp"))
         code, out, _ = run(capsys, "verify", str(demo_db))
         assert code == 1
         assert out.startswith("spill")
@@ -244,11 +258,11 @@ class TestVerify:
 
 class TestVerifyClean:
     def test_orphans_are_noted_exit_0_and_cleaned(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+        self, capsys: pytest.CaptureFixture[str], demo_db: str
     ) -> None:
         """An orphan spill file is a note (exit 0, fatal false); --clean removes it and
         nothing else."""
-        root = demo_db.with_name("demo.db.spills")
+        root = Path(f"{demo_db}.spills")
         kept = sorted(root.rglob("*.spill"))
         (root / "zz").mkdir()
         (root / "zz" / "left-by-a-crash.spill.tmp").write_bytes(b"half a spill")
@@ -262,10 +276,10 @@ class TestVerifyClean:
         assert run(capsys, "verify", str(demo_db))[1].startswith("ok:")
 
     def test_clean_does_not_hide_real_findings(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+        self, capsys: pytest.CaptureFixture[str], demo_db: str
     ) -> None:
         """A damaged spill still exits 1 with --clean, and its file is not removed."""
-        spill = next(demo_db.parent.glob("demo.db.spills/*/*.spill"))
+        spill = next(Path(f"{demo_db}.spills").glob("*/*.spill"))
         spill.write_bytes(spill.read_bytes()[:-1])
         code, out, _ = run(capsys, "verify", str(demo_db), "--clean")
         assert code == 1
@@ -274,7 +288,8 @@ class TestVerifyClean:
 
 
 class TestAudit:
-    def test_demo_has_findings(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
+    @on_both
+    def test_demo_has_findings(self, capsys: pytest.CaptureFixture[str], demo_db: str) -> None:
         """audit reports refusals, invalidations, raw fallbacks and the evicted constraint."""
         code, out, _ = run(capsys, "audit", str(demo_db), "--json")
         report = json.loads(out)
@@ -291,9 +306,8 @@ class TestAudit:
             {"kind": "constraint", "key": "no-etc-writes", "position": 900, "carried_by": []}
         ]
 
-    def test_clean_session_has_none(
-        self, capsys: pytest.CaptureFixture[str], long_db: Path
-    ) -> None:
+    @on_both
+    def test_clean_session_has_none(self, capsys: pytest.CaptureFixture[str], long_db: str) -> None:
         """A session with truncations but nothing refused or evicted audits clean."""
         code, out, _ = run(capsys, "audit", str(long_db))
         assert code == 0
@@ -311,17 +325,25 @@ class TestSql:
             "PRAGMA query_only = 0",
         ],
     )
+    @on_both
     def test_cannot_modify(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, sql: str
+        self,
+        capsys: pytest.CaptureFixture[str],
+        target: Target,
+        tmp_path: Path,
+        demo_db: str,
+        sql: str,
     ) -> None:
         """Writes fail with a clear message, exit 2, and change nothing on disk."""
-        before = rows(demo_db, "SELECT * FROM events"), sorted(demo_db.parent.iterdir())
+        before = target.rows(), target.rows("SELECT * FROM snapshots"), sorted(tmp_path.iterdir())
         code, _, err = run(capsys, "sql", str(demo_db), sql)
         assert code == 2
         assert "read-only" in err
-        assert (rows(demo_db, "SELECT * FROM events"), sorted(demo_db.parent.iterdir())) == before
+        after = target.rows(), target.rows("SELECT * FROM snapshots"), sorted(tmp_path.iterdir())
+        assert after == before
 
-    def test_select_on_views(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
+    @on_both
+    def test_select_on_views(self, capsys: pytest.CaptureFixture[str], demo_db: str) -> None:
         """The audit views answer plain SELECTs."""
         query = "SELECT rules FROM compaction_refusals ORDER BY rules"
         code, out, _ = run(capsys, "sql", str(demo_db), query, "--json")
@@ -330,12 +352,16 @@ class TestSql:
 
 
 class TestTransfer:
+    @on_both
     def test_export_import_reproduces_every_state(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+        self,
+        capsys: pytest.CaptureFixture[str],
+        demo_db: str,
+        second_target: Target,
+        tmp_path: Path,
     ) -> None:
         """Every demo session exported and imported into a fresh database has the same sha256."""
-        fresh = tmp_path / "fresh" / "demo.db"
-        fresh.parent.mkdir()
+        fresh = second_target.location
         with eventstore.open(demo_db) as journal:
             ids = journal.sessions()
             expected = {sid: journal.session(sid).state.sha256 for sid in ids}
@@ -347,19 +373,24 @@ class TestTransfer:
             assert {sid: journal.session(sid).state.sha256 for sid in ids} == expected
         assert run(capsys, "verify", str(fresh))[0] == 0
 
+    @on_both
     def test_import_is_idempotent(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+        self,
+        capsys: pytest.CaptureFixture[str],
+        demo_db: str,
+        second_target: Target,
+        tmp_path: Path,
     ) -> None:
         """Importing the same file twice changes nothing the second time."""
-        dump, fresh = tmp_path / "x.jsonl", tmp_path / "fresh.db"
+        dump, fresh = tmp_path / "x.jsonl", second_target.location
         run(capsys, "export", str(demo_db), "incident-1-depth-change", "-o", str(dump))
-        run(capsys, "import", str(fresh), str(dump))
-        before = rows(fresh)
-        code, out, _ = run(capsys, "import", str(fresh), str(dump))
-        assert (code, "unchanged" in out, rows(fresh)) == (0, True, before)
+        run(capsys, "import", fresh, str(dump))
+        before = second_target.rows()
+        code, out, _ = run(capsys, "import", fresh, str(dump))
+        assert (code, "unchanged" in out, second_target.rows()) == (0, True, before)
 
     def test_unsafe_history_imports_as_refusal(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, tmp_path: Path
     ) -> None:
         """A Compacted edited to leave a seam hole is re-decided as CompactionRefused."""
         _, out, _ = run(capsys, "export", str(demo_db), "incident-1-depth-change")
@@ -377,8 +408,13 @@ class TestTransfer:
         assert "CompactionRefused" in types
         assert "MarkerInvalidated" not in types
 
+    @on_both
     def test_inconsistent_history_aborts_whole(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+        self,
+        capsys: pytest.CaptureFixture[str],
+        demo_db: str,
+        second_target: Target,
+        tmp_path: Path,
     ) -> None:
         """A marker on a node the file never created aborts the import; nothing is written."""
         _, out, _ = run(capsys, "export", str(demo_db), "incident-1-depth-change")
@@ -387,11 +423,14 @@ class TestTransfer:
         marker["payload"]["node_id"] = "n99"
         dump = tmp_path / "edited.jsonl"
         dump.write_text("".join(json.dumps(row) + "\n" for row in lines))
-        code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
+        code, _, err = run(capsys, "import", second_target.location, str(dump))
         assert code == 2
         assert "v18" in err
         assert "unknown node 'n99'" in err
-        assert not list(tmp_path.glob("*x.db*"))
+        if isinstance(second_target, SqliteTarget):  # nothing created
+            assert not Path(second_target.location).exists()
+        else:
+            assert second_target.rows("SELECT count(*) FROM events") == [(0,)]
 
     @pytest.mark.parametrize(
         "line",
@@ -433,16 +472,17 @@ class TestDemo:
         ):
             assert needle in out
 
+    @on_both
     def test_demo_refuses_to_replace_a_real_journal(
-        self, capsys: pytest.CaptureFixture[str], db_path: Path
+        self, capsys: pytest.CaptureFixture[str], target: Target
     ) -> None:
         """--db pointing at a journal with other sessions is left alone (exit 2)."""
-        with eventstore.open(db_path) as journal:
+        with target.open() as journal:
             new_session(journal, "precious")
-        code, _, err = run(capsys, "demo", "--db", str(db_path))
+        code, _, err = run(capsys, "demo", "--db", target.location)
         assert code == 2
         assert "precious" in err
-        assert rows(db_path, "SELECT DISTINCT session_id FROM events") == [("precious",)]
+        assert target.rows("SELECT DISTINCT session_id FROM events") == [("precious",)]
 
     def test_json_logs_on_stderr(self, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
         """--log-format json -v makes the refusals JSON log lines on standard error."""
@@ -454,7 +494,7 @@ class TestDemo:
         assert any(line["event"] == "refused" and line["level"] == "warning" for line in lines)
 
 
-def _corrupt(db: Path) -> None:
+def _corrupt(db: str) -> None:
     """Overwrite the cell pointers of the events table's root page (WAL checkpointed first)."""
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -500,7 +540,7 @@ class TestNoTraceback:
         assert not list(tmp_path.glob("*x.db*"))
 
     def test_empty_session_rename_is_refused(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, tmp_path: Path
     ) -> None:
         """--session '' is an error, not the same as leaving it out."""
         dump = tmp_path / "d.jsonl"
@@ -519,7 +559,7 @@ class TestNoTraceback:
         ],
     )
     def test_huge_versions_are_usage_errors(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, argv: list[str]
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, argv: list[str]
     ) -> None:
         """A version beyond 2**62 (or below 0) is a usage error, exit 2."""
         code, _, err = run(capsys, *[str(demo_db) if a == "DB" else a for a in argv])
@@ -528,7 +568,7 @@ class TestNoTraceback:
 
     @pytest.mark.parametrize("command", ["verify", "audit"])
     def test_a_corrupt_page_is_a_finding(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, command: str
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, command: str
     ) -> None:
         """verify and audit report a malformed page as a finding: exit 1, no traceback."""
         _corrupt(demo_db)
@@ -538,7 +578,7 @@ class TestNoTraceback:
         assert "Traceback" not in err
 
     def test_verify_json_names_the_corruption(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+        self, capsys: pytest.CaptureFixture[str], demo_db: str
     ) -> None:
         """verify --json lists integrity findings, PRAGMA integrity_check's among them."""
         _corrupt(demo_db)
@@ -550,7 +590,7 @@ class TestNoTraceback:
 
     @pytest.mark.parametrize("command", ["sessions", "head", "log", "state"])
     def test_a_corrupt_page_elsewhere_is_exit_2(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, command: str
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, command: str
     ) -> None:
         """Other commands say the database is corrupt in one line, exit 2."""
         _corrupt(demo_db)
@@ -561,7 +601,7 @@ class TestNoTraceback:
         assert (code, err.count("\n"), "database is corrupt" in err) == (2, 1, True)
 
     def test_a_bug_is_exit_3_and_one_line(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, monkeypatch: pytest.MonkeyPatch
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """An unexpected exception is an internal error: exit 3, one line; -vv adds the trace."""
 
@@ -578,7 +618,7 @@ class TestNoTraceback:
     def test_ctrl_c_during_import_leaves_nothing(
         self,
         capsys: pytest.CaptureFixture[str],
-        demo_db: Path,
+        demo_db: str,
         tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
@@ -602,7 +642,7 @@ NO_TIMEOUT = ("--timeout", "0")
 
 class TestSqlLimits:
     def test_an_endless_query_stops_at_the_timeout(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+        self, capsys: pytest.CaptureFixture[str], demo_db: str
     ) -> None:
         """An endless recursive CTE stops after --timeout: exit 2 with a message."""
         code, _, err = run(
@@ -611,7 +651,7 @@ class TestSqlLimits:
         assert (code, "stopped after 0.3 s" in err) == (2, True)
 
     def test_rows_stream_until_the_timeout(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+        self, capsys: pytest.CaptureFixture[str], demo_db: str
     ) -> None:
         """An endless row-returning query prints as it goes and stops at the timeout."""
         code, out, err = run(
@@ -628,7 +668,7 @@ class TestSqlLimits:
             f"{ENDLESS} SELECT length(group_concat(hex(randomblob(1000)))) FROM c",
         ],
     )
-    def test_a_memory_hungry_query_stops(self, demo_db: Path, query: str) -> None:
+    def test_a_memory_hungry_query_stops(self, demo_db: str, query: str) -> None:
         """SQLite's memory limit stops a query that grows one value: exit 2, at once.
 
         In a child process: the heap limit is process-wide and can only be lowered.
@@ -646,7 +686,7 @@ class TestSqlLimits:
         )
 
     def test_json_rows_stream_as_a_valid_array(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+        self, capsys: pytest.CaptureFixture[str], demo_db: str
     ) -> None:
         """--json prints one row a line that together parse as one JSON array."""
         code, out, _ = run(
@@ -656,7 +696,7 @@ class TestSqlLimits:
         assert json.loads(run(capsys, "sql", str(demo_db), "SELECT 1 WHERE 0", "--json")[1]) == []
 
     @pytest.mark.slow
-    def test_ctrl_c_stops_the_query(self, demo_db: Path) -> None:
+    def test_ctrl_c_stops_the_query(self, demo_db: str) -> None:
         """SIGINT while an endless query runs with no timeout: exit 2, 'interrupted'.
 
         The signal is sent once the child logs (-vv) that it starts the query.
@@ -679,54 +719,52 @@ class TestSqlLimits:
 
 
 class TestWitness:
-    def _witness(self, capsys: pytest.CaptureFixture[str], db: Path, tmp_path: Path) -> Path:
-        code, out, _ = run(capsys, "head", str(db), "--json")
+    def _witness(self, capsys: pytest.CaptureFixture[str], db: str, tmp_path: Path) -> Path:
+        code, out, _ = run(capsys, "head", db, "--json")
         assert code == 0
         path = tmp_path / "witness.json"
         path.write_text(out)
         return path
 
+    @on_both
     def test_head_prints_each_session(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+        self, capsys: pytest.CaptureFixture[str], target: Target, demo_db: str
     ) -> None:
         """head lists each session's last version and hash, as text and as JSON."""
-        _, out, _ = run(capsys, "head", str(demo_db), "--json")
+        _, out, _ = run(capsys, "head", demo_db, "--json")
         by_id = {h["session_id"]: h for h in json.loads(out)}
         assert by_id["incident-1-depth-change"]["version"] == 22
-        assert rows(
-            demo_db,
-            "SELECT hash FROM events WHERE session_id = 'incident-1-depth-change' AND version = 22",
+        assert target.rows(
+            "SELECT hash FROM events WHERE session_id = 'incident-1-depth-change' AND version = 22"
         ) == [(by_id["incident-1-depth-change"]["hash"],)]
-        _, text, _ = run(capsys, "head", str(demo_db), "incident-1-depth-change")
+        _, text, _ = run(capsys, "head", demo_db, "incident-1-depth-change")
         assert text.split() == [
             "incident-1-depth-change",
             "22",
             by_id["incident-1-depth-change"]["hash"],
         ]
 
+    @on_both
     def test_an_intact_and_a_grown_journal_pass(
-        self, capsys: pytest.CaptureFixture[str], long_db: Path, tmp_path: Path
+        self, capsys: pytest.CaptureFixture[str], long_db: str, tmp_path: Path
     ) -> None:
         """Events appended after the witness was taken do not fail it."""
         witness = self._witness(capsys, long_db, tmp_path)
         with eventstore.open(long_db) as journal:
             fill(journal.session("long"), 3)
-        assert run(capsys, "verify", str(long_db), "--witness", str(witness))[0] == 0
+        assert run(capsys, "verify", long_db, "--witness", str(witness))[0] == 0
 
+    @on_both
     def test_a_deleted_tail_is_found(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+        self, capsys: pytest.CaptureFixture[str], target: Target, demo_db: str, tmp_path: Path
     ) -> None:
         """Deleting a session's newest events (a valid, shorter chain) fails the witness."""
         witness = self._witness(capsys, demo_db, tmp_path)
-        conn = sqlite3.connect(demo_db)
-        conn.executescript("DROP TRIGGER events_no_delete;")
-        conn.execute(
+        target.tamper(
             "DELETE FROM events WHERE session_id = 'incident-1-depth-change' AND version > 21"
         )
-        conn.commit()
-        conn.close()
-        assert run(capsys, "verify", str(demo_db))[0] == 0  # the chain alone cannot tell
-        code, out, _ = run(capsys, "verify", str(demo_db), "--witness", str(witness), "--json")
+        assert run(capsys, "verify", demo_db)[0] == 0  # the chain alone cannot tell
+        code, out, _ = run(capsys, "verify", demo_db, "--witness", str(witness), "--json")
         (finding,) = json.loads(out)
         assert code == 1
         assert (finding["check"], finding["session_id"], finding["version"]) == (
@@ -736,31 +774,28 @@ class TestWitness:
         )
         assert "ends at version 21" in finding["problem"]
 
+    @on_both
     def test_a_deleted_session_is_found(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+        self, capsys: pytest.CaptureFixture[str], target: Target, demo_db: str, tmp_path: Path
     ) -> None:
         """A session deleted whole is named, with or without the SESSION argument."""
         witness = self._witness(capsys, demo_db, tmp_path)
-        conn = sqlite3.connect(demo_db)
-        conn.executescript("DROP TRIGGER events_no_delete;")
-        conn.execute("DELETE FROM events WHERE session_id = 'incident-1-dropped-rejection'")
-        conn.commit()
-        conn.close()
+        target.tamper("DELETE FROM events WHERE session_id = 'incident-1-dropped-rejection'")
         for extra in ([], ["incident-1-dropped-rejection"]):
-            code, out, _ = run(capsys, "verify", str(demo_db), *extra, "--witness", str(witness))
+            code, out, _ = run(capsys, "verify", demo_db, *extra, "--witness", str(witness))
             assert code == 1
             assert "incident-1-dropped-rejection" in out
             assert "session is missing" in out
 
     def test_a_different_head_is_found(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, tmp_path: Path
     ) -> None:
         """A witnessed hash that the journal no longer holds (history rewritten) is named."""
         witness = self._witness(capsys, demo_db, tmp_path)
         heads = json.loads(witness.read_text())
         heads[0]["hash"] = "0" * 64
         witness.write_text(json.dumps(heads))
-        code, out, _ = run(capsys, "verify", str(demo_db), "--witness", str(witness))
+        code, out, _ = run(capsys, "verify", demo_db, "--witness", str(witness))
         assert code == 1
         assert f"{heads[0]['session_id']} v{heads[0]['version']}" in out
         assert "not the witnessed one" in out
@@ -769,7 +804,7 @@ class TestWitness:
         "content", ["not json", "{}", '[{"session_id": "s", "version": "1", "hash": "x"}]']
     )
     def test_a_malformed_witness_is_bad_input(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path, content: str
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, tmp_path: Path, content: str
     ) -> None:
         """A witness file that `tierlog head --json` did not write: exit 2, one line."""
         witness = tmp_path / "w.json"

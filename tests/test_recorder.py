@@ -144,7 +144,9 @@ class RecorderContract:
         contents = [json.loads(p)["content"] for p in store.turn_payloads("s", 1, 4)]
         assert contents == ["t0", "t1", "t2"]
 
-    @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors]
+    )
     @given(event=strategies.events())
     def test_every_event_type_round_trips_byte_identically(
         self, store: Recorder, event: r.Event
@@ -222,12 +224,11 @@ class RecorderContract:
         with pytest.raises(eventstore.InvalidEvent, match="stopped"):
             store.query(endless, timeout=0.2)
 
-    def test_query_rows_stream_and_closing_lifts_the_limits(self, store: Recorder) -> None:
-        """Rows come one at a time; a result closed early leaves the store writable."""
+    def test_a_closed_query_leaves_the_store_writable(self, store: Recorder) -> None:
+        """A query's result, closed, lifts its limits: the store appends again."""
         store.append("s", _turns(3), expected_version=0)
-        endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n"
-        with store.query(endless, timeout=5) as result:
-            assert [next(result.rows) for _ in range(3)] == [(1,), (2,), (3,)]
+        with store.query("SELECT version FROM events ORDER BY version", timeout=5) as result:
+            assert [tuple(row) for row in result.rows] == [(1,), (2,), (3,)]
         store.append("s", [TURN], expected_version=3)
         assert store.head("s")[0] == 4
 
@@ -243,25 +244,22 @@ class RecorderContract:
         assert (store.hash_at("a", 4), store.hash_at("c", 1)) == (None, None)
 
     @pytest.mark.parametrize("attach", [True, False])
-    def test_copy_session_is_verbatim(self, tmp_path: Path, attach: bool) -> None:
-        """A session copied from another recorder has the same rows, hashes and all."""
-        (tmp_path / "src").mkdir()
-        (tmp_path / "dst").mkdir()
-        source = self.create_recorder(tmp_path / "src")
-        target = self.create_recorder(tmp_path / "dst")
+    def test_copy_session_is_verbatim(self, store: Recorder, tmp_path: Path, attach: bool) -> None:
+        """A session copied from a scratch journal has its rows, hashes and all, whether
+        the backend attaches the scratch file or reads it row by row."""
+        source = SqliteRecorder(tmp_path / "scratch.db")
         source.append("s", _turns(4), expected_version=0)
         with (
-            target.attached(source) if attach else contextlib.nullcontext(),
-            target.transaction(),
+            store.attached(source) if attach else contextlib.nullcontext(),
+            store.transaction(),
         ):
-            target.copy_session(source, "s")
-        copied = [attrs.astuple(r)[1:] for r in target.read("s")]  # all but the global seq
+            store.copy_session(source, "s")
+        copied = [attrs.astuple(r)[1:] for r in store.read("s")]  # all but the global seq
         assert copied == [attrs.astuple(r)[1:] for r in source.read("s")]
-        assert check_chain(target, "s") is None
+        assert check_chain(store, "s") is None
         with pytest.raises(eventstore.JournalError):
-            target.copy_session(source, "s")  # outside a transaction
+            store.copy_session(source, "s")  # outside a transaction
         source.close()
-        target.close()
 
     def test_a_fresh_store_has_no_integrity_problems(self, store: Recorder) -> None:
         """The backend's own integrity check passes on a sound database."""
@@ -279,6 +277,18 @@ class TestSqliteRecorder(RecorderContract):
         """Messages name the journal file."""
         store = SqliteRecorder(tmp_path / "x.db")
         assert store.location == str(tmp_path / "x.db")
+        store.close()
+
+    def test_query_rows_stream_and_closing_lifts_the_limits(self, tmp_path: Path) -> None:
+        """Rows come one at a time (an endless query too); closing early lifts the limits."""
+        store = SqliteRecorder(tmp_path / "x.db")
+        store.append("s", _turns(3), expected_version=0)
+        endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n"
+        with store.query(endless, timeout=5) as result:
+            rows = iter(result.rows)
+            assert [next(rows) for _ in range(3)] == [(1,), (2,), (3,)]
+        store.append("s", [TURN], expected_version=3)
+        assert store.head("s")[0] == 4
         store.close()
 
     def test_a_query_lifts_its_length_limit(self, tmp_path: Path) -> None:
@@ -300,3 +310,16 @@ class TestSqliteRecorder(RecorderContract):
         path.write_bytes(bytes(data))
         with pytest.raises(eventstore.IntegrityError, match="is corrupt"):
             SqliteRecorder(path)
+
+
+class TestPostgresRecorder(RecorderContract):
+    """The server backend, on a fresh schema of the throwaway cluster."""
+
+    @pytest.fixture(autouse=True)
+    def _url(self, pg_url: str) -> None:
+        self.url = pg_url
+
+    def create_recorder(self, tmp_path: Path) -> Recorder:
+        from eventstore._postgres import PostgresRecorder
+
+        return PostgresRecorder(self.url)
