@@ -17,6 +17,7 @@ caller may query again while it iterates, as ``verify`` does.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -37,6 +38,7 @@ from eventstore._recorder import (
     InvalidationRow,
     MarkerRefusalRow,
     QueryResult,
+    Recorder,
     SessionSummary,
     StoredSnapshot,
     seconds,
@@ -254,6 +256,26 @@ class PostgresRecorder:
             self._write_rows(session_id, rows)
         return last
 
+    def attached(self, source: Recorder) -> AbstractContextManager[None]:
+        """Nothing to attach: :meth:`copy_session` reads ``source`` row by row."""
+        return contextlib.nullcontext()
+
+    def copy_session(self, source: Recorder, session_id: str) -> None:
+        """Insert ``session_id``'s rows from ``source`` verbatim, in the caller's
+        transaction, which has checked under its lock (``head``) that the session is new;
+        ``import`` made them in a scratch journal, so the links are not checked again."""
+        if not self.wire.depth:
+            raise JournalError("copy_session joins the caller's transaction; open one")
+        self._write_rows(session_id, list(source.read(session_id)))
+
+    def heads(self) -> dict[str, Head]:
+        """Every session's head, by session id in order."""
+        rows = self._run(
+            "SELECT DISTINCT ON (session_id) session_id, version, hash FROM events"
+            " ORDER BY session_id, version DESC"
+        ).fetchall()
+        return {r[0]: Head(r[1], r[2]) for r in rows}
+
     def _write_rows(self, session_id: str, rows: Sequence[Recorded]) -> None:
         values = [
             (
@@ -442,12 +464,15 @@ class PostgresRecorder:
         self.wire.on_rollback(undo)
 
     # -- audits ------------------------------------------------------------------------
-    def query(self, sql: str, *, timeout: float) -> QueryResult:
+    def query(
+        self, sql: str, *, timeout: float | None, heap_limit: int | None = None
+    ) -> QueryResult:
         """One read-only query: a single SELECT (or WITH, VALUES, TABLE, EXPLAIN) in a
-        READ ONLY transaction that is rolled back, cancelled after ``timeout`` seconds."""
+        READ ONLY transaction that is rolled back, cancelled after ``timeout`` seconds (none:
+        the server's own limit). ``heap_limit`` is SQLite's: the server bounds its own memory."""
         if not sql.strip():
             raise InvalidEvent("empty query")
-        timeout = seconds(timeout)
+        timeout = None if timeout is None else seconds(timeout)
         if self.wire.depth or self.wire.pending:
             raise JournalError("query() runs in its own transaction, not inside another")
         hint = " (tierlog sql is read-only: SELECT and WITH queries only)"
@@ -461,14 +486,14 @@ class PostgresRecorder:
                 self.conn.execute("SET TRANSACTION READ ONLY")
                 self.conn.execute(
                     "SELECT set_config('statement_timeout', %s, true)",
-                    (str(max(1, int(timeout * 1000))),),
+                    (str(max(1, int(timeout * 1000))) if timeout else "0",),
                 )
                 cursor = self.conn.cursor()
                 cursor.execute(sql, prepare=True)  # one statement: no "SELECT 1; COPY ..."
                 names = tuple(c.name for c in cursor.description or ())
                 rows = [tuple(map(_plain, row)) for row in cursor.fetchall()] if names else []
         except errors.QueryCanceled:
-            raise InvalidEvent(f"query stopped after {timeout:g} s (--timeout)") from None
+            raise InvalidEvent(f"query stopped after {timeout or 0:g} s (--timeout)") from None
         except (errors.ReadOnlySqlTransaction, errors.InsufficientPrivilege) as exc:
             raise InvalidEvent(f"query failed: {first_line(exc)}{hint}") from None
         except self._pg.Error as exc:
