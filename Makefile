@@ -41,3 +41,6 @@ clean:
 .PHONY: fidelity
 fidelity: install  ## the session simulator: does the gate pay for itself? (bench/fidelity.json, .svg)
 	$(BIN)/python bench/fidelity.py
+.PHONY: bench-import
+bench-import: install  ## a live agent's append latency while a 250k-event import runs beside it
+	$(BIN)/python bench/import_wait.py --events 250000

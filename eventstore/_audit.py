@@ -90,7 +90,7 @@ def orphan_spills(journal: Journal) -> list[Finding]:
             session_id=None,
             version=None,
             problem=f"{name} in {journal.spills.location} is used by no spill event"
-            " (tierlog verify --clean removes it)",
+            f" ({journal.spills.orphan_hint})",
             fatal=False,
         )
         for name in journal.spills.orphans(journal.recorder.spill_handles())

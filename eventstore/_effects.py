@@ -44,6 +44,8 @@ class SpillStore(Protocol):
     def location(self) -> str:
         """Where the spills live, for messages."""
 
+    orphan_hint: str  # how an orphan can be removed, for verify's note
+
     def orphans(self, handles: Iterable[str]) -> list[str]:
         """Stored items no recorded handle (nor a base of one) uses."""
 

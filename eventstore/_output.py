@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from collections.abc import Iterable
@@ -22,6 +23,31 @@ def rows_of(result: QueryResult) -> list[dict[str, Any]]:
     return [dict(zip(result.columns, row, strict=True)) for row in result.rows]
 
 
+def stream(result: QueryResult, as_json: bool, *, buffer: int = 1000) -> None:
+    """Print rows as they come: JSON, or a table aligned on the first ``buffer`` rows."""
+    names = result.columns
+    records = ({n: _cell(v) for n, v in zip(names, row, strict=True)} for row in result.rows)
+    if as_json:
+        opener = "["
+        for record in records:
+            print(opener, json.dumps(record, ensure_ascii=False))
+            opener = ","
+        print("[]" if opener == "[" else "]")
+        return
+    head = list(itertools.islice(records, buffer))
+    if not head:
+        print("(no rows)")
+        return
+    lines, widths = _table(head)
+    print("\n".join(lines))
+    for record in records:
+        print(_line([_short(v) for v in record.values()], widths))
+
+
+def _line(cells: list[str], widths: list[int]) -> str:
+    return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))
+
+
 def _cell(value: Any) -> Any:
     return f"<{len(value)} bytes>" if isinstance(value, bytes) else value
 
@@ -37,12 +63,15 @@ def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
     """An aligned text table; long cells are cut at 60 characters."""
+    return _table(rows)[0]
+
+
+def _table(rows: list[dict[str, Any]]) -> tuple[list[str], list[int]]:
     names = list(rows[0])
     cells = [[_short(row[n]) for n in names] for row in rows]
     widths = [max(len(n), *(len(c[i]) for c in cells)) for i, n in enumerate(names)]
-    line = "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True))
-    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
-    return [line, "  ".join("-" * w for w in widths), *body]
+    body = [_line(r, widths) for r in cells]
+    return [_line(names, widths), "  ".join("-" * w for w in widths), *body], widths
 
 
 def _short(value: Any) -> str:
@@ -180,8 +209,11 @@ def _audit_row(row: Any) -> str:
 def ingest_text(r: IngestResult) -> str:
     """What ``tierlog ingest`` did with one transcript."""
     done = "unchanged (already ingested)" if r.unchanged else "ingested"
+    done += f", {_n(r.events, 'event')}"
+    if r.appended_after is not None:
+        done = f"grown, {_n(r.events - r.appended_after, 'event')} appended (now {r.events:,})"
     lines = [
-        f"{r.session_id}: {done}, {_n(r.events, 'event')} from {r.path}",
+        f"{r.session_id}: {done} from {r.path}",
         f"  {_n(r.turns, 'turn')}, {_n(r.calls, 'call')} ({r.failed} failed, {r.rejected}"
         f" rejected), {_n(r.interruptions, 'interruption')}, {_n(r.constraints, 'rule')} found,"
         f" {_n(r.queued, 'queued text')}, {_n(len(r.compactions), 'compaction')}",

@@ -20,6 +20,12 @@ SCHEMA_VERSION = 1
 LOCK_SPACE = 0x74696572  # "tier": the first key of every advisory lock tierlog takes
 _INSTALL_KEY = 0  # the second key of the lock that serialises installs
 
+_IMMUTABLE = """
+        BEGIN
+            RAISE EXCEPTION 'tierlog % are immutable: % refused', TG_TABLE_NAME, TG_OP
+                USING ERRCODE = 'integrity_constraint_violation';
+        END """
+
 TABLES = (
     """CREATE TABLE tierlog_meta (
         key   text PRIMARY KEY,
@@ -37,11 +43,7 @@ TABLES = (
         hash           text    NOT NULL,
         UNIQUE (session_id, version)
     )""",
-    """CREATE FUNCTION tierlog_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            RAISE EXCEPTION 'tierlog % are immutable: % refused', TG_TABLE_NAME, TG_OP
-                USING ERRCODE = 'integrity_constraint_violation';
-        END $$""",
+    f"CREATE FUNCTION tierlog_immutable() RETURNS trigger LANGUAGE plpgsql AS $${_IMMUTABLE}$$",
     """CREATE TRIGGER events_no_update BEFORE UPDATE ON events
         FOR EACH ROW EXECUTE FUNCTION tierlog_immutable()""",
     """CREATE TRIGGER events_no_delete BEFORE DELETE ON events
@@ -77,15 +79,47 @@ TABLES = (
     )""",
 )
 
-TRIGGERS = (
-    "events_no_update",
-    "events_no_delete",
-    "events_no_truncate",
-    "spill_data_no_update",
-    "spill_data_no_truncate",
-)
+# pg_trigger.tgtype bits: ROW 1, BEFORE 2, INSERT 4, DELETE 8, UPDATE 16, TRUNCATE 32
+TRIGGERS = {  # name: (table, tgtype)
+    "events_no_update": ("events", 1 | 2 | 16),
+    "events_no_delete": ("events", 1 | 2 | 8),
+    "events_no_truncate": ("events", 2 | 32),
+    "spill_data_no_update": ("spill_data", 1 | 2 | 8 | 16),
+    "spill_data_no_truncate": ("spill_data", 2 | 32),
+}
+_TRIGGERS_SQL = """
+SELECT t.tgname, c.relname, t.tgtype, t.tgenabled IN ('O', 'A'),
+       t.tgqual IS NULL AND cardinality(t.tgattr::int2[]) = 0, p.proname, pn.nspname
+FROM pg_trigger t
+JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_namespace pn ON pn.oid = p.pronamespace
+WHERE n.nspname = current_schema() AND NOT t.tgisinternal
+"""
+_FUNCTION_SQL = """
+SELECT p.prosrc, l.lanname FROM pg_proc p
+JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
+WHERE n.nspname = current_schema() AND p.proname = 'tierlog_immutable' AND p.pronargs = 0
+"""
 
 _COMMON = "session_id, version, seq, recorded_at"
+
+# PostgreSQL text cannot hold NUL, so ``->>`` refuses a payload's ``\u0000`` escape
+# ("unsupported Unicode escape sequence"). The views and the recorder's queries read
+# the payload with each such escape (not ``\\u0000``, an escaped backslash) as
+# ``\ufffd``; the stored payload, and so its hash, stays as it was recorded.
+_NUL = r"'(?<!\\)((?:\\\\)*)\\u0000', '\1\\ufffd', 'g'"
+
+
+def json_of(column: str) -> str:
+    """SQL reading ``column`` (a payload) as ``json``, NUL escapes as U+FFFD."""
+    return (
+        f"(CASE WHEN strpos({column}, '\\u0000') > 0"
+        f" THEN regexp_replace({column}, {_NUL}) ELSE {column} END)::json"
+    )
+
+
+PAYLOAD = json_of("payload")
+VIEWS_VERSION = "2"  # tierlog_meta 'views': bumped when a view's SQL changes
 _INTS = {
     "index",
     "tokens",
@@ -108,7 +142,7 @@ _INTS = {
 def _field(name: str, path: tuple[str, ...] = ()) -> str:
     """``payload``'s field as text (its own JSON text for arrays and objects), or bigint."""
     keys = "".join(f" -> '{p}'" for p in path)
-    text = f"(payload::json{keys} ->> '{name}')"
+    text = f"({PAYLOAD}{keys} ->> '{name}')"
     return f"{text}::bigint" if name in _INTS else text
 
 
@@ -123,12 +157,12 @@ def _fields(*names: str, path: tuple[str, ...] = ()) -> dict[str, str]:
 
 _RULES = (
     "(SELECT string_agg(v.value ->> 'rule', ',' ORDER BY v.n)"
-    " FROM json_array_elements(payload::json -> 'violations') WITH ORDINALITY AS v(value, n))"
+    f" FROM json_array_elements({PAYLOAD} -> 'violations') WITH ORDINALITY AS v(value, n))"
 )
-_VIOLATIONS = "(payload::json -> 'violations')::text"
+_VIOLATIONS = f"({PAYLOAD} -> 'violations')::text"
 
 _AFTER_TURN = (
-    "(SELECT max((t.payload::json ->> 'index')::bigint) FROM events t"
+    f"(SELECT max(({json_of('t.payload')} ->> 'index')::bigint) FROM events t"
     " WHERE t.session_id = events.session_id AND t.type = 'TurnAppended'"
     " AND t.version < events.version)"
 )
@@ -138,19 +172,19 @@ SELECT {_COMMON},
     CASE type WHEN 'CallOpened' THEN 'open_call'
               WHEN 'ConstraintStated' THEN 'constraint'
               ELSE 'negative_fact' END AS kind,
-    coalesce(payload::json ->> 'call_id', payload::json ->> 'key') AS key,
-    coalesce(payload::json ->> 'name', payload::json ->> 'text',
-             payload::json ->> 'disposition') AS detail,
-    payload::json ->> 'reason' AS reason,
+    coalesce({PAYLOAD} ->> 'call_id', {PAYLOAD} ->> 'key') AS key,
+    coalesce({PAYLOAD} ->> 'name', {PAYLOAD} ->> 'text',
+             {PAYLOAD} ->> 'disposition') AS detail,
+    {PAYLOAD} ->> 'reason' AS reason,
     {_AFTER_TURN} AS after_turn,
     CASE type
       WHEN 'CallOpened' THEN NOT EXISTS (SELECT 1 FROM events r
            WHERE r.session_id = events.session_id AND r.type = 'CallResolved'
-           AND r.payload::json ->> 'call_id' = events.payload::json ->> 'call_id')
+           AND {json_of("r.payload")} ->> 'call_id' = {json_of("events.payload")} ->> 'call_id')
       WHEN 'ConstraintStated' THEN NOT EXISTS (SELECT 1 FROM events r
            WHERE r.session_id = events.session_id AND r.type = 'ConstraintLifted'
            AND r.version > events.version
-           AND r.payload::json ->> 'key' = events.payload::json ->> 'key')
+           AND {json_of("r.payload")} ->> 'key' = {json_of("events.payload")} ->> 'key')
       ELSE true END AS outstanding
 FROM events WHERE type IN ('CallOpened', 'ConstraintStated', 'ItemDisposed')
 """
@@ -217,6 +251,7 @@ def statements() -> list[str]:
     meta = [
         "INSERT INTO tierlog_meta (key, value) VALUES ('application', 'tierlog')",
         f"INSERT INTO tierlog_meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}')",
+        f"INSERT INTO tierlog_meta (key, value) VALUES ('views', '{VIEWS_VERSION}')",
     ]
     return [*TABLES, *views, *meta]
 
@@ -225,7 +260,7 @@ def install(conn: Any) -> None:
     """Create the schema in an empty current schema; accept a current journal; refuse
     anything else. Concurrent installs serialise on an advisory lock."""
     if _is_journal(conn):
-        _add_missing_views(conn)
+        _refresh_views(conn)
         return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, _INSTALL_KEY))
@@ -234,21 +269,32 @@ def install(conn: Any) -> None:
                 conn.execute(statement.encode())
 
 
-def _add_missing_views(conn: Any) -> None:
-    """Views added after a journal was created (same schema version: views only read)."""
+def _refresh_views(conn: Any) -> None:
+    """Views added or changed after a journal was created (same schema version: views
+    only read): missing ones are created; all are replaced when ``tierlog_meta``'s
+    ``views`` is older than :data:`VIEWS_VERSION`."""
     have = {
         row[0]
         for row in conn.execute(
             "SELECT viewname FROM pg_views WHERE schemaname = current_schema()"
         ).fetchall()
     }
-    if set(VIEWS) <= have:
+    if set(VIEWS) <= have and _views_version(conn) == VIEWS_VERSION:
         return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, _INSTALL_KEY))
         for name, sql in VIEWS.items():
-            if name not in have:
-                conn.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+            conn.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+        conn.execute(
+            "INSERT INTO tierlog_meta (key, value) VALUES ('views', %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (VIEWS_VERSION,),
+        )
+
+
+def _views_version(conn: Any) -> str | None:
+    row = conn.execute("SELECT value FROM tierlog_meta WHERE key = 'views'").fetchone()
+    return None if row is None else str(row[0])
 
 
 def check(conn: Any) -> None:
@@ -278,7 +324,13 @@ def _is_journal(conn: Any) -> bool:
     meta = dict(conn.execute("SELECT key, value FROM tierlog_meta").fetchall())
     if meta.get("application") != "tierlog":
         raise JournalError(f"not a tierlog journal (schema {schema!r}: tierlog_meta says so)")
-    version = int(meta.get("schema_version", "0"))
+    try:
+        version = int(meta.get("schema_version", "0"))
+    except ValueError:
+        raise JournalError(
+            f"not a tierlog journal (schema {schema!r}: tierlog_meta's schema_version"
+            f" {meta.get('schema_version')!r} is not a number)"
+        ) from None
     if version > SCHEMA_VERSION:
         raise JournalError(
             f"this journal has schema version {version}; this tierlog reads up to "
@@ -288,20 +340,32 @@ def _is_journal(conn: Any) -> bool:
 
 
 def integrity_problems(conn: Any) -> list[str]:
-    """What protects the log and is missing or disabled (triggers, the unique key)."""
-    enabled = dict(
-        conn.execute(
-            "SELECT t.tgname, t.tgenabled <> 'D' FROM pg_trigger t"
-            " JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = current_schema() AND NOT t.tgisinternal"
-        ).fetchall()
-    )
-    problems = [
-        f"trigger {name} is {'disabled' if name in enabled else 'missing'}: the log is not"
-        " protected against UPDATE and DELETE"
-        for name in TRIGGERS
-        if not enabled.get(name)
-    ]
+    """What protects the log and is missing, disabled or changed (the triggers, the
+    function they run, the unique key)."""
+    unprotected = ": the log is not protected against UPDATE and DELETE"
+    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+    found = {row[0]: row[1:] for row in conn.execute(_TRIGGERS_SQL).fetchall()}
+    problems = []
+    for name, (table, tgtype) in TRIGGERS.items():
+        if name not in found:
+            problems.append(f"trigger {name} is missing{unprotected}")
+            continue
+        on, kind, enabled, unconditional, function, function_schema = found[name]
+        if not enabled:
+            problems.append(f"trigger {name} is disabled{unprotected}")
+        elif (on, kind, unconditional, function, function_schema) != (
+            table,
+            tgtype,
+            True,
+            "tierlog_immutable",
+            schema,
+        ):
+            problems.append(f"trigger {name} was changed (it is not tierlog's){unprotected}")
+    body = conn.execute(_FUNCTION_SQL).fetchall()
+    if [(" ".join(src.split()), lang) for src, lang in body] != [
+        (" ".join(_IMMUTABLE.split()), "plpgsql")
+    ]:
+        problems.append(f"function tierlog_immutable() was changed or is missing{unprotected}")
     unique = conn.execute(
         "SELECT count(*) FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid"
         " JOIN pg_namespace n ON n.oid = t.relnamespace"

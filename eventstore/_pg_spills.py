@@ -45,6 +45,11 @@ class _SpillTable(Protocol):
 class TableSpills:
     """The spills of a PostgreSQL journal, in its ``spill_data`` table."""
 
+    orphan_hint = (
+        "written by hand: spill rows are immutable, so --clean cannot remove it; the"
+        " database's owner may, with spill_data's triggers disabled"
+    )
+
     def __init__(self, table: _SpillTable) -> None:
         self.table = table
 

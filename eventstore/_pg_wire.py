@@ -89,6 +89,10 @@ class Wire:
             yield
         except errors.UniqueViolation as exc:  # only a writer that bypassed the lock
             raise ConcurrencyError(f"{self.location}: {first_line(exc)}") from None
+        except errors.LockNotAvailable as exc:  # lock_timeout: a writer holds it, stalled
+            raise ConcurrencyError(
+                f"{self.location}: {first_line(exc)} (another writer holds the session's lock)"
+            ) from None
         except errors.ReadOnlySqlTransaction:
             raise JournalError(f"{self.location} is open read-only") from None
         except self.pg.Error as exc:

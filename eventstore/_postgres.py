@@ -17,12 +17,13 @@ caller may query again while it iterates, as ``verify`` does.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from decimal import Decimal
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from eventstore import _pg_schema
 from eventstore._chain import GENESIS, Recorded, check_links, link
@@ -37,8 +38,10 @@ from eventstore._recorder import (
     InvalidationRow,
     MarkerRefusalRow,
     QueryResult,
+    Recorder,
     SessionSummary,
     StoredSnapshot,
+    seconds,
 )
 from eventstore._sqlite import utc_now
 from reducers import Event, InvalidEvent, JournalError
@@ -46,6 +49,7 @@ from reducers import Event, InvalidEvent, JournalError
 SCHEMES = ("postgresql://", "postgres://")
 PAGE = 2_000  # rows a read fetches at a time
 COPY_MIN = 64  # batches at least this long are written with COPY
+LOCK_TIMEOUT = 30.0  # seconds a writer waits for a session's lock (SQLite's busy timeout)
 
 _COLUMNS = "session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"
 _INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
@@ -64,14 +68,15 @@ WITH RECURSIVE ids AS (
 SELECT id FROM ids WHERE id IS NOT NULL
 """
 
-_SUMMARIES_SQL = """
+_SUMMARIES_SQL = f"""
 SELECT session_id,
        count(*) AS events,
        count(*) FILTER (WHERE type = 'TurnAppended') AS turns,
        count(*) FILTER (WHERE type IN ('CompactionRefused', 'MarkerRefused')) AS refusals,
        count(*) FILTER (WHERE type = 'MarkerInvalidated') AS invalidations,
        count(*) FILTER (WHERE type = 'Resumed'
-                        AND payload::json ->> 'source' = 'raw_checkpoint') AS raw_fallbacks
+                        AND {_pg_schema.PAYLOAD} ->> 'source' = 'raw_checkpoint')
+                        AS raw_fallbacks
 FROM events GROUP BY session_id ORDER BY session_id
 """
 
@@ -96,14 +101,30 @@ def is_url(location: object) -> bool:
     return isinstance(location, str) and location.startswith(SCHEMES)
 
 
+_USERINFO_SECRET = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/@]*:)([^/]*)@", re.I)
+_QUERY_SECRET = re.compile(r"([?&](?:ssl)?password=)([^&#]*)", re.I)
+
+
 def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """The URL without its secrets (the userinfo password, any ``password=`` or
+    ``sslpassword=`` parameter), for messages; never raises, even on a malformed URL."""
+    url = _USERINFO_SECRET.sub(r"\1***@", str(url), count=1)
+    return _QUERY_SECRET.sub(r"\1***", url)
+
+
+def _secrets(url: str) -> set[str]:
+    """The URL's secrets, as written and percent-decoded."""
+    found = [m.group(2) for m in _USERINFO_SECRET.finditer(url)]
+    found += [m.group(2) for m in _QUERY_SECRET.finditer(url)]
+    return {text for secret in found if secret for text in (secret, unquote(secret))}
+
+
+def scrub(message: str, url: str) -> str:
+    """``message`` (a driver's, which may quote the URL) with ``url``'s secrets hidden."""
+    message = message.replace(url, redact(url))
+    for secret in sorted(_secrets(url), key=len, reverse=True):
+        message = message.replace(secret, "***")
+    return message
 
 
 def _driver() -> Any:
@@ -127,7 +148,13 @@ class PostgresRecorder:
         clock: Callable[[], str] = utc_now,
         synchronous: str = "full",
         connect_timeout: int = 30,
+        lock_timeout: float | None = None,
     ) -> None:
+        """``lock_timeout``: seconds a writer waits for a session's lock before a
+        ConcurrencyError; ``None``: the server's setting (the URL's ``options=-c
+        lock_timeout=...``, the role's, the database's), or :data:`LOCK_TIMEOUT`
+        where that is 0 (wait forever)."""
+        wait = None if lock_timeout is None else seconds(lock_timeout, "lock_timeout")
         psycopg = _driver()
         self._pg = psycopg
         self.url = url
@@ -135,10 +162,12 @@ class PostgresRecorder:
         self._clock = clock
         try:
             self.conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
-        except psycopg.Error as exc:
-            raise JournalError(f"cannot connect to {redact(url)}: {first_line(exc)}") from None
+        except (psycopg.Error, ValueError, TypeError) as exc:
+            problem = scrub(first_line(exc), url)
+            raise JournalError(f"cannot connect to {redact(url)}: {problem}") from None
         self.wire = Wire(psycopg, self.conn, self.location)
         try:
+            self._set_lock_timeout(wait)
             if readonly:
                 self.conn.execute("SET default_transaction_read_only = on")
                 _pg_schema.check(self.conn)
@@ -148,10 +177,20 @@ class PostgresRecorder:
                 self.conn.execute("SET synchronous_commit = off")
         except psycopg.Error as exc:
             self.conn.close()
-            raise JournalError(f"cannot use {self.location}: {first_line(exc)}") from None
+            problem = scrub(first_line(exc), url)
+            raise JournalError(f"cannot use {self.location}: {problem}") from None
         except JournalError:
             self.conn.close()
             raise
+
+    def _set_lock_timeout(self, wait: float | None) -> None:
+        if wait is None:
+            if self.conn.execute("SHOW lock_timeout").fetchone()[0] != "0":
+                return  # configured on the server or in the URL
+            wait = LOCK_TIMEOUT
+        self.conn.execute(
+            "SELECT set_config('lock_timeout', %s, false)", (f"{max(1, round(wait * 1000))}ms",)
+        )
 
     @property
     def location(self) -> str:
@@ -216,6 +255,26 @@ class PostgresRecorder:
             last = check_links(session_id, self.head(session_id), rows)
             self._write_rows(session_id, rows)
         return last
+
+    def attached(self, source: Recorder) -> AbstractContextManager[None]:
+        """Nothing to attach: :meth:`copy_session` reads ``source`` row by row."""
+        return contextlib.nullcontext()
+
+    def copy_session(self, source: Recorder, session_id: str) -> None:
+        """Insert ``session_id``'s rows from ``source`` verbatim, in the caller's
+        transaction, which has checked under its lock (``head``) that the session is new;
+        ``import`` made them in a scratch journal, so the links are not checked again."""
+        if not self.wire.depth:
+            raise JournalError("copy_session joins the caller's transaction; open one")
+        self._write_rows(session_id, list(source.read(session_id)))
+
+    def heads(self) -> dict[str, Head]:
+        """Every session's head, by session id in order."""
+        rows = self._run(
+            "SELECT DISTINCT ON (session_id) session_id, version, hash FROM events"
+            " ORDER BY session_id, version DESC"
+        ).fetchall()
+        return {r[0]: Head(r[1], r[2]) for r in rows}
 
     def _write_rows(self, session_id: str, rows: Sequence[Recorded]) -> None:
         values = [
@@ -388,7 +447,7 @@ class PostgresRecorder:
     def spill_handles(self) -> Iterator[str]:
         """Every spill handle any session recorded (distinct)."""
         rows = self._run(
-            "SELECT DISTINCT payload::json ->> 'handle' FROM events WHERE type = 'Spilled'"
+            f"SELECT DISTINCT {_pg_schema.PAYLOAD} ->> 'handle' FROM events WHERE type = 'Spilled'"
         ).fetchall()
         return (handle for (handle,) in rows if isinstance(handle, str))
 
@@ -405,11 +464,15 @@ class PostgresRecorder:
         self.wire.on_rollback(undo)
 
     # -- audits ------------------------------------------------------------------------
-    def query(self, sql: str, *, timeout: float) -> QueryResult:
+    def query(
+        self, sql: str, *, timeout: float | None, heap_limit: int | None = None
+    ) -> QueryResult:
         """One read-only query: a single SELECT (or WITH, VALUES, TABLE, EXPLAIN) in a
-        READ ONLY transaction, cancelled after ``timeout`` seconds."""
+        READ ONLY transaction that is rolled back, cancelled after ``timeout`` seconds (none:
+        the server's own limit). ``heap_limit`` is SQLite's: the server bounds its own memory."""
         if not sql.strip():
             raise InvalidEvent("empty query")
+        timeout = None if timeout is None else seconds(timeout)
         if self.wire.depth or self.wire.pending:
             raise JournalError("query() runs in its own transaction, not inside another")
         hint = " (tierlog sql is read-only: SELECT and WITH queries only)"
@@ -417,18 +480,20 @@ class PostgresRecorder:
             raise InvalidEvent(f"query refused{hint}")
         errors = self._pg.errors
         try:
-            with self.conn.transaction():
+            # rolled back, never committed: lo_from_bytea() and pg_notify() ignore READ
+            # ONLY, and only a COMMIT would keep their large object or send the NOTIFY
+            with self.conn.transaction(force_rollback=True):
                 self.conn.execute("SET TRANSACTION READ ONLY")
                 self.conn.execute(
                     "SELECT set_config('statement_timeout', %s, true)",
-                    (str(max(1, int(timeout * 1000))),),
+                    (str(max(1, int(timeout * 1000))) if timeout else "0",),
                 )
                 cursor = self.conn.cursor()
                 cursor.execute(sql, prepare=True)  # one statement: no "SELECT 1; COPY ..."
                 names = tuple(c.name for c in cursor.description or ())
                 rows = [tuple(map(_plain, row)) for row in cursor.fetchall()] if names else []
         except errors.QueryCanceled:
-            raise InvalidEvent(f"query stopped after {timeout:g} s (--timeout)") from None
+            raise InvalidEvent(f"query stopped after {timeout or 0:g} s (--timeout)") from None
         except (errors.ReadOnlySqlTransaction, errors.InsufficientPrivilege) as exc:
             raise InvalidEvent(f"query failed: {first_line(exc)}{hint}") from None
         except self._pg.Error as exc:

@@ -10,6 +10,7 @@ connection. ``SqliteRecorder`` is the embedded implementation,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
@@ -17,7 +18,7 @@ from typing import NamedTuple, Protocol
 import attrs
 
 from eventstore._chain import Recorded
-from reducers import Event
+from reducers import Event, InvalidEvent
 
 
 class Head(NamedTuple):
@@ -91,12 +92,31 @@ class AuditRows:
     raw_fallbacks: tuple[FallbackRow, ...]
 
 
+def _nothing() -> None:
+    return None
+
+
 @attrs.frozen(kw_only=True)
 class QueryResult:
-    """The rows of a read-only query, with their column names."""
+    """The rows of a read-only query, streamed, with their column names.
+
+    The query's limits hold until the rows are exhausted or the result is closed
+    (it is a context manager).
+    """
 
     columns: tuple[str, ...]
-    rows: list[tuple[object, ...]]
+    rows: Iterable[tuple[object, ...]]
+    done: Callable[[], None] = attrs.field(default=_nothing, repr=False)
+
+    def close(self) -> None:
+        """Stop the query and lift its limits (idempotent)."""
+        self.done()
+
+    def __enter__(self) -> QueryResult:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 @attrs.frozen(kw_only=True)
@@ -190,8 +210,32 @@ class Recorder(Protocol):
     def load_snapshot(self, session_id: str) -> StoredSnapshot | None:
         """The session's snapshot, if one was saved."""
 
-    def query(self, sql: str, *, timeout: float) -> QueryResult:
-        """Run one read-only query; InvalidEvent for a failing or writing one."""
+    def query(
+        self, sql: str, *, timeout: float | None, heap_limit: int | None = None
+    ) -> QueryResult:
+        """Run one read-only query, its rows streamed; InvalidEvent for a failing or
+        writing one, or one that runs past ``timeout`` seconds or ``heap_limit`` bytes."""
+
+    def heads(self) -> dict[str, Head]:
+        """Every session's head, by session id in order (what a witness keeps)."""
+
+    def attached(self, source: Recorder) -> AbstractContextManager[None]:
+        """For the block (entered outside a transaction), let :meth:`copy_session` read
+        ``source`` inside the database if the backend can; otherwise nothing."""
+
+    def copy_session(self, source: Recorder, session_id: str) -> None:
+        """Insert ``session_id``'s rows from ``source`` verbatim, hashes and all, in the
+        caller's transaction (``import`` copies a session decided in a scratch journal)."""
 
     def integrity_problems(self) -> list[str]:
         """What the database's own integrity check reports (empty when sound)."""
+
+
+def seconds(timeout: object, name: str = "timeout") -> float:
+    """``timeout`` as a number of seconds, checked for every backend: a finite number
+    above zero, else InvalidEvent (``nan`` and ``inf`` included)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise InvalidEvent(f"{name} must be a number of seconds, not {timeout!r}")
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise InvalidEvent(f"{name} must be a positive, finite number of seconds, not {timeout}")
+    return float(timeout)

@@ -87,7 +87,14 @@ def _ship_session(src: Journal, dest: Journal, session_id: str, chunk: int) -> S
             rows = list(src.recorder.read(session_id, start=version + 1, stop=version + chunk))
             if not rows:
                 break
-            spills += _ship_chunk(src, dest, session_id, rows, earlier)
+            try:
+                spills += _ship_chunk(src, dest, session_id, rows, earlier)
+            except ConcurrencyError:
+                moved = _moved_on(src, dest, session_id, version)
+                if moved is None:
+                    raise
+                version = moved  # another ship committed these rows: go on after them
+                continue
             events += len(rows)
             version = rows[-1].version
     except (IntegrityError, ConcurrencyError) as exc:
@@ -109,6 +116,17 @@ def _ship_chunk(
             earlier.append(spill)
         dest.recorder.append_recorded(session_id, rows)
     return len(spills)
+
+
+def _moved_on(src: Journal, dest: Journal, session_id: str, version: int) -> int | None:
+    """``dest``'s new head if it moved past ``version`` and still agrees with ``src``
+    (another ship of the same rows won the race), else ``None``."""
+    head = dest.recorder.head(session_id)
+    if head.version <= version:
+        return None
+    if _first_difference(src, dest, session_id, head.version, head.hash) is not None:
+        return None
+    return head.version
 
 
 def _spills(rows: list[Recorded]) -> Iterator[Spill]:

@@ -84,6 +84,8 @@ class FolderSpills:
     caller's transaction can take it back if it does not commit.
     """
 
+    orphan_hint = "tierlog verify --clean removes it"
+
     def __init__(self, root: Path, on_write: Callable[[Undo], None] | None = None) -> None:
         self.root = root
         self._on_write = on_write

@@ -10,7 +10,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from eventstore import _schema
 from eventstore._chain import GENESIS, Recorded, check_links, link
-from eventstore._errors import ConcurrencyError
+from eventstore._errors import ConcurrencyError, IntegrityError
 from eventstore._recorder import (
     AuditRows,
     CompactionRefusalRow,
@@ -27,8 +27,10 @@ from eventstore._recorder import (
     InvalidationRow,
     MarkerRefusalRow,
     QueryResult,
+    Recorder,
     SessionSummary,
     StoredSnapshot,
+    seconds,
 )
 from reducers import Event, InvalidEvent, JournalError
 
@@ -131,6 +133,7 @@ class SqliteRecorder:
         self._clock = clock
         self._in_txn = False
         self._depth = 0
+        self._attached: SqliteRecorder | None = None
         self._undo: list[list[Callable[[], None]]] = []
         try:
             self.conn = _connect(self.path, readonly=readonly, timeout=busy_timeout)
@@ -144,6 +147,8 @@ class SqliteRecorder:
             raise kind(f"cannot use {self.path}: {exc}") from None
         except sqlite3.DatabaseError as exc:  # "file is not a database"
             self.conn.close()
+            if is_corruption(exc):
+                raise IntegrityError(f"{self.path} is corrupt: {exc}") from None
             raise JournalError(f"{self.path} is not a tierlog journal: {exc}") from None
         except JournalError:
             self.conn.close()
@@ -375,31 +380,93 @@ class SqliteRecorder:
         )
 
     # -- audits ------------------------------------------------------------------------
-    def query(self, sql: str, *, timeout: float) -> QueryResult:
-        """One read-only query: no statement can write, ATTACH included; stopped after
-        ``timeout`` seconds."""
+    def query(
+        self, sql: str, *, timeout: float | None, heap_limit: int | None = None
+    ) -> QueryResult:
+        """One read-only query (no statement can write, ATTACH included), its rows streamed.
+
+        It stops with InvalidEvent after ``timeout`` seconds, or when it needs more than
+        ``heap_limit`` bytes: no string or blob of this connection may exceed it while the
+        query runs, and neither may SQLite's heap (``PRAGMA hard_heap_limit``, which is
+        process-wide and can only be lowered, so it stays: the CLI runs one query a
+        process). Ctrl-C stops it with ``KeyboardInterrupt``. The limits hold until the
+        rows are exhausted or the result is closed.
+        """
         if not sql.strip():
             raise InvalidEvent("empty query")
-        conn = self.conn
-        deadline = time.monotonic() + timeout
-        conn.execute("PRAGMA query_only = ON")
-        conn.set_authorizer(_read_only)
-        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+        timeout = None if timeout is None else seconds(timeout)
+        guard = _QueryGuard(self.conn, self.readonly, timeout=timeout, heap_limit=heap_limit)
+        guard.install()
         try:
-            cursor = conn.execute(sql)
-            names = tuple(c[0] for c in cursor.description or ())
-            return QueryResult(columns=names, rows=cursor.fetchall())
-        except sqlite3.Error as exc:
-            if "interrupted" in str(exc):
-                raise InvalidEvent(f"query stopped after {timeout:g} s (--timeout)") from None
-            denied = "not authorized" in str(exc) or "readonly" in str(exc)
-            hint = " (tierlog sql is read-only: SELECT and WITH queries only)" if denied else ""
-            raise InvalidEvent(f"query failed: {exc}{hint}") from None
+            cursor = self.conn.execute(sql)
+        except (MemoryError, sqlite3.Error) as exc:
+            guard.lift()
+            raise guard.error(exc) from None
+        except BaseException:
+            guard.lift()
+            raise
+        names = tuple(c[0] for c in cursor.description or ())
+        guard.undo_last(cursor.close)
+        rows = guard.rows(cursor)
+
+        def done() -> None:
+            rows.close()
+            guard.lift()
+
+        return QueryResult(columns=names, rows=rows, done=done)
+
+    # -- witnesses and verbatim copies (import) ---------------------------------------
+    def heads(self) -> dict[str, Head]:
+        """Every session's head, by session id in order."""
+        rows = self.conn.execute(
+            "SELECT session_id, max(version), hash FROM events GROUP BY session_id"
+            " ORDER BY session_id"
+        )
+        return {r[0]: Head(r[1], r[2]) for r in rows}
+
+    @contextlib.contextmanager
+    def attached(self, source: Recorder) -> Iterator[None]:
+        """Attach ``source``'s file for the block (outside any transaction), so that
+        :meth:`copy_session` copies from it inside SQLite."""
+        if not isinstance(source, SqliteRecorder):
+            yield
+            return
+        self.conn.execute("ATTACH DATABASE ? AS tierlog_source", (str(source.path),))
+        self._attached = source
+        try:
+            yield
         finally:
-            conn.set_progress_handler(None, 0)
-            conn.set_authorizer(None)
-            if not self.readonly:
-                conn.execute("PRAGMA query_only = OFF")
+            self._attached = None
+            self.conn.execute("DETACH DATABASE tierlog_source")
+
+    def copy_session(self, source: Recorder, session_id: str) -> None:
+        """Insert ``session_id``'s rows from ``source`` verbatim (hashes and all), in the
+        caller's transaction. ``import`` decides a new session in a scratch journal and
+        copies it here; the caller has checked under this transaction's lock that the
+        session does not exist yet. From an attached source this is one INSERT ... SELECT,
+        without CHECK(json_valid): every payload already passed it in the source.
+        """
+        if not self._in_txn:
+            raise JournalError("copy_session joins the caller's transaction; open one")
+        columns = _COLUMNS.removeprefix("seq, ")
+        try:
+            if self._attached is not source:
+                rows = (attrs_row(r) for r in source.read(session_id))
+                self.conn.executemany(_INSERT, rows)
+                return
+            self.conn.execute("PRAGMA ignore_check_constraints = ON")
+            try:
+                self.conn.execute(
+                    f"INSERT INTO main.events ({columns}) SELECT {columns}"
+                    " FROM tierlog_source.events WHERE session_id = ? ORDER BY version",
+                    (session_id,),
+                )
+            finally:
+                self.conn.execute("PRAGMA ignore_check_constraints = OFF")
+        except sqlite3.IntegrityError as exc:
+            raise ConcurrencyError(f"cannot copy session {session_id!r}: {exc}") from None
+        except sqlite3.OperationalError as exc:
+            raise JournalError(f"cannot write to {self.path}: {exc}") from None
 
     def integrity_problems(self) -> list[str]:
         """What ``PRAGMA integrity_check`` reports (empty when the file is sound)."""
@@ -475,3 +542,88 @@ def _commit(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise JournalError(f"commit failed, nothing was written: {exc}") from None
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """Whether SQLite found the file damaged (a malformed page, a torn header)."""
+    return getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT"
+
+
+def is_database_fault(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite failing (I/O, lock, full disk, corruption), not misuse."""
+    faults = (sqlite3.OperationalError, sqlite3.DataError, sqlite3.IntegrityError)
+    return isinstance(exc, faults) or type(exc) is sqlite3.DatabaseError
+
+
+class _QueryGuard:
+    """One query's limits on a connection: installed, turned into errors, lifted once."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        readonly: bool,
+        *,
+        timeout: float | None,
+        heap_limit: int | None,
+    ) -> None:
+        self.conn, self.readonly = conn, readonly
+        self.timeout, self.heap_limit = timeout, heap_limit
+        self.deadline = time.monotonic() + timeout if timeout else float("inf")
+        self._undo: list[Callable[[], object]] = []
+
+    def install(self) -> None:
+        """Read-only, the memory limits, and a progress handler for the clock and Ctrl-C."""
+        conn = self.conn
+        if self.heap_limit:
+            conn.execute(f"PRAGMA hard_heap_limit = {int(self.heap_limit)}")
+            before = conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(before, int(self.heap_limit)))
+            self._undo.append(lambda: conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, before))
+        conn.execute("PRAGMA query_only = ON")
+        if not self.readonly:
+            self._undo.append(lambda: conn.execute("PRAGMA query_only = OFF"))
+        conn.set_authorizer(_read_only)
+        self._undo.append(lambda: conn.set_authorizer(None))
+        # Python code runs in the handler, so a pending Ctrl-C is raised there and
+        # aborts the statement as SQLITE_INTERRUPT before the deadline: see error()
+        conn.set_progress_handler(lambda: time.monotonic() > self.deadline, 10_000)
+        self._undo.append(lambda: conn.set_progress_handler(None, 0))
+
+    def undo_last(self, undo: Callable[[], object]) -> None:
+        """Also run ``undo`` when lifting, after everything else."""
+        self._undo.insert(0, undo)
+
+    def lift(self) -> None:
+        """Undo everything ``install`` did (idempotent)."""
+        while self._undo:
+            self._undo.pop()()
+
+    def rows(self, cursor: sqlite3.Cursor) -> Generator[tuple[object, ...], None, None]:
+        """The cursor's rows, failures turned into tierlog errors; lifts the limits at the end."""
+        try:
+            while True:
+                try:
+                    row = next(cursor, None)
+                except (MemoryError, sqlite3.Error) as exc:
+                    raise self.error(exc) from None
+                if row is None:
+                    return
+                yield row
+        finally:
+            self.lift()
+
+    def error(self, exc: MemoryError | sqlite3.Error) -> BaseException:
+        """The tierlog error (or the Ctrl-C) that a failed step means."""
+        name = getattr(exc, "sqlite_errorname", "")
+        memory = f"its memory limit of {self.heap_limit / 2**20:g} MB" if self.heap_limit else ""
+        if isinstance(exc, MemoryError) or (name == "SQLITE_TOOBIG" and memory):
+            return InvalidEvent(f"query stopped: it needs more than {memory or 'memory'}")
+        if name == "SQLITE_INTERRUPT":
+            if time.monotonic() <= self.deadline:
+                return KeyboardInterrupt()
+            return InvalidEvent(f"query stopped after {self.timeout:g} s (--timeout)")
+        if is_corruption(exc):
+            return IntegrityError(f"database is corrupt: {exc}")
+        denied = "not authorized" in str(exc) or "readonly" in str(exc)
+        hint = " (tierlog sql is read-only: SELECT and WITH queries only)" if denied else ""
+        return InvalidEvent(f"query failed: {exc}{hint}")

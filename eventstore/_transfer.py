@@ -1,18 +1,16 @@
-"""Export a session as JSON Lines; import one back through the commit pipeline."""
+"""Export a session as JSON Lines; read such lines back, strictly, and import them."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO
-
-import attrs
+from typing import Any
 
 from eventstore._codec import SCHEMA_VERSION, from_payload
+from eventstore._import import Import, Imported
 from eventstore._journal import Journal, check_session_id
-from eventstore._replay import command_of, commands
-from eventstore._session import Session
-from reducers import Event, InvalidEvent, SessionConfig, SessionStarted
+from reducers import Event, InvalidEvent
 
 
 def export_lines(journal: Journal, session_id: str) -> Iterator[str]:
@@ -35,116 +33,107 @@ def export_lines(journal: Journal, session_id: str) -> Iterator[str]:
         )
 
 
-@attrs.frozen(kw_only=True)
-class Imported:
-    """What ``import_file`` did for one session."""
+def read_sessions(lines: Iterable[bytes | str]) -> dict[str, list[Event]]:
+    """Parse exported lines into each session's events (InvalidEvent on any bad line).
 
-    source_id: str
-    session_id: str
-    events: int
-    redecided: int
-    skipped: tuple[str, ...]
-    unchanged: bool
-
-
-def read_sessions(lines: Iterable[str]) -> dict[str, list[Event]]:
-    """Parse exported lines into each session's events (InvalidEvent on any bad line)."""
+    Lines are UTF-8; each is one JSON object with no duplicate keys, integers
+    that fit in 64 bits and no lone surrogates. A file without a line is refused.
+    """
     sessions: dict[str, list[Event]] = {}
     for number, line in enumerate(lines, 1):
-        if line.strip():
-            try:
-                _read_line(sessions, line)
-            except InvalidEvent as exc:
-                raise InvalidEvent(f"line {number}: {exc}") from None
+        try:
+            text = line.decode("utf-8") if isinstance(line, bytes) else line
+            if text.strip():
+                _read_line(sessions, text)
+        except UnicodeDecodeError as exc:
+            raise InvalidEvent(f"line {number}: not UTF-8 (byte {exc.start + 1})") from None
+        except InvalidEvent as exc:
+            raise InvalidEvent(f"line {number}: {exc}") from None
+    if not sessions:
+        raise InvalidEvent("nothing to import: the file holds no events")
     return sessions
 
 
+_ROW_KEYS = {"session_id", "version", "type", "payload"}
+_OPTIONAL_KEYS = {"schema_version", "recorded_at", "hash"}
+_SUSPECT = re.compile(r"\\u[dD][89a-fA-F]|\d{19}")  # a surrogate escape, or a huge integer
+
+
 def _read_line(sessions: dict[str, list[Event]], line: str) -> None:
+    row = _parse(line)
+    if not isinstance(row, dict) or not row.keys() >= _ROW_KEYS:
+        raise InvalidEvent("need session_id, version, type and payload")
+    if extra := row.keys() - _ROW_KEYS - _OPTIONAL_KEYS:
+        raise InvalidEvent(f"unknown field(s) {', '.join(sorted(extra))}")
+    schema = row.get("schema_version", SCHEMA_VERSION)
+    if type(schema) is not int or not 1 <= schema <= SCHEMA_VERSION:
+        raise InvalidEvent(f"schema version {schema!r} is not one this tierlog reads")
+    if type(row["type"]) is not str or type(row["payload"]) is not dict:
+        raise InvalidEvent("type must be a string and payload an object")
+    events = sessions.setdefault(check_session_id(row["session_id"]), [])
+    if type(row["version"]) is not int or row["version"] != len(events) + 1:
+        raise InvalidEvent(f"version {row['version']!r}, expected {len(events) + 1}")
+    events.append(from_payload(row["type"], row["payload"]))
+
+
+def _parse(line: str) -> object:
+    """One JSON value; duplicate keys, deep nesting and out-of-range values are errors."""
     try:
-        row = json.loads(line)
+        value = json.loads(line, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise InvalidEvent(f"not JSON ({exc.msg})") from None
-    if not isinstance(row, dict) or not {"session_id", "version", "type", "payload"} <= row.keys():
-        raise InvalidEvent("need session_id, version, type and payload")
-    schema = row.get("schema_version", SCHEMA_VERSION)
-    if type(schema) is not int or schema > SCHEMA_VERSION:
-        raise InvalidEvent(f"schema version {schema!r} is not one this tierlog reads")
-    events = sessions.setdefault(check_session_id(row["session_id"]), [])
-    if row["version"] != len(events) + 1:
-        raise InvalidEvent(f"version {row['version']}, expected {len(events) + 1}")
-    events.append(from_payload(row["type"], row["payload"]))
+    except RecursionError:
+        raise InvalidEvent("not a tierlog line: nested too deeply") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise InvalidEvent(f"not a tierlog line: {exc}") from None
+    if _SUSPECT.search(line):
+        _check_values(value)
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        keys = [k for k, _ in pairs]
+        twice = next(k for k in keys if keys.count(k) > 1)
+        raise InvalidEvent(f"duplicate key {twice!r}")
+    return found
+
+
+def _check_values(value: object) -> None:
+    """Refuse integers beyond 64 bits and strings that are not valid Unicode (iteratively)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+        elif type(item) is int and not -(2**63) <= item < 2**63:
+            raise InvalidEvent(f"integer {item} does not fit in 64 bits")
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidEvent(f"string {item[:40]!r} holds a lone surrogate") from None
 
 
 def import_file(
     journal: Journal,
-    file: IO[str],
+    file: Iterable[bytes | str],
     *,
     rename: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[Imported]:
-    """Import every session in ``file`` in one transaction, re-deciding every command.
+    """Import every session in ``file`` into ``journal``, re-deciding every command.
 
     A command the current checks decide differently is committed as they decide
     it (an unsafe compaction becomes a refusal). A later command that this makes
     impossible (a marker on the node that was refused) is skipped and reported.
-    Any other invalid command, or a malformed line, aborts the import whole.
+    A command invalid in the file's own history, or a malformed line, aborts
+    the import whole. Sessions already present with the same history are left
+    unchanged.
     """
-    sessions = read_sessions(file)
-    if rename is not None and len(sessions) != 1:
-        raise InvalidEvent(f"--session renames one session; the file holds {len(sessions)}")
-    with journal.recorder.transaction():
-        return [
-            _import_session(journal, source, rename or source, events, progress)
-            for source, events in sessions.items()
-        ]
-
-
-def _import_session(
-    journal: Journal,
-    source: str,
-    target: str,
-    events: list[Event],
-    progress: Callable[[int], None] | None,
-) -> Imported:
-    check_session_id(target)
-    if journal.has_session(target):
-        if list(journal.session(target).events()) == events:
-            return Imported(
-                source_id=source,
-                session_id=target,
-                events=len(events),
-                redecided=0,
-                skipped=(),
-                unchanged=True,
-            )
-        raise InvalidEvent(f"session {target!r} already exists with a different history")
-    first = events[0]
-    if not isinstance(first, SessionStarted):
-        raise InvalidEvent(f"session {source!r} does not begin with SessionStarted")
-    session = journal.start_session(target, SessionConfig(**attrs.asdict(first)))
-    redecided, skipped, version = 0, [], 2
-    for count, command in enumerate(commands(events[1:]), 1):
-        try:
-            redecided += not _replay_command(session, command)
-        except InvalidEvent as exc:
-            if not redecided:
-                raise InvalidEvent(f"{source} v{version}: {exc}") from None
-            skipped.append(f"v{version} {type(command[0]).__name__}: {exc}")
-        version += len(command)
-        if progress:
-            progress(count)
-    return Imported(
-        source_id=source,
-        session_id=target,
-        events=session.state.version,
-        redecided=redecided,
-        skipped=tuple(skipped),
-        unchanged=False,
-    )
-
-
-def _replay_command(session: Session, group: list[Event]) -> bool:
-    """Commit ``group``'s command as the live API would (a refusal is recorded like any
-    decision); True if it committed as recorded."""
-    command, _ = command_of(group)
-    return session.run(command).events == tuple(group)
+    with Import(journal.path, read_sessions(file), rename=rename) as job:
+        job.decide(journal, progress)
+        return job.commit(journal)

@@ -1,16 +1,20 @@
 """``tierlog``: a thin command line over the library.
 
-Exit codes: 0 fine, 1 findings (``verify``, ``audit``), 2 usage or bad input.
+Exit codes: 0 fine, 1 findings (``verify``, ``audit``; a corrupt database is one),
+2 usage or bad input (Ctrl-C included), 3 an internal error (a bug: one line, and
+the traceback with ``-vv``). No exception escapes as a traceback otherwise.
 The library never configures logging; this module does (``--log-format``, ``-v``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,16 +23,19 @@ import attrs
 import structlog
 
 from eventstore import _output as out
-from eventstore._audit import audit, clean_spills, verify
+from eventstore._audit import Finding, audit, clean_spills, verify
 from eventstore._demo import run_demo
 from eventstore._errors import IntegrityError
 from eventstore._html import render
+from eventstore._import import Import, created_journal
 from eventstore._ingest import FORMATS, Loaded, ingest_loaded, load
-from eventstore._journal import Journal
+from eventstore._journal import Journal, check_session_id
 from eventstore._postgres import is_url
 from eventstore._report import collect
 from eventstore._ship import ship
-from eventstore._transfer import export_lines, import_file
+from eventstore._sqlite import is_corruption, is_database_fault
+from eventstore._transfer import export_lines, read_sessions
+from eventstore._witness import SessionHead, check_witness, heads, read_witness
 from reducers import InvalidEvent, JournalError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -85,6 +92,43 @@ def _session_ids(journal: Journal, session_id: str | None) -> list[str] | None:
     return [session_id]
 
 
+MAX_VERSION = 2**62
+
+
+def _version(text: str) -> int:
+    """An argparse type: a version number in ``0..2**62``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a version number: {text[:40]!r}") from None
+    if not 0 <= value <= MAX_VERSION:
+        raise argparse.ArgumentTypeError(f"version {text[:40]} is outside 0..2**62")
+    return value
+
+
+def _amount(kind: type[int] | type[float]) -> Callable[[str], float]:
+    """An argparse type: a number >= 0 (0 means no limit)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text[:40]!r}") from None
+        if not 0 <= value < 2**40:
+            raise argparse.ArgumentTypeError(f"{text[:40]} is outside 0..2**40")
+        return value
+
+    return parse
+
+
+def _corruption(exc: Exception) -> Finding:
+    """``exc`` as a finding if it says the database is corrupt; else ``exc`` is re-raised."""
+    if not isinstance(exc, IntegrityError) and not is_corruption(exc):
+        raise exc
+    problem = str(exc) if isinstance(exc, JournalError) else f"database is corrupt: {exc}"
+    return Finding(check="integrity", session_id=None, version=None, problem=problem)
+
+
 # -- commands ---------------------------------------------------------------------------
 @command(
     "demo",
@@ -118,8 +162,8 @@ def _sessions(args: argparse.Namespace) -> int:
 )
 @arg("db", help=DB)
 @arg("session", help="session id")
-@arg("--from", type=int, dest="start", default=1, metavar="V", help="first version")
-@arg("--to", type=int, dest="stop", metavar="V", help="last version")
+@arg("--from", type=_version, dest="start", default=1, metavar="V", help="first version")
+@arg("--to", type=_version, dest="stop", metavar="V", help="last version")
 @arg("--json", action="store_true", help="print JSON Lines")
 def _log(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
@@ -134,7 +178,7 @@ def _log(args: argparse.Namespace) -> int:
 )
 @arg("db", help=DB)
 @arg("session", help="session id")
-@arg("--at", type=int, metavar="V", help="state after version V (default: latest)")
+@arg("--at", type=_version, metavar="V", help="state after version V (default: latest)")
 @arg("--json", action="store_true", help="print the canonical state as JSON")
 def _state(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
@@ -152,8 +196,8 @@ def _state(args: argparse.Namespace) -> int:
 )
 @arg("db", help=DB)
 @arg("session", help="session id")
-@arg("v1", type=int, help="earlier version")
-@arg("v2", type=int, help="later version")
+@arg("v1", type=_version, help="earlier version")
+@arg("v2", type=_version, help="later version")
 @arg("--json", action="store_true", help="print JSON")
 def _diff(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
@@ -169,10 +213,11 @@ def _diff(args: argparse.Namespace) -> int:
 @command(
     "verify",
     "hash chains, payloads, spill files, every decision re-derived by replay",
-    "tierlog verify agent.db mig-42",
+    "tierlog verify agent.db mig-42 --witness mig-42.head.json",
 )
 @arg("db", help=DB)
 @arg("session", nargs="?", help="one session (default: all)")
+@arg("--witness", metavar="FILE", help="heads saved by `tierlog head --json`: each must still hold")
 @arg("--json", action="store_true", help="print JSON")
 @arg(
     "--clean",
@@ -180,10 +225,12 @@ def _diff(args: argparse.Namespace) -> int:
     help="remove orphan spill files (a crash between writing a spill and committing it)",
 )
 def _verify(args: argparse.Namespace) -> int:
-    with _reader(args) as journal:
-        ids = _session_ids(journal, args.session)
-        with out.Progress("verifying") as show:
-            findings = verify(journal, ids, progress=show)
+    witness = read_witness(_read_text(args.witness), args.witness) if args.witness else None
+    try:
+        with _reader(args) as journal:
+            findings = _verify_or_corrupt(journal, args.session, witness)
+    except IntegrityError as exc:  # too damaged to open
+        findings = [_corruption(exc)]
     if args.clean:  # orphans are notes: exit 0 unless something else is wrong
         with Journal(args.db) as journal:
             findings = [f for f in findings if f.check != "orphan"] + clean_spills(journal)
@@ -196,6 +243,64 @@ def _verify(args: argparse.Namespace) -> int:
     return 1 if fatal else 0
 
 
+def _verify_or_corrupt(
+    journal: Journal, session_id: str | None, witness: list[SessionHead] | None
+) -> list[Finding]:
+    """verify's findings; on a corrupt page, what ``PRAGMA integrity_check`` says instead."""
+    try:
+        return _verify_journal(journal, session_id, witness)
+    except Exception as exc:  # re-raised unless it is corruption
+        found = _corruption(exc)
+    try:
+        problems = journal.recorder.integrity_problems()
+    except Exception:  # too damaged even for the check: the finding says so
+        return [found]
+    return [attrs.evolve(found, problem=p) for p in problems] + [found]
+
+
+def _verify_journal(
+    journal: Journal, session_id: str | None, witness: list[SessionHead] | None
+) -> list[Finding]:
+    """verify's findings, then the witness's (a witnessed session may be missing altogether)."""
+    if session_id is not None and witness is not None:
+        witness = [w for w in witness if w.session_id == session_id]
+        if not witness:
+            raise InvalidEvent(f"the witness holds no head for session {session_id!r}")
+        if not journal.has_session(session_id):
+            return check_witness(journal, witness)
+    ids = _session_ids(journal, session_id)
+    with out.Progress("verifying") as show:
+        findings = verify(journal, ids, progress=show)
+    return findings + check_witness(journal, witness or [])
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidEvent(f"cannot read {path}: {getattr(exc, 'strerror', exc)}") from None
+
+
+@command(
+    "head",
+    "each session's head version and hash: a witness to keep elsewhere",
+    "tierlog head agent.db --json > agent.head.json",
+)
+@arg("db", help=DB)
+@arg("session", nargs="?", help="one session (default: all)")
+@arg("--json", action="store_true", help="print JSON (what `verify --witness` reads)")
+def _head(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        found = heads(journal, _session_ids(journal, args.session))
+    if args.json:
+        print(json.dumps([attrs.asdict(h) for h in found], indent=2))
+    else:
+        width = max((len(h.session_id) for h in found), default=0)
+        print("\n".join(f"{h.session_id:<{width}}  {h.version:>8}  {h.hash}" for h in found))
+    return 0
+
+
 @command(
     "audit",
     "refusals, invalidations, raw fallbacks and evicted obligations",
@@ -205,8 +310,12 @@ def _verify(args: argparse.Namespace) -> int:
 @arg("session", nargs="?", help="one session (default: all)")
 @arg("--json", action="store_true", help="print JSON")
 def _audit(args: argparse.Namespace) -> int:
-    with _reader(args) as journal:
-        report = audit(journal, _session_ids(journal, args.session))
+    try:
+        with _reader(args) as journal:
+            report = audit(journal, _session_ids(journal, args.session))
+    except Exception as exc:  # re-raised unless it is corruption
+        print(f"tierlog audit: {_corruption(exc)}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(attrs.asdict(report), indent=2, sort_keys=True))
     else:
@@ -216,23 +325,33 @@ def _audit(args: argparse.Namespace) -> int:
 
 @command(
     "sql",
-    "run a query on a read-only connection",
-    'tierlog sql agent.db "SELECT * FROM compaction_refusals"',
+    "run a query on a read-only connection, within a time and a memory limit",
+    'tierlog sql agent.db "SELECT * FROM compaction_refusals" --timeout 30',
 )
 @arg("db", help=DB)
 @arg("query", help="SQL (the audit views: turns, compactions, markers, ...)")
+@arg("--json", action="store_true", help="print JSON")
 @arg(
     "--timeout",
-    type=float,
+    type=_amount(float),
     default=30.0,
     metavar="SECONDS",
-    help="stop the query after this long (default: %(default)s)",
+    help="stop the query after this long (0: no limit; default: %(default)s)",
 )
-@arg("--json", action="store_true", help="print JSON")
+@arg(
+    "--max-memory",
+    type=_amount(int),
+    default=256,
+    metavar="MB",
+    help="SQLite's memory limit for the query (PRAGMA hard_heap_limit; 0: none;"
+    " default: %(default)s)",
+)
 def _sql(args: argparse.Namespace) -> int:
+    limits = {"timeout": args.timeout or None, "heap_limit": int(args.max_memory * 2**20) or None}
     with _reader(args) as journal:
-        rows = out.rows_of(journal.recorder.query(args.query, timeout=args.timeout))
-    out.emit(rows, args.json)
+        structlog.stdlib.get_logger("tierlog").debug("query", **limits)
+        with journal.recorder.query(args.query, **limits) as result:
+            out.stream(result, args.json)
     return 0
 
 
@@ -261,12 +380,20 @@ def _export(args: argparse.Namespace) -> int:
 @arg("file", help="JSON Lines from `tierlog export`")
 @arg("--session", dest="rename", metavar="ID", help="import the file's one session as ID")
 def _import(args: argparse.Namespace) -> int:
+    if args.rename is not None:
+        check_session_id(args.rename)
     try:
-        handle = open(args.file, encoding="utf-8")  # noqa: SIM115 - closed below
+        with open(args.file, "rb") as handle:
+            sessions = read_sessions(handle)
     except OSError as exc:
         raise InvalidEvent(f"cannot read {args.file}: {exc.strerror}") from None
-    with handle, open_journal(args.db) as journal, out.Progress("importing command") as show:
-        results = import_file(journal, handle, rename=args.rename, progress=show)
+    with contextlib.ExitStack() as stack:
+        exists = is_url(args.db) or Path(args.db).exists()
+        existing = stack.enter_context(open_journal(args.db)) if exists else None
+        job = stack.enter_context(Import(args.db, sessions, rename=args.rename))
+        with out.Progress("importing command") as show:
+            job.decide(existing, show)  # without the journal's write lock
+        results = job.commit(existing or stack.enter_context(created_journal(args.db)))
     for r in results:
         what = "unchanged (already imported)" if r.unchanged else f"{r.events} events"
         note = f", {r.redecided} command(s) decided differently now" if r.redecided else ""
@@ -283,7 +410,7 @@ def _import(args: argparse.Namespace) -> int:
 )
 @arg("db", help=DB)
 @arg("session", nargs="?", help="one session (default: every session, with the sessions list)")
-@arg("--at", type=int, metavar="V", help="the version shown first (default: latest)")
+@arg("--at", type=_version, metavar="V", help="the version shown first (default: latest)")
 @arg("-o", "--output", metavar="FILE", help="file to write (default: DB stem.html; - for stdout)")
 def _report(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
@@ -463,15 +590,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.log_format, args.verbose)
     try:
         return int(args.handler(args))
-    except JournalError as exc:
-        print(f"tierlog {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # `tierlog log ... | head`: the reader has had enough
+    except (Exception, KeyboardInterrupt) as exc:
+        return _failed(args, exc)
+
+
+def _failed(args: argparse.Namespace, exc: BaseException) -> int:
+    """One line on standard error for ``exc``, and the exit code it means."""
+    if isinstance(exc, BrokenPipeError):  # `tierlog log ... | head`: the reader has had enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except OSError as exc:  # a file named on the command line cannot be read or written
-        print(f"tierlog {args.command}: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
-        return 2
+    code, message = 2, str(exc)
+    if isinstance(exc, KeyboardInterrupt):
+        message = "interrupted"
+    elif isinstance(exc, OSError) and exc.filename is not None:
+        message = f"{exc.filename}: {exc.strerror}"  # a file on the command line
+    elif is_database_fault(exc):
+        message = f"database {'is corrupt' if is_corruption(exc) else 'error'}: {exc}"
+    elif not isinstance(exc, (JournalError, OSError)):
+        code, message = 3, f"internal error: {type(exc).__name__}: {exc} (a bug; -vv shows where)"
+        if args.verbose >= 2:
+            traceback.print_exception(exc, file=sys.stderr)
+    print(f"tierlog {args.command}: error: {message}", file=sys.stderr)
+    return code
 
 
 def run() -> None:

@@ -7,8 +7,11 @@ file or a PostgreSQL URL.
 from __future__ import annotations
 
 import json
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,8 +19,8 @@ import pytest
 import eventstore
 import reducers
 from eventstore.cli import build_parser, main
-from tests.helpers import fill, new_session, rows
-from tests.targets import Target, on_both
+from tests.helpers import fill, new_session
+from tests.targets import SqliteTarget, Target, on_both
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -424,7 +427,10 @@ class TestTransfer:
         assert code == 2
         assert "v18" in err
         assert "unknown node 'n99'" in err
-        assert second_target.rows("SELECT count(*) FROM events") == [(0,)]
+        if isinstance(second_target, SqliteTarget):  # nothing created
+            assert not Path(second_target.location).exists()
+        else:
+            assert second_target.rows("SELECT count(*) FROM events") == [(0,)]
 
     @pytest.mark.parametrize(
         "line",
@@ -441,13 +447,13 @@ class TestTransfer:
     def test_malformed_import_writes_nothing(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path, line: str
     ) -> None:
-        """A file with a bad line is refused whole, exit 2."""
+        """A file with a bad line is refused whole, exit 2, and no journal file is left."""
         dump = tmp_path / "bad.jsonl"
         dump.write_text(line + "\n")
         code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
         assert code == 2
         assert "line 1" in err
-        assert rows(tmp_path / "x.db", "SELECT count(*) FROM events") == [(0,)]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl"]
 
 
 class TestDemo:
@@ -486,3 +492,322 @@ class TestDemo:
         lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
         assert code == 0
         assert any(line["event"] == "refused" and line["level"] == "warning" for line in lines)
+
+
+def _corrupt(db: str) -> None:
+    """Overwrite the cell pointers of the events table's root page (WAL checkpointed first)."""
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'events'").fetchone()
+    (size,) = conn.execute("PRAGMA page_size").fetchone()
+    conn.close()
+    with open(db, "r+b") as f:
+        f.seek(size * (root - 1) + 8)
+        f.write(b"\xff" * 400)
+
+
+def _line(**payload: object) -> bytes:
+    row = {"session_id": "s", "version": 1, "type": "TurnAppended", "payload": payload}
+    return json.dumps(row).encode() + b"\n"
+
+
+class TestNoTraceback:
+    @pytest.mark.parametrize(
+        ("content", "message"),
+        [
+            (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+            (b'{"session_id": "s\xff"}\n', "not UTF-8"),
+            (_line(index=0, role="user", content="\ud800", tokens=1), "lone surrogate"),
+            (_line(index=0, role="user", content="x", tokens=2**64), "does not fit in 64 bits"),
+            (b'{"session_id": "s", "session_id": "t"}\n', "duplicate key"),
+            (
+                b'{"session_id": "s", "version": true, "type": "Checkpointed", "payload": {}}\n',
+                "True",
+            ),
+            (b"", "nothing to import"),
+            (b"\n   \n", "nothing to import"),
+        ],
+    )
+    def test_bad_import_files_exit_2_and_leave_no_file(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes, message: str
+    ) -> None:
+        """Each hostile file: exit 2, one line on stderr, and no journal file created."""
+        dump = tmp_path / "bad.jsonl"
+        dump.write_bytes(content)
+        code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
+        assert (code, err.count("\n"), "Traceback" in err) == (2, 1, False)
+        assert message in err
+        assert not list(tmp_path.glob("*x.db*"))
+
+    def test_empty_session_rename_is_refused(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, tmp_path: Path
+    ) -> None:
+        """--session '' is an error, not the same as leaving it out."""
+        dump = tmp_path / "d.jsonl"
+        run(capsys, "export", str(demo_db), "incident-1-depth-change", "-o", str(dump))
+        code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump), "--session", "")
+        assert (code, "session id ''" in err) == (2, True)
+        assert not list(tmp_path.glob("*x.db*"))
+
+    @pytest.mark.parametrize(
+        "argv",
+        [
+            ["log", "DB", "incident-1-depth-change", "--from", str(2**70)],
+            ["log", "DB", "incident-1-depth-change", "--to", "-1"],
+            ["state", "DB", "incident-1-depth-change", "--at", str(2**64)],
+            ["diff", "DB", "incident-1-depth-change", "1", "9" * 5000],
+        ],
+    )
+    def test_huge_versions_are_usage_errors(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, argv: list[str]
+    ) -> None:
+        """A version beyond 2**62 (or below 0) is a usage error, exit 2."""
+        code, _, err = run(capsys, *[str(demo_db) if a == "DB" else a for a in argv])
+        assert (code, "outside 0..2**62" in err or "not a version" in err) == (2, True)
+        assert "Traceback" not in err
+
+    @pytest.mark.parametrize("command", ["verify", "audit"])
+    def test_a_corrupt_page_is_a_finding(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, command: str
+    ) -> None:
+        """verify and audit report a malformed page as a finding: exit 1, no traceback."""
+        _corrupt(demo_db)
+        code, out, err = run(capsys, command, str(demo_db))
+        assert code == 1
+        assert "database is corrupt" in out + err
+        assert "Traceback" not in err
+
+    def test_verify_json_names_the_corruption(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str
+    ) -> None:
+        """verify --json lists integrity findings, PRAGMA integrity_check's among them."""
+        _corrupt(demo_db)
+        code, out, _ = run(capsys, "verify", str(demo_db), "--json")
+        findings = json.loads(out)
+        assert code == 1
+        assert {f["check"] for f in findings} == {"integrity"}
+        assert findings[-1]["problem"].startswith("database is corrupt")
+
+    @pytest.mark.parametrize("command", ["sessions", "head", "log", "state"])
+    def test_a_corrupt_page_elsewhere_is_exit_2(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, command: str
+    ) -> None:
+        """Other commands say the database is corrupt in one line, exit 2."""
+        _corrupt(demo_db)
+        argv = [command, str(demo_db)] + (
+            ["incident-1-depth-change"] if command in "logstate" else []
+        )
+        code, _, err = run(capsys, *argv)
+        assert (code, err.count("\n"), "database is corrupt" in err) == (2, 1, True)
+
+    def test_a_bug_is_exit_3_and_one_line(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An unexpected exception is an internal error: exit 3, one line; -vv adds the trace."""
+
+        def broken(*_: object) -> str:
+            raise ZeroDivisionError("boom")
+
+        monkeypatch.setattr("eventstore._output.describe_state", broken)
+        code, _, err = run(capsys, "state", str(demo_db), "incident-1-depth-change")
+        assert (code, err.count("\n")) == (3, 1)
+        assert "internal error: ZeroDivisionError: boom" in err
+        code, _, err = run(capsys, "-vv", "state", str(demo_db), "incident-1-depth-change")
+        assert (code, "Traceback" in err) == (3, True)
+
+    def test_ctrl_c_during_import_leaves_nothing(
+        self,
+        capsys: pytest.CaptureFixture[str],
+        demo_db: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """Ctrl-C while an import decides: exit 2 'interrupted', no journal, no scratch folder."""
+        dump = tmp_path / "d.jsonl"
+        run(capsys, "export", str(demo_db), "incident-2-evicted-constraint", "-o", str(dump))
+
+        def interrupt(*_: object) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr("eventstore._output.Progress.__call__", interrupt)
+        code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
+        assert (code, err.strip()) == (2, "tierlog import: error: interrupted")
+        assert not list(tmp_path.glob("*x.db*"))
+
+
+ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)"
+LIMITS = ("--max-memory", "32", "--timeout", "30")
+NO_TIMEOUT = ("--timeout", "0")
+
+
+class TestSqlLimits:
+    def test_an_endless_query_stops_at_the_timeout(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str
+    ) -> None:
+        """An endless recursive CTE stops after --timeout: exit 2 with a message."""
+        code, _, err = run(
+            capsys, "sql", str(demo_db), f"{ENDLESS} SELECT max(x) FROM c", "--timeout", "0.3"
+        )
+        assert (code, "stopped after 0.3 s" in err) == (2, True)
+
+    def test_rows_stream_until_the_timeout(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str
+    ) -> None:
+        """An endless row-returning query prints as it goes and stops at the timeout."""
+        code, out, err = run(
+            capsys, "sql", str(demo_db), f"{ENDLESS} SELECT x FROM c", "--timeout", "0.3"
+        )
+        assert (code, "stopped after 0.3 s" in err) == (2, True)
+        assert out.splitlines()[2].strip() == "1"
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize(
+        "query",
+        [
+            "SELECT length(randomblob(400000000))",
+            f"{ENDLESS} SELECT length(group_concat(hex(randomblob(1000)))) FROM c",
+        ],
+    )
+    def test_a_memory_hungry_query_stops(self, demo_db: str, query: str) -> None:
+        """SQLite's memory limit stops a query that grows one value: exit 2, at once.
+
+        In a child process: the heap limit is process-wide and can only be lowered.
+        """
+        child = subprocess.run(
+            [sys.executable, "-m", "eventstore", "sql", str(demo_db), query, *LIMITS],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert child.returncode == 2
+        assert child.stderr.strip() == (
+            "tierlog sql: error: query stopped: it needs more than its memory limit of 32 MB"
+        )
+
+    def test_json_rows_stream_as_a_valid_array(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str
+    ) -> None:
+        """--json prints one row a line that together parse as one JSON array."""
+        code, out, _ = run(
+            capsys, "sql", str(demo_db), f"{ENDLESS} SELECT x FROM c LIMIT 3", "--json"
+        )
+        assert (code, json.loads(out)) == (0, [{"x": 1}, {"x": 2}, {"x": 3}])
+        assert json.loads(run(capsys, "sql", str(demo_db), "SELECT 1 WHERE 0", "--json")[1]) == []
+
+    @pytest.mark.slow
+    def test_ctrl_c_stops_the_query(self, demo_db: str) -> None:
+        """SIGINT while an endless query runs with no timeout: exit 2, 'interrupted'.
+
+        The signal is sent once the child logs (-vv) that it starts the query.
+        """
+        query = f"{ENDLESS} SELECT max(x) FROM c"
+        child = subprocess.Popen(
+            [sys.executable, "-m", "eventstore", "-vv", "sql", str(demo_db), query, *NO_TIMEOUT],
+            cwd=ROOT,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stderr is not None
+        for line in child.stderr:  # ends at EOF if the child dies first
+            if "query" in line:
+                break
+        time.sleep(0.2)  # into SQLite's loop
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=10)
+        assert (child.returncode, err.strip()) == (2, "tierlog sql: error: interrupted")
+
+
+class TestWitness:
+    def _witness(self, capsys: pytest.CaptureFixture[str], db: str, tmp_path: Path) -> Path:
+        code, out, _ = run(capsys, "head", db, "--json")
+        assert code == 0
+        path = tmp_path / "witness.json"
+        path.write_text(out)
+        return path
+
+    @on_both
+    def test_head_prints_each_session(
+        self, capsys: pytest.CaptureFixture[str], target: Target, demo_db: str
+    ) -> None:
+        """head lists each session's last version and hash, as text and as JSON."""
+        _, out, _ = run(capsys, "head", demo_db, "--json")
+        by_id = {h["session_id"]: h for h in json.loads(out)}
+        assert by_id["incident-1-depth-change"]["version"] == 22
+        assert target.rows(
+            "SELECT hash FROM events WHERE session_id = 'incident-1-depth-change' AND version = 22"
+        ) == [(by_id["incident-1-depth-change"]["hash"],)]
+        _, text, _ = run(capsys, "head", demo_db, "incident-1-depth-change")
+        assert text.split() == [
+            "incident-1-depth-change",
+            "22",
+            by_id["incident-1-depth-change"]["hash"],
+        ]
+
+    @on_both
+    def test_an_intact_and_a_grown_journal_pass(
+        self, capsys: pytest.CaptureFixture[str], long_db: str, tmp_path: Path
+    ) -> None:
+        """Events appended after the witness was taken do not fail it."""
+        witness = self._witness(capsys, long_db, tmp_path)
+        with eventstore.open(long_db) as journal:
+            fill(journal.session("long"), 3)
+        assert run(capsys, "verify", long_db, "--witness", str(witness))[0] == 0
+
+    @on_both
+    def test_a_deleted_tail_is_found(
+        self, capsys: pytest.CaptureFixture[str], target: Target, demo_db: str, tmp_path: Path
+    ) -> None:
+        """Deleting a session's newest events (a valid, shorter chain) fails the witness."""
+        witness = self._witness(capsys, demo_db, tmp_path)
+        target.tamper(
+            "DELETE FROM events WHERE session_id = 'incident-1-depth-change' AND version > 21"
+        )
+        assert run(capsys, "verify", demo_db)[0] == 0  # the chain alone cannot tell
+        code, out, _ = run(capsys, "verify", demo_db, "--witness", str(witness), "--json")
+        (finding,) = json.loads(out)
+        assert code == 1
+        assert (finding["check"], finding["session_id"], finding["version"]) == (
+            "witness",
+            "incident-1-depth-change",
+            22,
+        )
+        assert "ends at version 21" in finding["problem"]
+
+    @on_both
+    def test_a_deleted_session_is_found(
+        self, capsys: pytest.CaptureFixture[str], target: Target, demo_db: str, tmp_path: Path
+    ) -> None:
+        """A session deleted whole is named, with or without the SESSION argument."""
+        witness = self._witness(capsys, demo_db, tmp_path)
+        target.tamper("DELETE FROM events WHERE session_id = 'incident-1-dropped-rejection'")
+        for extra in ([], ["incident-1-dropped-rejection"]):
+            code, out, _ = run(capsys, "verify", demo_db, *extra, "--witness", str(witness))
+            assert code == 1
+            assert "incident-1-dropped-rejection" in out
+            assert "session is missing" in out
+
+    def test_a_different_head_is_found(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, tmp_path: Path
+    ) -> None:
+        """A witnessed hash that the journal no longer holds (history rewritten) is named."""
+        witness = self._witness(capsys, demo_db, tmp_path)
+        heads = json.loads(witness.read_text())
+        heads[0]["hash"] = "0" * 64
+        witness.write_text(json.dumps(heads))
+        code, out, _ = run(capsys, "verify", demo_db, "--witness", str(witness))
+        assert code == 1
+        assert f"{heads[0]['session_id']} v{heads[0]['version']}" in out
+        assert "not the witnessed one" in out
+
+    @pytest.mark.parametrize(
+        "content", ["not json", "{}", '[{"session_id": "s", "version": "1", "hash": "x"}]']
+    )
+    def test_a_malformed_witness_is_bad_input(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, tmp_path: Path, content: str
+    ) -> None:
+        """A witness file that `tierlog head --json` did not write: exit 2, one line."""
+        witness = tmp_path / "w.json"
+        witness.write_text(content)
+        code, _, err = run(capsys, "verify", str(demo_db), "--witness", str(witness))
+        assert (code, err.count("\n")) == (2, 1)

@@ -13,8 +13,10 @@ import pytest
 
 import eventstore
 import reducers as r
+from eventstore._audit import audit, verify
 from eventstore._incidents import dropped_rejection, evicted_constraint
 from eventstore._postgres import PostgresRecorder, redact
+from eventstore.cli import main
 from tests.helpers import fill, new_session
 from tests.targets import PostgresTarget
 
@@ -64,6 +66,15 @@ class TestOpen:
         with pytest.raises(eventstore.JournalError, match="schema version 99"):
             eventstore.open(pg.location)
 
+    def test_a_schema_version_that_is_not_a_number_is_not_a_journal(
+        self, pg: PostgresTarget
+    ) -> None:
+        """A garbled schema_version in tierlog_meta is a clear JournalError."""
+        eventstore.open(pg.location).close()
+        pg.tamper("UPDATE tierlog_meta SET value = '2a' WHERE key = 'schema_version'")
+        with pytest.raises(eventstore.JournalError, match=r"not a tierlog journal.*'2a'"):
+            eventstore.open(pg.location, readonly=True)
+
     def test_readonly_on_an_empty_schema_creates_nothing(self, pg: PostgresTarget) -> None:
         """readonly=True never installs the schema."""
         with pytest.raises(eventstore.JournalError, match="not a tierlog journal"):
@@ -82,6 +93,43 @@ class TestOpen:
         assert redact("postgresql://ann:s3cret@db.internal:5432/fleet") == (
             "postgresql://ann:***@db.internal:5432/fleet"
         )
+
+    @pytest.mark.parametrize(
+        ("url", "shown"),
+        [
+            ("postgresql://ann:s3cret@[::1/db", "postgresql://ann:***@[::1/db"),
+            (
+                "postgres://ann@/db?host=/run&password=s3cret&sslpassword=s3cret#x",
+                "postgres://ann@/db?host=/run&password=***&sslpassword=***#x",
+            ),
+            ("postgresql://ann:s3%40cret@h:99999999/db", "postgresql://ann:***@h:99999999/db"),
+        ],
+    )
+    def test_redaction_hides_every_password_and_never_raises(self, url: str, shown: str) -> None:
+        """A password in the userinfo or the query string is hidden, even in a URL
+        urllib cannot parse."""
+        assert redact(url) == shown
+
+    def test_a_malformed_url_is_a_usage_error_without_the_password(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """libpq quotes a URL it cannot parse: the CLI exits 2 with one line, no
+        traceback, no password."""
+        assert main(["verify", "postgresql://alice:S3CRETpw@[::1/db"]) == 2
+        out, err = capsys.readouterr()
+        assert "cannot connect" in err
+        assert "S3CRETpw" not in out + err
+        assert "Traceback" not in err
+
+    def test_a_password_parameter_never_shows(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A password given as ?password= is hidden in the error message."""
+        url = f"postgresql://u@/db?host={tmp_path}&password=S3CRETpw&connect_timeout=2"
+        assert main(["verify", url]) == 2
+        out, err = capsys.readouterr()
+        assert "password=***" in err
+        assert "S3CRETpw" not in out + err
 
 
 class TestImmutability:
@@ -141,6 +189,46 @@ class TestImmutability:
             True,
         )
 
+    @pytest.mark.parametrize(
+        ("sql", "problem"),
+        [
+            (
+                "DROP TRIGGER events_no_delete ON events; CREATE TRIGGER events_no_delete"
+                " AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION tierlog_immutable()",
+                "trigger events_no_delete was changed",
+            ),
+            (
+                "DROP TRIGGER events_no_update ON events; CREATE TRIGGER events_no_update"
+                " BEFORE UPDATE ON events FOR EACH ROW WHEN (false)"
+                " EXECUTE FUNCTION tierlog_immutable()",
+                "trigger events_no_update was changed",
+            ),
+            (
+                "ALTER TABLE spill_data ENABLE REPLICA TRIGGER spill_data_no_update",
+                "trigger spill_data_no_update is disabled",
+            ),
+            (
+                "CREATE OR REPLACE FUNCTION tierlog_immutable() RETURNS trigger"
+                " LANGUAGE plpgsql AS $$BEGIN IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;"
+                " RETURN NEW; END$$",
+                "function tierlog_immutable() was changed",
+            ),
+        ],
+    )
+    def test_a_changed_trigger_or_function_is_an_integrity_problem(
+        self, pg: PostgresTarget, sql: str, problem: str
+    ) -> None:
+        """A trigger re-created under its name to do nothing, or a neutered function,
+        is reported although every trigger name is still there and enabled."""
+        with eventstore.open(pg.location) as journal:
+            new_session(journal)
+        with _connect(pg.location) as conn:
+            conn.execute(sql.encode())
+        with eventstore.open(pg.location, readonly=True) as journal:
+            (finding,) = verify(journal)
+        assert finding.check == "integrity"
+        assert problem in finding.problem
+
 
 class TestSpills:
     def test_a_spill_rolls_back_with_its_transaction(self, pg: PostgresTarget) -> None:
@@ -187,6 +275,21 @@ class TestSpills:
                 recorder.write_spill("h", "b" * 64, 4, None, 0, b"two\n")
         assert pg.spill("h") == b"one\n"
 
+    def test_an_orphan_row_is_not_said_to_be_removable_by_clean(
+        self, pg: PostgresTarget, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """verify's note on a hand-written spill row says --clean cannot remove it."""
+        eventstore.open(pg.location).close()
+        pg.tamper(
+            "INSERT INTO spill_data (handle, sha256, bytes, data) VALUES ('aa/zz.spill', 'x', 1,"
+            " '\\x00')"
+        )
+        assert main(["verify", pg.location]) == 0
+        out = capsys.readouterr().out
+        assert "aa/zz.spill" in out
+        assert "--clean cannot remove it" in out
+        assert "--clean removes it" not in out
+
 
 class TestLocking:
     def test_writers_on_other_sessions_do_not_wait(self, pg: PostgresTarget) -> None:
@@ -200,6 +303,34 @@ class TestLocking:
         assert (holder.head("a").version, holder.head("b").version) == (1, 1)
         holder.close()
         other.close()
+
+    def test_a_stalled_lock_holder_makes_a_waiting_writer_give_up(self, pg: PostgresTarget) -> None:
+        """A writer waits for a stalled holder of the session's lock only up to its
+        lock_timeout, then gets a ConcurrencyError and writes nothing."""
+        holder = PostgresRecorder(pg.location)
+        waiter = PostgresRecorder(pg.location, lock_timeout=0.3)
+        with holder.transaction():
+            holder.head("s")  # takes the lock, then stalls
+            started = time.monotonic()
+            with pytest.raises(eventstore.ConcurrencyError, match="lock"):
+                waiter.append("s", [TURN], expected_version=0)
+            assert time.monotonic() - started < 5
+        assert waiter.head("s").version == 0
+        holder.close()
+        waiter.close()
+
+    def test_the_lock_timeout_defaults_to_30_s_unless_configured(self, pg: PostgresTarget) -> None:
+        """Without a setting a writer waits 30 s; a URL's own lock_timeout is kept."""
+        plain = PostgresRecorder(pg.location)
+        sep = "&" if "?" in pg.location else "?"
+        configured = PostgresRecorder(f"{pg.location}{sep}options=-c%20lock_timeout%3D7s")
+        shown = [
+            r.query("SELECT current_setting('lock_timeout')", timeout=5).rows
+            for r in (plain, configured)
+        ]
+        assert shown == [[("30s",)], [("7s",)]]
+        plain.close()
+        configured.close()
 
     def test_a_writer_on_the_same_session_waits_then_sees_the_new_head(
         self, pg: PostgresTarget
@@ -246,6 +377,20 @@ class TestQuery:
                 journal.recorder.query(sql, timeout=5)
         assert pg.rows() == before
 
+    def test_the_query_leaves_no_large_object_and_no_notification(self, pg: PostgresTarget) -> None:
+        """lo_from_bytea and pg_notify pass READ ONLY, but the query's transaction is
+        rolled back: no large object stays and no NOTIFY is delivered."""
+        listener = _connect(pg.location)
+        listener.execute("LISTEN tierlog_probe")
+        with eventstore.open(pg.location) as journal:
+            new_session(journal)
+            journal.recorder.query(
+                "SELECT lo_from_bytea(0, 'x'), pg_notify('tierlog_probe', 'x')", timeout=5
+            )
+        assert pg.rows("SELECT count(*) FROM pg_largeobject_metadata") == [(0,)]
+        assert list(listener.notifies(timeout=0.5, stop_after=1)) == []
+        listener.close()
+
     def test_numbers_come_back_as_python_numbers(self, pg: PostgresTarget) -> None:
         """sum() of bigints (numeric on PostgreSQL) is an int, as on SQLite."""
         with eventstore.open(pg.location) as journal:
@@ -286,3 +431,47 @@ class TestSameOnBothBackends:
         assert {sid: server[sid][0] for sid in spill_free} == {
             sid: file[sid][0] for sid in spill_free
         }
+
+
+class TestNulCharacters:
+    def _record_nul(self, journal: eventstore.Journal) -> None:
+        s = new_session(journal)
+        s.append_turn("user", "keep \\u0000 literal", 4)
+        s.state_constraint("no-etc", "never touch /etc\x00")
+        s.open_call("call-1", "tool_call", "grep\x00\x00")
+
+    def test_views_and_audit_read_a_nul_as_a_replacement_character(
+        self, pg: PostgresTarget
+    ) -> None:
+        """A NUL in agent text reads as U+FFFD in the views (an escaped backslash stays
+        text), the audit runs, and the stored payload keeps its \\u0000."""
+        with eventstore.open(pg.location) as journal:
+            self._record_nul(journal)
+            detail = journal.recorder.query(
+                "SELECT kind, detail FROM obligations WHERE outstanding ORDER BY version",
+                timeout=5,
+            )
+            turns = journal.recorder.query("SELECT content FROM turns", timeout=5)
+            report = audit(journal)
+            assert list(verify(journal)) == []
+        assert detail.rows == [
+            ("constraint", "never touch /etc\ufffd"),
+            ("open_call", "grep\ufffd\ufffd"),
+        ]
+        assert turns.rows == [("keep \\u0000 literal",)]
+        assert report.sessions["s"] is not None
+        stored = pg.rows("SELECT payload FROM events WHERE type = 'ConstraintStated'")
+        assert "\\u0000" in stored[0][0]
+
+    def test_an_older_journal_gets_the_new_views(self, pg: PostgresTarget) -> None:
+        """A journal whose views predate the NUL handling has them replaced when a
+        writer opens it."""
+        eventstore.open(pg.location).close()
+        pg.tamper("DELETE FROM tierlog_meta WHERE key = 'views'")
+        pg.tamper("CREATE OR REPLACE VIEW resumes AS SELECT * FROM resumes WHERE false")
+        with eventstore.open(pg.location) as journal:
+            self._record_nul(journal)
+            assert journal.recorder.query("SELECT count(*) FROM resumes", timeout=5).rows == [(0,)]
+        assert pg.rows("SELECT value FROM tierlog_meta WHERE key = 'views'") == [("2",)]
+        definition = pg.rows("SELECT pg_get_viewdef('resumes')")[0][0]
+        assert "u0000" in definition

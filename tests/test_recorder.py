@@ -7,9 +7,11 @@ eventsourcing library's recorder test cases.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -222,6 +224,14 @@ class RecorderContract:
         with pytest.raises(eventstore.InvalidEvent, match="stopped"):
             store.query(endless, timeout=0.2)
 
+    @pytest.mark.parametrize("timeout", [float("nan"), float("inf"), 0, -1.0])
+    def test_query_refuses_a_timeout_that_is_not_a_duration(
+        self, store: Recorder, timeout: float
+    ) -> None:
+        """nan, inf, zero and negative timeouts are InvalidEvent on every backend."""
+        with pytest.raises(eventstore.InvalidEvent, match="positive, finite"):
+            store.query("SELECT 1", timeout=timeout)
+
     # -- verbatim copies (tierlog ship) -----------------------------------------------------
     def test_append_recorded_copies_rows_verbatim(self, store: Recorder, tmp_path: Path) -> None:
         """Rows recorded by another journal keep their versions, times and hashes."""
@@ -234,33 +244,42 @@ class RecorderContract:
             (r.version, r.payload, r.recorded_at, r.prev_hash, r.hash) for r in store.read("s")
         ]
         assert copied == [(r.version, r.payload, r.recorded_at, r.prev_hash, r.hash) for r in rows]
+
+    def test_a_closed_query_leaves_the_store_writable(self, store: Recorder) -> None:
+        """A query's result, closed, lifts its limits: the store appends again."""
+        store.append("s", _turns(3), expected_version=0)
+        with store.query("SELECT version FROM events ORDER BY version", timeout=5) as result:
+            assert [tuple(row) for row in result.rows] == [(1,), (2,), (3,)]
+        store.append("s", [TURN], expected_version=3)
+        assert store.head("s")[0] == 4
+
+    def test_heads_and_hashes(self, store: Recorder) -> None:
+        """heads() gives every session's head; hash_at the hash at any version, or None."""
+        store.append("b", _turns(2), expected_version=0)
+        store.append("a", _turns(3), expected_version=0)
+        heads = store.heads()
+        assert list(heads) == ["a", "b"]
+        assert (heads["a"], heads["b"]) == (store.head("a"), store.head("b"))
+        assert store.hash_at("a", 3) == heads["a"].hash
+        assert store.hash_at("a", 2) == next(store.read("a", start=2)).hash
+        assert (store.hash_at("a", 4), store.hash_at("c", 1)) == (None, None)
+
+    @pytest.mark.parametrize("attach", [True, False])
+    def test_copy_session_is_verbatim(self, store: Recorder, tmp_path: Path, attach: bool) -> None:
+        """A session copied from a scratch journal has its rows, hashes and all, whether
+        the backend attaches the scratch file or reads it row by row."""
+        source = SqliteRecorder(tmp_path / "scratch.db")
+        source.append("s", _turns(4), expected_version=0)
+        with (
+            store.attached(source) if attach else contextlib.nullcontext(),
+            store.transaction(),
+        ):
+            store.copy_session(source, "s")
+        copied = [attrs.astuple(r)[1:] for r in store.read("s")]  # all but the global seq
+        assert copied == [attrs.astuple(r)[1:] for r in source.read("s")]
         assert check_chain(store, "s") is None
-        source.close()
-
-    def test_append_recorded_checks_every_link(self, store: Recorder, tmp_path: Path) -> None:
-        """A row whose hash does not match its content is refused and nothing is written."""
-        source = SqliteRecorder(tmp_path / "source.db")
-        source.append("s", _turns(3), expected_version=0)
-        rows = list(source.read("s"))
-        forged = attrs.evolve(rows[1], payload=rows[1].payload.replace("t1", "t9"))
-        with pytest.raises(eventstore.IntegrityError, match="v2: hash does not match"):
-            store.append_recorded("s", [rows[0], forged, rows[2]])
-        assert store.head("s") == (0, GENESIS)
-        source.close()
-
-    def test_append_recorded_after_another_head_is_a_conflict(
-        self, store: Recorder, tmp_path: Path
-    ) -> None:
-        """Rows that do not start right after the head are a ConcurrencyError."""
-        source = SqliteRecorder(tmp_path / "source.db")
-        source.append("s", _turns(3), expected_version=0)
-        rows = list(source.read("s"))
-        store.append_recorded("s", rows[:1])
-        with pytest.raises(eventstore.ConcurrencyError, match="at version 1, rows start at 3"):
-            store.append_recorded("s", rows[2:])
-        store.append("s", [TURN], expected_version=1)  # v2 differs from the source's
-        with pytest.raises(eventstore.IntegrityError, match="prev_hash"):
-            store.append_recorded("s", rows[2:])
+        with pytest.raises(eventstore.JournalError):
+            store.copy_session(source, "s")  # outside a transaction
         source.close()
 
     def test_a_fresh_store_has_no_integrity_problems(self, store: Recorder) -> None:
@@ -280,6 +299,38 @@ class TestSqliteRecorder(RecorderContract):
         store = SqliteRecorder(tmp_path / "x.db")
         assert store.location == str(tmp_path / "x.db")
         store.close()
+
+    def test_query_rows_stream_and_closing_lifts_the_limits(self, tmp_path: Path) -> None:
+        """Rows come one at a time (an endless query too); closing early lifts the limits."""
+        store = SqliteRecorder(tmp_path / "x.db")
+        store.append("s", _turns(3), expected_version=0)
+        endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n"
+        with store.query(endless, timeout=5) as result:
+            rows = iter(result.rows)
+            assert [next(rows) for _ in range(3)] == [(1,), (2,), (3,)]
+        store.append("s", [TURN], expected_version=3)
+        assert store.head("s")[0] == 4
+        store.close()
+
+    def test_a_query_lifts_its_length_limit(self, tmp_path: Path) -> None:
+        """The per-value memory limit holds while the query runs and is restored after."""
+        store = SqliteRecorder(tmp_path / "x.db")
+        before = store.conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+        with store.query("SELECT 1", timeout=5, heap_limit=2**40) as result:
+            assert store.conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) == min(before, 2**40)
+            assert list(result.rows) == [(1,)]
+        assert store.conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) == before
+        store.close()
+
+    def test_a_corrupt_file_is_an_integrity_error(self, tmp_path: Path) -> None:
+        """A journal whose schema page is damaged is refused as corrupt, not as foreign."""
+        path = tmp_path / "x.db"
+        SqliteRecorder(path).close()
+        data = bytearray(path.read_bytes())
+        data[100 + 8 : 100 + 400] = b"\xff" * 392
+        path.write_bytes(bytes(data))
+        with pytest.raises(eventstore.IntegrityError, match="is corrupt"):
+            SqliteRecorder(path)
 
 
 class TestPostgresRecorder(RecorderContract):

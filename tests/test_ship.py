@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -212,3 +213,39 @@ class TestSpillCommand:
             fill(new_session(journal), 2)
             with pytest.raises(eventstore.InvalidEvent, match="recorded no spill"):
                 journal.read_spill("s", "../../etc/hostname")
+
+
+@on_both
+class TestShipRace:
+    def test_a_ship_that_loses_the_race_to_another_still_succeeds(
+        self,
+        demo: SqliteTarget,
+        target: Target,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """When another ship commits the same rows first, the slower one finds them in
+        the destination and reports success (exit 0), not "not shipped"."""
+        from eventstore import _ship
+
+        real = _ship._ship_chunk
+        raced: list[str] = []
+
+        def racing(*args: Any) -> int:
+            session_id = args[2]
+            if session_id not in raced:
+                raced.append(session_id)
+                with (
+                    eventstore.open(demo.location, readonly=True) as other_src,
+                    eventstore.open(target.location) as other_dest,
+                ):
+                    ship(other_src, other_dest, [session_id])
+            return real(*args)
+
+        monkeypatch.setattr(_ship, "_ship_chunk", racing)
+        code, out, err = run(capsys, "ship", demo.location, target.location)
+        assert (code, err) == (0, "")
+        assert "not shipped" not in out
+        assert len(raced) == len(demo.rows("SELECT DISTINCT session_id FROM events"))
+        assert run(capsys, "verify", target.location)[0] == 0
+        assert target.rows(ALL_ROWS) == demo.rows(ALL_ROWS)
