@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint,openai-agents,browser]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint,openai-agents,browser,fast]'
 	touch $(STAMP)
 
 install: $(STAMP)  ## virtual environment with tierlog, test and lint tools
