@@ -143,18 +143,24 @@ def from_payload(type_name: str, payload: str | dict[str, Any]) -> Event:
     """The event of type ``type_name`` that ``payload`` describes."""
     if type(payload) is str:
         try:  # the fast decoder; on any failure the standard path below decides
-            data = fast_loads(payload)
-            decode = _DECODE.get(type_name)
-            if decode is not None:
-                if type(data) is dict and (event := decode(data)) is not None:
-                    return event  # type: ignore[no-any-return]
-            elif (flat := _FLAT.get(type_name)) is not None and type(data) is dict:
-                return flat(**data)
-            else:
-                return _structure(type_name, data)
+            event = from_fast_data(type_name, fast_loads(payload))
         except Exception:  # the standard path below words every failure
-            pass
+            event = None
+        if event is not None:
+            return event
     return _from_payload(type_name, payload)
+
+
+def from_fast_data(type_name: str, data: Any) -> Event | None:
+    """The event that ``data``, as ``fast_loads`` decoded it, describes; ``None`` (or
+    an exception) when only ``from_payload``'s standard path can say what is wrong."""
+    decode = _DECODE.get(type_name)
+    if decode is not None:
+        return decode(data) if type(data) is dict else None
+    flat = _FLAT.get(type_name)
+    if flat is not None:
+        return flat(**data) if type(data) is dict else None
+    return _structure(type_name, data)
 
 
 def _from_payload(type_name: str, payload: str | dict[str, Any]) -> Event:

@@ -296,8 +296,7 @@ class SqliteRecorder:
             " AND version <= ? ORDER BY version",
             (session_id, start, stop if stop is not None else 2**62),
         )
-        for row in cursor:
-            yield Recorded(*row)
+        yield from map(Recorded._make, cursor)
 
     def read_payloads(
         self, session_id: str, *, start: int = 1, stop: int | None = None

@@ -358,14 +358,21 @@ def fold(
     """
     acc = _Acc(state if state is not None else SessionState())
     handlers = _HANDLERS
+    tok: LedgerWriter[int] | None = None  # turns are folded inline (most of any log)
     try:
         for event in events:
             if check is not None:
                 check(acc.freeze(release=False), event)
-            handler = handlers.get(type(event))
-            if handler is None:
-                raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")
-            handler(acc, event)
+            if type(event) is TurnAppended:
+                if tok is None:
+                    tok, versions = acc.writer("tok_starts"), acc.writer("turn_versions")
+                tok.append(tok.last + event.tokens)
+                versions.append(acc.version + 1)
+            else:
+                handler = handlers.get(type(event))
+                if handler is None:
+                    raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")
+                handler(acc, event)
             acc.version += 1
     except BaseException:
         acc.abort()
@@ -383,12 +390,9 @@ def apply(state: SessionState, event: Event) -> SessionState:
 def _apply_turn(state: SessionState, event: TurnAppended) -> SessionState:
     """``fold((event,), state)`` for one turn, without the accumulator (the hot path of
     a live session): two ledger appends and a new state sharing every other field."""
-    tok = state.tok_starts.writer()
-    versions = state.turn_versions.writer()
-    tok.append(tok.last + event.tokens)
-    versions.append(state.version + 1)
+    tok = state.tok_starts
     after = _state_of(state)
     _set_version(after, state.version + 1)
-    _set_tok_starts(after, tok.close())
-    _set_turn_versions(after, versions.close())
+    _set_tok_starts(after, tok.append(tok[-1] + event.tokens))
+    _set_turn_versions(after, state.turn_versions.append(state.version + 1))
     return after

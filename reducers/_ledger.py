@@ -56,6 +56,13 @@ class Ledger(Generic[T]):
 
     def append(self, item: T) -> Ledger[T]:
         """A ledger one item longer; this one is unchanged."""
+        buf = self._buf
+        with buf.lock:  # the tip, unclaimed: append in place (what writer() + close() do)
+            if len(buf.items) == self._n and not buf.claimed:
+                buf.items.append(item)
+                if buf.index is not None:
+                    buf.index.setdefault(item, self._n)
+                return Ledger(buf, self._n + 1)
         writer = self.writer()
         writer.append(item)
         return writer.close()
