@@ -5,10 +5,11 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .PHONY: install demo test lint bench fuzz clean
+.PHONY: soak
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint,openai-agents,browser,fast]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint,openai-agents,browser,postgres,fast]'
 	touch $(STAMP)
 
 install: $(STAMP)  ## virtual environment with tierlog, test and lint tools
@@ -31,5 +32,12 @@ bench: install  ## benchmarks against raw SQLite and the eventsourcing library
 fuzz: install  ## the long campaigns: many more Hypothesis examples and crash loops
 	TIERLOG_CAMPAIGN=long $(BIN)/python -m pytest -q tests/test_properties.py tests/test_context_model.py tests/test_crash.py
 
+soak: install  ## 30 s of 12 writer processes on a throwaway PostgreSQL cluster
+	$(BIN)/python -m tests.pg_soak --seconds 30
+
 clean:
 	rm -rf $(VENV) tierlog-demo.db tierlog-demo.db-* tierlog-demo.db.spills .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: fidelity
+fidelity: install  ## the session simulator: does the gate pay for itself? (bench/fidelity.json, .svg)
+	$(BIN)/python bench/fidelity.py

@@ -451,6 +451,11 @@ def run_all(tmp: Path, big_n: int, mid_n: int, reps: int) -> dict[str, Any]:
     out["verify"] = verify_rate(mid, max(2, reps // 2))
     say("eventsourcing peer")
     out["peer_eventsourcing"] = peer(tmp, 300, reps)
+    say("PostgreSQL (a throwaway cluster)")
+    from bench.pg import run_pg
+
+    found = run_pg(quick=big_n < 1_000_000, reps=reps)
+    out.update(found if isinstance(found, dict) else {"postgres": found})
     return out
 
 
@@ -461,6 +466,9 @@ TARGETS = {
     "replay_100k": 0.5,
     "replay_1000k": 0.5,
     "replay_20k": 0.5,
+    "pg_commit_full": 0.5,
+    "pg_commit_normal": 0.5,
+    "pg_bulk": 0.5,
 }
 
 
@@ -500,6 +508,9 @@ def render(results: dict[str, Any]) -> str:
         f" (target {m['target']}){'' if m['met'] else ' MISS'}"
     )
     lines += _peer_lines(results["peer_eventsourcing"])
+    from bench.pg import render as render_pg
+
+    lines += render_pg(results if "pg_scaling" in results else str(results.get("postgres", "")))
     return "\n".join(lines)
 
 

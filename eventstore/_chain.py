@@ -10,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 import attrs
 
 from eventstore._codec import SCHEMA_VERSION, from_fast_data, from_payload, to_payload
+from eventstore._errors import ConcurrencyError, IntegrityError
 from reducers import Event, InvalidEvent, canonical_bytes, canonical_json
 from reducers._json import fast_loads
 
@@ -23,9 +24,9 @@ _sha256 = hashlib.sha256
 _text = json.encoder.encode_basestring  # the string encoding canonical JSON uses
 
 
-class Recorded(NamedTuple):
-    """One stored event row, as every backend stores it (a named tuple: a recorder
-    builds one per row read, ``Recorded._make(row)`` at C speed)."""
+@attrs.frozen
+class Recorded:
+    """One stored event row, as every backend stores it."""
 
     seq: int
     session_id: str
@@ -204,3 +205,25 @@ def check_chain(recorder: _Rows, session_id: str) -> ChainProblem | None:
     for _ in walk:
         pass
     return walk.problem
+
+
+def check_links(session_id: str, head: tuple[int, str], rows: Sequence[Recorded]) -> int:
+    """Check that ``rows`` (recorded elsewhere) continue a session whose head is
+    ``head`` (version, hash), link by link; returns the version they reach.
+
+    A first row at another version is a :class:`ConcurrencyError` (the head moved);
+    a row that does not link, or whose hash or payload is wrong, an IntegrityError.
+    """
+    prev_version, prev = head
+    for row in rows:
+        if row.session_id != session_id:
+            raise IntegrityError(f"a row of session {row.session_id!r} among {session_id!r}'s")
+        if row.version != prev_version + 1 and prev_version == head[0]:
+            raise ConcurrencyError(
+                f"session {session_id!r} is at version {head[0]}, rows start at {row.version}"
+            )
+        event, problem = check_row(row, prev, prev_version + 1)
+        if event is None:
+            raise IntegrityError(f"session {session_id!r} v{row.version}: {problem}")
+        prev_version, prev = row.version, row.hash
+    return prev_version

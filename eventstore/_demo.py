@@ -7,19 +7,29 @@ from pathlib import Path
 
 from eventstore._incidents import SQL_HINTS, Say, dropped_rejection, evicted_constraint
 from eventstore._journal import Journal
+from eventstore._postgres import is_url
 from reducers import JournalError
 
 DEMO_PREFIX = "incident-"
 
 
 def run_demo(path: str | Path, say: Say) -> None:
-    """(Re)create the demo journal at ``path`` and run both incidents on it."""
-    db = Path(path)
-    _clear(db)
+    """(Re)create the demo journal at ``path`` and run both incidents on it (a
+    PostgreSQL URL must name an empty journal: its events cannot be deleted)."""
+    db: str | Path = path if is_url(path) else Path(path)
+    if isinstance(db, Path):
+        _clear(db)
     with Journal(db) as journal:
+        if not isinstance(db, Path) and (held := journal.sessions()):
+            raise JournalError(
+                f"{journal.recorder.location} holds sessions ({', '.join(held[:3])}): the demo"
+                " needs an empty PostgreSQL journal (its events cannot be deleted)"
+            )
         dropped_rejection(journal, say)
         say("")
         evicted_constraint(journal, say)
+        where = journal.recorder.location
+    db = where if isinstance(db, Path) else f"'{where}'"
     say("")
     say(f"Journal: {db}. Look at it with plain SQL, for example:")
     for sql in SQL_HINTS:

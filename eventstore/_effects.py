@@ -30,6 +30,10 @@ class SpillStore(Protocol):
     def read(self, spill: Spill | Spilled) -> bytes:
         """The spill's bytes, checked (IntegrityError when they do not read back)."""
 
+    def adopt(self, spill: Spill | Spilled, data: bytes, earlier: Iterable[Spill] = ()) -> None:
+        """Store bytes recorded elsewhere under their recorded handle (``tierlog ship``);
+        IntegrityError if they are not the recorded bytes."""
+
     def problem(self, spill: Spill | Spilled) -> str | None:
         """Why the spill does not read back as its recorded bytes, or ``None``."""
 

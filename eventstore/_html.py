@@ -58,7 +58,7 @@ def timeline_data(t: Timeline, at: int) -> dict[str, Any]:
         "at": at,
         "tok": _delta(t.tok_starts),
         "tv": _delta(t.turn_versions),
-        "runs": [[r.lo, r.hi, r.truncated_at, r.spilled_at] for r in t.runs],
+        "runs": [[r.lo, r.hi, r.truncated_at, r.spilled_at, r.withdrawn_at] for r in t.runs],
         "info": [[i.role, i.tokens, i.preview] for i in t.turn_info],
         "routine": [
             {
@@ -140,9 +140,11 @@ _LEGEND = (
     ("r-summarised", "folded into a live summary"),
     ("r-truncated", "truncated (gone)"),
     ("r-spilled", "truncated, kept in a spill file"),
+    ("r-withdrawn", "withdrawn: retracted or cleared by the runtime"),
     ("n-live t1", "live L1 summary"),
     ("n-live t2", "live L2 digest"),
     ("n-replaced", "replaced summary"),
+    ("n-cleared", "summary cleared from the context"),
     ("refused", "refused compaction"),
     ("g-valid", "valid marker"),
     ("g-refused", "refused marker"),
@@ -165,8 +167,8 @@ def _session(s: SessionReport) -> Iterator[str]:
         yield f'<span><i class="sw {cls}"></i>{e(label)}</span>'
     yield '</div><div class="timeline"></div>'
     yield '<div class="below"><div class="details"><p class="hint">Click a mark (a turn, a'
-    yield " summary, a refusal, a marker, an obligation) to see its versions and rules"
-    yield ' here.</p></div><div class="events"><h4>Events (turns left out)</h4></div></div>'
+    yield " summary, a refusal, a marker, an obligation, a withdrawal) to see its versions and"
+    yield ' rules here.</p></div><div class="events"><h4>Events (turns left out)</h4></div></div>'
     yield from _audit(s.audit)
     yield f'<script type="application/json" class="data">{script_json(timeline_data(t, s.at))}'
     yield "</script></section>"

@@ -1,4 +1,9 @@
-"""The Journal: one database, many sessions; it owns the recorder, spills and snapshots."""
+"""The Journal: one database, many sessions; it owns the recorder, spills and snapshots.
+
+A journal is a recorder plus a spill store: a SQLite file with a spill folder
+beside it, or a PostgreSQL URL with the spills in the same database
+(``eventstore.open`` picks by the location; ``Journal.of`` takes both ready-made).
+"""
 
 from __future__ import annotations
 
@@ -11,11 +16,13 @@ from types import TracebackType
 import attrs
 
 from eventstore._effects import SessionEffects, SpillStore
+from eventstore._pg_spills import TableSpills
+from eventstore._postgres import PostgresRecorder, is_url
 from eventstore._recorder import Recorder
 from eventstore._session import Session
 from eventstore._snapshots import SNAPSHOT_EVERY, Snapshots
 from eventstore._spills import FolderSpills
-from eventstore._sqlite import SqliteRecorder, utc_now
+from eventstore._sqlite import SYNCHRONOUS, SqliteRecorder, utc_now
 from invariants import validate
 from reducers import InvalidEvent, SessionConfig, SessionStarted, SessionState, fold
 
@@ -35,21 +42,38 @@ def check_session_id(session_id: object) -> str:
 class Journal:
     """An open journal. Not shared across threads: open one per thread."""
 
+    recorder: Recorder
+    spills: SpillStore
+    path: Path | None  # the SQLite file, when there is one
+
     def __init__(
         self,
-        path: str | Path,
+        location: str | Path,
         *,
         synchronous: str = "full",
         readonly: bool = False,
         snapshot_every: int = SNAPSHOT_EVERY,
         clock: Callable[[], str] = utc_now,
     ) -> None:
-        if type(snapshot_every) is not int or snapshot_every < 0:
-            raise InvalidEvent(f"snapshot_every must be an integer >= 0, not {snapshot_every!r}")
-        sqlite = SqliteRecorder(path, synchronous=synchronous, readonly=readonly, clock=clock)
-        self.recorder: Recorder = sqlite
-        self.path = sqlite.path
-        self.spills: SpillStore = FolderSpills.beside(sqlite.path, on_write=sqlite.on_rollback)
+        _check_snapshot_every(snapshot_every)
+        recorder, spills, path = _backend(location, synchronous, readonly, clock)
+        self._attach(recorder, spills, snapshot_every)
+        self.path = path
+
+    @classmethod
+    def of(
+        cls, recorder: Recorder, spills: SpillStore, *, snapshot_every: int = SNAPSHOT_EVERY
+    ) -> Journal:
+        """A journal on a recorder and a spill store made by the caller."""
+        _check_snapshot_every(snapshot_every)
+        journal = cls.__new__(cls)
+        journal._attach(recorder, spills, snapshot_every)
+        return journal
+
+    def _attach(self, recorder: Recorder, spills: SpillStore, snapshot_every: int) -> None:
+        self.recorder = recorder
+        self.spills = spills
+        self.path = None
         self.logger = logging.getLogger("tierlog")
         self.snapshots = Snapshots(self.recorder, snapshot_every, self.logger)
 
@@ -100,6 +124,11 @@ class Journal:
         """A session object that trusts nothing cached: its state starts empty."""
         return self._session(session_id, SessionState(), None)
 
+    def read_spill(self, session_id: str, handle: str) -> bytes:
+        """The bytes of a spill the session recorded, checked against its sha256
+        (InvalidEvent for a handle it never recorded, IntegrityError if they differ)."""
+        return self.session(session_id).read_spill(handle)
+
     def effects(self, session_id: str) -> SessionEffects:
         """The effects decisions on ``session_id`` use: its turns and the spill store."""
         return SessionEffects(self.recorder, session_id, self.spills)
@@ -118,6 +147,26 @@ class Journal:
         )
 
 
+def _check_snapshot_every(snapshot_every: object) -> None:
+    if type(snapshot_every) is not int or snapshot_every < 0:
+        raise InvalidEvent(f"snapshot_every must be an integer >= 0, not {snapshot_every!r}")
+
+
+def _backend(
+    location: str | Path, synchronous: str, readonly: bool, clock: Callable[[], str]
+) -> tuple[Recorder, SpillStore, Path | None]:
+    """A recorder and spill store for a file path or a ``postgresql://`` URL."""
+    if is_url(location):
+        if str(synchronous).lower() not in SYNCHRONOUS:
+            raise InvalidEvent(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
+        pg = PostgresRecorder(
+            str(location), readonly=readonly, clock=clock, synchronous=synchronous
+        )
+        return pg, TableSpills(pg), None
+    sqlite = SqliteRecorder(location, synchronous=synchronous, readonly=readonly, clock=clock)
+    return sqlite, FolderSpills.beside(sqlite.path, on_write=sqlite.on_rollback), sqlite.path
+
+
 def open(  # noqa: A001 - the SPEC's name
     path: str | Path,
     synchronous: str = "full",
@@ -126,10 +175,12 @@ def open(  # noqa: A001 - the SPEC's name
     snapshot_every: int = SNAPSHOT_EVERY,
     clock: Callable[[], str] = utc_now,
 ) -> Journal:
-    """Open (creating if needed) the journal at ``path``.
+    """Open (creating if needed) the journal at ``path``: a SQLite file, or a
+    ``postgresql://`` (``postgres://``) URL (needs ``pip install 'tierlog[postgres]'``).
 
     ``synchronous``: "full" (durable across power loss) or "normal" (across a
-    process crash). ``readonly`` opens with ``mode=ro`` and never creates the file.
+    process crash; on PostgreSQL, ``synchronous_commit = off``). ``readonly`` opens
+    with ``mode=ro`` (a read-only session on PostgreSQL) and never creates anything.
     ``snapshot_every``: events between snapshots (0: never write one).
     """
     return Journal(

@@ -3,8 +3,9 @@
 A ``Recorder`` appends events at an expected version inside one write
 transaction, streams them back, keeps the snapshot cache and answers the audit
 queries. Every SQL string lives in a recorder; nothing above this port holds a
-connection. ``SqliteRecorder`` is the embedded implementation; each backend
-passes the same contract tests (``tests/test_recorder.py``).
+connection. ``SqliteRecorder`` is the embedded implementation,
+``PostgresRecorder`` the server one; each backend passes the same contract tests
+(``tests/test_recorder.py``).
 """
 
 from __future__ import annotations
@@ -135,6 +136,11 @@ class Recorder(Protocol):
         head_hash: str | None = None,
     ) -> int:
         """Append after ``expected_version`` (``ConcurrencyError`` otherwise); new version."""
+
+    def append_recorded(self, session_id: str, rows: Sequence[Recorded]) -> int:
+        """Insert rows recorded elsewhere verbatim (versions, payloads, times, hashes) after
+        the head, in one transaction; each link is checked against the head first
+        (``IntegrityError``), and a head that moved is a ``ConcurrencyError``."""
 
     def read(
         self, session_id: str, *, start: int = 1, stop: int | None = None

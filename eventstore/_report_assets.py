@@ -7,6 +7,7 @@ does, and puts text in the page with ``textContent`` only (never ``innerHTML``).
 
 CSS = r"""
 :root { --resident: #3b6fb6; --summarised: #bcd3ee; --truncated: #d64541; --spilled: #8e5aa8;
+  --withdrawn: #c9a66b; --withdrawn-ink: #8a6a2f;
   --l1: #3a9a5b; --l2: #1f6e3e; --replaced: #d5d5d5; --bad: #c62828; --warn: #e67e00;
   --ok: #2e7d32; --ended: #9e9e9e; --ink: #1d232b; --muted: #5f6b7a; --line: #e3e7ec; }
 * { box-sizing: border-box; }
@@ -50,12 +51,17 @@ svg.tl { display: block; font: 11px system-ui, "DejaVu Sans", sans-serif; }
 .r-summarised, .sw.r-summarised { fill: var(--summarised); background: var(--summarised); }
 .r-truncated, .sw.r-truncated { fill: var(--truncated); background: var(--truncated); }
 .r-spilled, .sw.r-spilled { fill: var(--spilled); background: var(--spilled); }
+.r-withdrawn, .sw.r-withdrawn { fill: var(--withdrawn); background: var(--withdrawn); }
 .in-resident, .in-truncated, .in-spilled { fill: #fff; } .in-summarised { fill: #22364f; }
+.in-withdrawn { fill: #3d2e12; }
 .n-live.t1, .sw.n-live.t1 { fill: var(--l1); background: var(--l1); }
 .n-live.t2, .sw.n-live.t2 { fill: var(--l2); background: var(--l2); }
 .n-replaced, .sw.n-replaced { fill: var(--replaced); background: var(--replaced);
   stroke: #9e9e9e; stroke-dasharray: 4 3; }
+.n-cleared, .sw.n-cleared { fill: #f4ecdc; background: #f4ecdc; stroke: var(--withdrawn-ink);
+  stroke-dasharray: 4 3; border: 1px dashed var(--withdrawn-ink); }
 .nt-live { fill: #fff; font-weight: 600; } .nt-replaced { fill: #555; }
+.nt-cleared { fill: var(--withdrawn-ink); }
 .refused, .sw.refused { fill: #fdecea; background: #fdecea; stroke: var(--bad); stroke-width: 1.5;
   stroke-dasharray: 5 3; border: 1.5px dashed var(--bad); }
 .rt { fill: var(--bad); font-weight: 700; }
@@ -74,7 +80,9 @@ svg.tl { display: block; font: 11px system-ui, "DejaVu Sans", sans-serif; }
 .rl-truncation { stroke: var(--truncated); stroke-width: 2; }
 .rt-truncation { fill: var(--truncated); }
 .rl-spill { stroke: var(--spilled); stroke-width: 2; } .rt-spill { fill: var(--spilled); }
-.rt-truncation, .rt-spill { font-size: 10px; }
+.rl-withdrawal { stroke: var(--withdrawn-ink); stroke-width: 2; }
+.rt-withdrawal { fill: var(--withdrawn-ink); }
+.rt-truncation, .rt-spill, .rt-withdrawal { font-size: 10px; }
 .ol-open { stroke: var(--resident); stroke-width: 2; }
 .oc-open, .sw.oc-open { fill: var(--resident); background: var(--resident); }
 .ol-carried { stroke: var(--ok); stroke-width: 2; }
@@ -87,8 +95,8 @@ svg.tl { display: block; font: 11px system-ui, "DejaVu Sans", sans-serif; }
 .ot-dropped { fill: var(--bad); font-weight: 700; } .ot-ended { fill: #757575; }
 .rb-open { fill: var(--resident); } .rb-ended { fill: var(--ended); }
 .mark { cursor: pointer; }
-.in-resident, .in-summarised, .in-truncated, .in-spilled, .nt-live, .nt-replaced, .rt {
-  pointer-events: none; }
+.in-resident, .in-summarised, .in-truncated, .in-spilled, .in-withdrawn, .nt-live, .nt-replaced,
+.nt-cleared, .rt { pointer-events: none; }
 .mark:hover rect, .mark:hover circle, .mark:hover path { filter: brightness(1.12); }
 .mark.selected rect, .mark.selected circle, .mark.selected path { stroke: #111; stroke-width: 2.5;
   stroke-dasharray: none; }
@@ -123,7 +131,9 @@ SCRIPT = r"""
 (function () {
   "use strict";
   var SVGNS = "http://www.w3.org/2000/svg";
-  var STATUS = ["resident", "summarised", "truncated", "spilled"];
+  var STATUS = ["resident", "summarised", "truncated", "spilled", "withdrawn"];
+  var WITHDRAWN = 4;
+  var WITHDRAWAL = { retraction: "TurnRetracted", clear: "ContextCleared" };
   var LEFT = 132,
     RIGHT = 34,
     ROW = 24,
@@ -225,11 +235,17 @@ SCRIPT = r"""
     });
     this.tcut = new Int32Array(this.total);
     this.tspill = new Int32Array(this.total);
+    this.twd = new Int32Array(this.total);
     d.runs.forEach(function (r) {
       for (var i = r[0]; i < r[1]; i++) {
         self.tcut[i] = r[2] || 0;
         self.tspill[i] = r[3] || 0;
+        self.twd[i] = r[4] || 0;
       }
+    });
+    this.withdrawalAt = {};
+    d.withdrawals.forEach(function (w) {
+      self.withdrawalAt[w.version] = w;
     });
     d.routine.forEach(function (b) {
       b.raisedV = undelta(b.raised);
@@ -284,6 +300,15 @@ SCRIPT = r"""
         (r.kind === "truncation" ? "Truncated " : "Spilled ") + span(r.lo, r.hi),
         r.kind === "truncation" ? "warn" : "info",
       );
+    });
+    d.withdrawals.forEach(function (w) {
+      var what =
+        w.kind === "retraction"
+          ? "TurnRetracted #" + w.first
+          : "ContextCleared turns before #" +
+            w.stop +
+            (w.nodes.length ? ", " + w.nodes.join(", ") + " out" : "");
+      put(w.version, what + (w.reason ? " (" + w.reason + ")" : ""), "warn");
     });
     d.points.forEach(function (p) {
       if (p.kind === "checkpoint") put(p.version, "Checkpointed at " + fmt(p.position), "info");
@@ -386,6 +411,7 @@ SCRIPT = r"""
     })
       ? 1
       : 0;
+    rows.withdrawals = d.withdrawals.length ? 1 : 0;
     rows.resumes = stack(
       d.points.filter(function (p) {
         return p.kind !== "checkpoint";
@@ -395,8 +421,12 @@ SCRIPT = r"""
   };
 
   // -- the state at v: the same answers as reducers.fold (see eventstore/_timeline.py view_at)
+  Session.prototype.nodeAt = function (n, v) {
+    if (n.replaced_at !== null && n.replaced_at <= v) return "replaced";
+    return n.cleared_at !== null && n.cleared_at <= v ? "cleared" : "live";
+  };
   Session.prototype.liveAt = function (n, v) {
-    return n.version <= v && (n.replaced_at === null || n.replaced_at > v);
+    return n.version <= v && this.nodeAt(n, v) === "live";
   };
 
   Session.prototype.stateAt = function (v) {
@@ -416,8 +446,10 @@ SCRIPT = r"""
         since[i] = x.version;
       }
     });
+    // truncated (or spilled) first, then withdrawn, then summarised, else resident
     for (var i = 0; i < n; i++) {
-      var c = this.tcut[i];
+      var c = this.tcut[i],
+        w = this.twd[i];
       if (c && c <= v) {
         var s = this.tspill[i];
         if (s && s <= v) {
@@ -427,6 +459,9 @@ SCRIPT = r"""
           status[i] = 2;
           since[i] = c;
         }
+      } else if (w && w <= v) {
+        status[i] = WITHDRAWN;
+        since[i] = w;
       } else if (!status[i]) since[i] = this.tv[i];
     }
     var tokens = this.tok[n] - this.tok[0],
@@ -449,6 +484,9 @@ SCRIPT = r"""
     d.markers.forEach(function (m) {
       if (m.version <= v) markers[self.markerAt(m, v)] += 1;
     });
+    var cleared = d.nodes.filter(function (x) {
+      return x.version <= v && self.nodeAt(x, v) === "cleared";
+    }).length;
     return {
       v: v,
       turns: n,
@@ -469,6 +507,7 @@ SCRIPT = r"""
       }, 0),
       live: liveIds,
       liveCount: live.length,
+      cleared: cleared,
       counts: counts,
       markers: markers,
       routineOpen: routineOpen,
@@ -488,6 +527,7 @@ SCRIPT = r"""
       return "carried";
     var out =
       (o.fell_out_at !== null && o.fell_out_at <= v) ||
+      (o.withdrawn_at !== null && o.withdrawn_at <= v) ||
       o.covered_by.some(function (id) {
         return live[id];
       });
@@ -644,7 +684,7 @@ SCRIPT = r"""
     var cfg = this.d.config,
       s = this.summary,
       c = st.counts,
-      n = [0, 0, 0, 0];
+      n = [0, 0, 0, 0, 0];
     for (var i = 0; i < st.turns; i++) n[st.status[i]]++;
     s.textContent = "";
     var attrs = {
@@ -653,6 +693,8 @@ SCRIPT = r"""
       depth: st.depth,
       tail: st.tail,
       live: st.liveCount,
+      withdrawn: n[WITHDRAWN],
+      cleared: st.cleared,
       open: c.open,
       carried: c.carried,
       dropped: c.dropped,
@@ -668,7 +710,7 @@ SCRIPT = r"""
       html("b", null, value, e);
     }
     item("turns", fmt(st.turns) + " (" + fmt(st.tokens) + " tokens)");
-    item("resident / summarised / truncated / spilled", n.join(" / "));
+    item("resident / summarised / truncated / spilled / withdrawn", n.join(" / "));
     item(
       "occupancy",
       fmt(st.occupancy) +
@@ -678,7 +720,10 @@ SCRIPT = r"""
       cfg && st.occupancy > cfg.trigger_tokens ? "warn" : "",
     );
     item("depth", "L" + st.depth + ", tail starts at " + fmt(st.tail));
-    item("live summaries", String(st.liveCount));
+    item(
+      "live summaries",
+      String(st.liveCount) + (st.cleared ? " (" + st.cleared + " cleared)" : ""),
+    );
     item(
       "markers valid / refused / invalidated",
       st.markers.valid + " / " + st.markers.refused + " / " + st.markers.invalidated,
@@ -720,7 +765,7 @@ SCRIPT = r"""
       root,
       y,
       "L0",
-      1 + Math.max(1, this.rows.truncations + this.rows.spills),
+      1 + Math.max(1, this.rows.truncations + this.rows.spills + this.rows.withdrawals),
       "L0 raw turns",
     );
     lanes.obligations = y;
@@ -737,6 +782,11 @@ SCRIPT = r"""
     this.drawCheckpoints(root, st, lanes.markers, lanes.obligations, lanes.obligations - GAP - 6);
     this.drawTurns(root, st, lanes.turns);
     this.drawRanges(root, st, lanes.turns + ROW + 2);
+    this.drawWithdrawals(
+      root,
+      st,
+      lanes.turns + ROW + 2 + (this.rows.truncations + this.rows.spills) * ROW,
+    );
     [1, 2].forEach(function (t) {
       self.drawTier(root, st, t, lanes[t]);
     });
@@ -878,23 +928,91 @@ SCRIPT = r"""
 
   Session.prototype.drawRanges = function (root, st, y) {
     var self = this;
-    this.d.ranges.forEach(function (r) {
-      if (r.version > st.v) return;
-      var g = self.mark(root, r.kind, r, r.version, r.kind);
-      var yy = y + (r.kind === "spill" && self.rows.truncations ? ROW : 0) + 4;
-      var pieces = r.pieces.length ? r.pieces : [[r.lo, r.lo]];
-      pieces.forEach(function (p, i) {
+    ["truncation", "spill"].forEach(function (kind) {
+      var shown = self.d.ranges.filter(function (r) {
+        return r.kind === kind && r.version <= st.v;
+      });
+      var glyph = kind === "truncation" ? "\u2702 " : "\u2913 ",
+        word = kind === "truncation" ? "truncated" : "spilled";
+      self.drawSpans(root, shown, y + (kind === "spill" && self.rows.truncations ? ROW : 0) + 4, {
+        kind: function () {
+          return kind;
+        },
+        status: function () {
+          return kind;
+        },
+        cls: kind,
+        at: function (r) {
+          return r.lo;
+        },
+        labels: function (r) {
+          return [
+            glyph + word + " at v" + r.version,
+            glyph + word + " v" + r.version,
+            glyph + "v" + r.version,
+          ];
+        },
+      });
+    });
+  };
+
+  Session.prototype.drawWithdrawals = function (root, st, y) {
+    var shown = this.d.withdrawals.filter(function (w) {
+      return w.version <= st.v;
+    });
+    this.drawSpans(root, shown, y + 4, {
+      kind: function () {
+        return "withdrawal";
+      },
+      status: function (w) {
+        return w.kind;
+      },
+      cls: "withdrawal",
+      at: function (w) {
+        return w.hi; // a withdrawal that took nothing new: a tick where it happened
+      },
+      labels: function (w) {
+        var glyph = w.kind === "retraction" ? "\u21a9 " : "\u2205 ",
+          word = w.kind === "retraction" ? "retracted" : "cleared";
+        return [
+          glyph + word + " at v" + w.version,
+          glyph + word + " v" + w.version,
+          glyph + "v" + w.version,
+        ];
+      },
+    });
+  };
+
+  // One row of range marks: each piece a bracket; the first piece of each is labelled,
+  // the label as long as the room before the next label of the row allows.
+  Session.prototype.drawSpans = function (root, items, yy, how) {
+    var self = this;
+    var pieces = function (r) {
+      return r.pieces.length ? r.pieces : [[how.at(r), how.at(r)]];
+    };
+    var room = this.roomAfter(
+      items,
+      function (r) {
+        return self.x(pieces(r)[0][0]);
+      },
+      function () {
+        return 0;
+      },
+      3,
+    );
+    items.forEach(function (r) {
+      var g = self.mark(root, how.kind(r), r, r.version, how.status(r));
+      pieces(r).forEach(function (p, i) {
         var x0 = self.x(p[0]),
-          x1 = Math.max(self.x(p[1]), x0 + 2);
-        svg("line", { x1: x0, x2: x1, y1: yy, y2: yy, class: "rl-" + r.kind }, g);
-        svg("line", { x1: x0, x2: x0, y1: yy - 4, y2: yy + 4, class: "rl-" + r.kind }, g);
-        svg("line", { x1: x1, x2: x1, y1: yy - 4, y2: yy + 4, class: "rl-" + r.kind }, g);
+          x1 = Math.max(self.x(p[1]), x0 + 2),
+          cls = "rl-" + how.cls;
+        svg("line", { x1: x0, x2: x1, y1: yy, y2: yy, class: cls }, g);
+        svg("line", { x1: x0, x2: x0, y1: yy - 4, y2: yy + 4, class: cls }, g);
+        svg("line", { x1: x1, x2: x1, y1: yy - 4, y2: yy + 4, class: cls }, g);
         if (i) return;
-        var label =
-          (r.kind === "truncation" ? "\u2702 truncated at v" : "\u2913 spilled at v") + r.version;
-        var text = fit(label, Math.max(x1 - x0 - 4, 70));
+        var text = fitFirst(how.labels(r), room.get(r));
         if (text)
-          svg("text", { x: x0 + 3, y: yy + 14, class: "rt-" + r.kind }, g).textContent = text;
+          svg("text", { x: x0 + 3, y: yy + 14, class: "rt-" + how.cls }, g).textContent = text;
       });
     });
   };
@@ -906,8 +1024,8 @@ SCRIPT = r"""
     this.d.nodes.forEach(function (n) {
       if (n.tier !== tier || n.version > st.v) return;
       any = true;
-      var live = self.liveAt(n, st.v),
-        status = live ? "live" : "replaced";
+      var status = self.nodeAt(n, st.v),
+        live = status === "live";
       var g = self.mark(root, "node", n, n.version, status);
       g.setAttribute("data-id", n.node_id);
       var x0 = self.x(n.lo),
@@ -925,14 +1043,12 @@ SCRIPT = r"""
         },
         g,
       );
-      var label =
-        n.node_id +
-        " L" +
-        tier +
-        (live ? " " : " replaced by " + n.replaced_by + " \u00b7 ") +
-        "\u201c" +
-        n.summary +
-        "\u201d";
+      var how = {
+        live: " ",
+        replaced: " replaced by " + n.replaced_by + " \u00b7 ",
+        cleared: " cleared at v" + n.cleared_at + " \u00b7 ",
+      };
+      var label = n.node_id + " L" + tier + how[status] + "\u201c" + n.summary + "\u201d";
       var text = fit(label, x1 - x0 - 8);
       if (text)
         svg("text", { x: x0 + 5, y: top + 14, class: "nt-" + status }, g).textContent = text;
@@ -976,10 +1092,11 @@ SCRIPT = r"""
   };
 
   // Pixels free after each item before the next one in its row (or the right edge).
-  Session.prototype.roomAfter = function (items, xOf, rowOf) {
+  Session.prototype.roomAfter = function (items, xOf, rowOf, pad) {
     var self = this,
       room = new Map(),
       rows = {};
+    if (pad === undefined) pad = 12;
     items.forEach(function (it) {
       (rows[rowOf(it)] = rows[rowOf(it)] || []).push(it);
     });
@@ -988,8 +1105,8 @@ SCRIPT = r"""
         return xOf(a) - xOf(b);
       });
       row.forEach(function (it, i) {
-        var next = i + 1 < row.length ? xOf(row[i + 1]) - 12 : self.width - RIGHT;
-        room.set(it, next - xOf(it) - 12);
+        var next = i + 1 < row.length ? xOf(row[i + 1]) - pad : self.width - RIGHT;
+        room.set(it, next - xOf(it) - pad);
       });
     });
     return room;
@@ -1185,17 +1302,40 @@ SCRIPT = r"""
       row("appended at", "v" + this.tv[first] + (first === last ? "" : "\u2013v" + this.tv[last]));
       if (this.tcut[first]) row("truncated at", "v" + this.tcut[first]);
       if (this.tspill[first]) row("spilled at", "v" + this.tspill[first]);
+      if (this.twd[first]) {
+        var wd = this.withdrawalAt[this.twd[first]];
+        row(
+          "withdrawn at",
+          "v" +
+            wd.version +
+            " (" +
+            WITHDRAWAL[wd.kind] +
+            (wd.reason ? ": " + wd.reason : "") +
+            ")" +
+            (wd.version > v ? ", later" : ""),
+        );
+      }
       var info = kind === "turn" ? this.d.info[first] : null;
       if (info) {
         row("role", info[0]);
         row("content", info[2]);
       }
     } else if (kind === "node") {
-      var live = this.liveAt(o, v);
-      title =
-        "summary node " + o.node_id + " (L" + o.tier + ", " + (live ? "live" : "replaced") + ")";
+      title = "summary node " + o.node_id + " (L" + o.tier + ", " + this.nodeAt(o, v) + ")";
       row("committed", "v" + o.version + " (Compacted)");
       if (o.replaced_at) row("replaced", "v" + o.replaced_at + " by " + o.replaced_by);
+      if (o.cleared_at) {
+        var by = this.withdrawalAt[o.cleared_at];
+        row(
+          "cleared",
+          "v" +
+            o.cleared_at +
+            " (ContextCleared" +
+            (by && by.reason ? ": " + by.reason : "") +
+            ")" +
+            (o.cleared_at > v ? ", later" : ""),
+        );
+      }
       row("covers", span(o.lo, o.hi) + ", tail starts at " + fmt(o.tail_start));
       row("summarizer input", span(o.input_lo, o.input_hi));
       row("tokens", fmt(o.tokens));
@@ -1281,10 +1421,48 @@ SCRIPT = r"""
           "fell out of the context",
           "v" + o.fell_out_at + " (truncation)" + (o.fell_out_at > v ? ", later" : ""),
         );
+      if (o.withdrawn_at) {
+        var took = this.withdrawalAt[o.withdrawn_at];
+        row(
+          "withdrawn from the context",
+          "v" +
+            o.withdrawn_at +
+            " (" +
+            (took ? WITHDRAWAL[took.kind] : "withdrawn with its turn") +
+            ")" +
+            (o.withdrawn_at > v ? ", later" : ""),
+        );
+      }
     } else if (kind === "truncation" || kind === "spill") {
       title = (kind === "truncation" ? "truncation " : "spill ") + span(o.lo, o.hi);
       row("at", "v" + o.version);
       row(kind === "truncation" ? "reason" : "file", o.detail);
+    } else if (kind === "withdrawal") {
+      var turns =
+        o.stop - o.first === 1
+          ? "turn #" + o.first
+          : o.stop > o.first
+            ? "turns #" + o.first + "\u2013#" + (o.stop - 1)
+            : "no turn";
+      title = o.kind === "retraction" ? turns + " retracted" : "context cleared: " + turns;
+      row("at", "v" + o.version + " (" + WITHDRAWAL[o.kind] + ")");
+      row("reason", o.reason || "none given");
+      row("positions", span(o.lo, o.hi) + " " + this.unitName() + "s");
+      if (o.kind === "clear") row("summaries taken out", o.nodes.join(", ") || "none live");
+      row(
+        "markers it broke",
+        o.invalidated
+          .map(function (id) {
+            var m = self.d.markers.filter(function (x) {
+              return x.marker_id === id;
+            })[0];
+            return (
+              id + (m && m.invalidated_at ? " (MarkerInvalidated v" + m.invalidated_at + ")" : "")
+            );
+          })
+          .join(", ") || "none",
+      );
+      row("the log", "keeps the turns; what they raised stays owed");
     } else if (kind === "checkpoint") {
       title = "raw checkpoint at " + fmt(o.position);
       row("at", "v" + o.version);
@@ -1300,7 +1478,10 @@ SCRIPT = r"""
       title = fmt(o.open + o.done) + " routine " + KIND[o.kind] + "s in " + span(o.lo, o.hi);
       row("open at v" + v, fmt(o.open));
       row("ended", fmt(o.done));
-      row("routine", "each ended before a truncation or a live summary took it out of the context");
+      row(
+        "routine",
+        "each ended before a truncation, a withdrawal or a live summary took it out of the context",
+      );
     }
     return { title: title, rows: L, rules: rulesList };
   };

@@ -132,6 +132,17 @@ class Session:
             for t in self.effects.turns(state, [(lo, stop)])
         ]
 
+    def read_spill(self, spill: Spill | str) -> bytes:
+        """A spill's bytes (given as recorded, or by its handle), checked against their
+        recorded size and sha256: :class:`IntegrityError` if they differ, InvalidEvent
+        for a handle this session never recorded."""
+        if isinstance(spill, str):
+            found = next((s for s in self.state.spills if s.handle == spill), None)
+            if found is None:
+                raise InvalidEvent(f"session {self.id!r} recorded no spill {spill!r}")
+            spill = found
+        return self.effects.read_spill(spill)
+
     def _catch_up(self, head: int) -> SessionState:
         state = self._state
         if head < state.version:
@@ -316,8 +327,3 @@ class Session:
     def resume(self, marker_id: str, *, expected_version: int | None = None) -> Context:
         """The digest context if the marker holds, else the raw checkpoint: never a patch."""
         return self._do(Resume(marker_id=require_name("marker_id", marker_id)), expected_version)
-
-    def read_spill(self, spill: Spill) -> bytes:
-        """A spill's bytes, checked against its recorded size and sha256 (else
-        :class:`IntegrityError`)."""
-        return self.effects.read_spill(spill)

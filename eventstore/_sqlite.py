@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from eventstore import _schema
-from eventstore._chain import GENESIS, Recorded, link_rows
+from eventstore._chain import GENESIS, Recorded, check_links, link_rows
 from eventstore._errors import ConcurrencyError
 from eventstore._recorder import (
     AuditRows,
@@ -219,8 +219,21 @@ class SqliteRecorder:
                 f"session {session_id!r} is at version {version}, expected {expected_version}"
             )
         rows = link_rows(session_id, version, prev, events, self._clock())
+        self._write_rows(session_id, rows)
+        return version + len(rows)
+
+    def append_recorded(self, session_id: str, rows: Sequence[Recorded]) -> int:
+        """Insert rows recorded elsewhere, verbatim, after this journal's head; each
+        link is checked first (IntegrityError), a moved head is a ConcurrencyError."""
+        with self.transaction():
+            last = check_links(session_id, self.head(session_id), rows)
+            self._write_rows(session_id, [attrs_row(row) for row in rows])
+        return last
+
+    def _write_rows(self, session_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert rows given in ``_INSERT`` order, and remember the session's new head."""
         if not rows:
-            return version
+            return
         if self._in_txn and not self.conn.in_transaction:
             raise JournalError(f"cannot write to {self.path}: the transaction was rolled back")
         try:
@@ -235,7 +248,6 @@ class SqliteRecorder:
         last = rows[-1]
         self._heads[session_id] = Head(last[1], last[7])
         self.on_rollback(self._heads.clear)  # a rolled-back append leaves no cached head
-        return last[1]
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
@@ -296,7 +308,8 @@ class SqliteRecorder:
             " AND version <= ? ORDER BY version",
             (session_id, start, stop if stop is not None else 2**62),
         )
-        yield from map(Recorded._make, cursor)
+        for row in cursor:
+            yield Recorded(*row)
 
     def read_payloads(
         self, session_id: str, *, start: int = 1, stop: int | None = None

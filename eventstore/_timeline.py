@@ -6,6 +6,10 @@ state --at``) and reading every mark off the folded states. The state at any
 version ``v`` is then a function of the marks' versions alone: :func:`view_at`
 computes it here, and the report's script computes the same thing in the browser,
 so a version slider needs no further fold.
+
+Withdrawals (``TurnRetracted``, ``ContextCleared``) are marks like the others: a
+turn run and an obligation know the version that first took them out of the
+working context, a summary node the version of the clear that took it out.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ from reducers import SessionConfig, Violation
 
 @attrs.frozen(kw_only=True)
 class TurnRun:
-    """Turns ``[lo, hi)`` (indices) first truncated and first spilled at the same versions."""
+    """Turns ``[lo, hi)`` (indices) first truncated, spilled and withdrawn at the same versions."""
 
     lo: int
     hi: int
     truncated_at: int | None
     spilled_at: int | None
+    withdrawn_at: int | None
 
 
 @attrs.frozen(kw_only=True)
@@ -38,7 +43,8 @@ class TurnInfo:
 
 @attrs.frozen(kw_only=True)
 class NodeBar:
-    """A summary node over ``[lo, hi)``, live from ``version`` until ``replaced_at``."""
+    """A summary node over ``[lo, hi)``, live from ``version`` until ``replaced_at`` or,
+    for a node a ``ContextCleared`` took out of the context, ``cleared_at``."""
 
     node_id: str
     tier: int
@@ -59,6 +65,7 @@ class NodeBar:
     required_constraints: tuple[str, ...]
     required_dispositions: Mapping[str, str]
     row: int
+    cleared_at: int | None
 
 
 @attrs.frozen(kw_only=True)
@@ -101,7 +108,8 @@ class ObligationPin:
 
     ``carried_by``: the nodes whose summary carries it; ``covered_by``: the nodes
     whose range holds its position; ``fell_out_at``: the version of the first
-    truncation that dropped its position from the context.
+    truncation that dropped its position from the context; ``withdrawn_at``: the
+    version of the first retraction or clear that took its position out of it.
     """
 
     kind: str
@@ -116,6 +124,7 @@ class ObligationPin:
     covered_by: tuple[str, ...]
     fell_out_at: int | None
     row: int
+    withdrawn_at: int | None
 
 
 @attrs.frozen(kw_only=True)
@@ -140,6 +149,29 @@ class RangeMark:
     version: int
     detail: str
     pieces: tuple[tuple[int, int], ...]
+
+
+@attrs.frozen(kw_only=True)
+class WithdrawalMark:
+    """A ``TurnRetracted`` (kind ``retraction``) or a ``ContextCleared`` (``clear``) at
+    ``version``: turns ``[first, stop)``, positions ``[lo, hi)``.
+
+    ``pieces``: the positions no earlier withdrawal had taken (drawn, so that they
+    never overlap); ``nodes``: the live summaries a clear took out of the context;
+    ``invalidated``: the markers the withdrawal broke (their ``MarkerInvalidated``
+    follow it in its transaction).
+    """
+
+    kind: str
+    first: int
+    stop: int
+    lo: int
+    hi: int
+    version: int
+    reason: str
+    pieces: tuple[tuple[int, int], ...]
+    nodes: tuple[str, ...]
+    invalidated: tuple[str, ...]
 
 
 @attrs.frozen(kw_only=True)
@@ -173,6 +205,7 @@ class Timeline:
     ranges: tuple[RangeMark, ...]
     points: tuple[PointMark, ...]
     event_types: tuple[str, ...]
+    withdrawals: tuple[WithdrawalMark, ...]
 
     @property
     def turns(self) -> int:
@@ -186,12 +219,12 @@ class View:
     """What the timeline shows at one version: the same answers ``state --at`` gives."""
 
     version: int
-    turn_status: tuple[str, ...]
+    turn_status: tuple[str, ...]  # resident | summarised | truncated | spilled | withdrawn
     tokens_total: int
     occupancy: int
     depth: int
     tail_start: int
-    nodes: Mapping[str, str]  # node_id -> live | replaced
+    nodes: Mapping[str, str]  # node_id -> live | replaced | cleared
     refusals: tuple[int, ...]  # versions of the compaction refusals so far
     markers: Mapping[str, str]  # marker_id -> valid | refused | invalidated
     obligations: Mapping[tuple[str, str], str]  # (kind, key) -> open | carried | dropped
@@ -203,21 +236,33 @@ class View:
         return len(self.turn_status)
 
 
-def _live(node: NodeBar, v: int) -> bool:
-    return node.version <= v and (node.replaced_at is None or node.replaced_at > v)
+def _by(at: int | None, v: int) -> bool:
+    """Whether a change recorded at version ``at`` (None: never) has happened by ``v``."""
+    return at is not None and at <= v
+
+
+def _node(node: NodeBar, v: int) -> str:
+    """live, replaced or cleared at ``v`` (a node is known from its ``version`` on)."""
+    if _by(node.replaced_at, v):
+        return "replaced"
+    return "cleared" if _by(node.cleared_at, v) else "live"
 
 
 def _turn_status(t: Timeline, v: int, live: list[NodeBar]) -> tuple[str, ...]:
+    """Truncated (or spilled) first, then withdrawn, then summarised, else resident."""
     n = sum(1 for tv in t.turn_versions if tv <= v)
     status = ["resident"] * n
     for node in live:
         lo, hi = _index(t, node.lo), _index(t, node.hi)
         status[lo : min(hi, n)] = ["summarised"] * max(0, min(hi, n) - lo)
     for run in t.runs:
-        if run.truncated_at is not None and run.truncated_at <= v:
-            spilled = run.spilled_at is not None and run.spilled_at <= v
-            for i in range(run.lo, min(run.hi, n)):
-                status[i] = "spilled" if spilled else "truncated"
+        if _by(run.truncated_at, v):
+            now = "spilled" if _by(run.spilled_at, v) else "truncated"
+        elif _by(run.withdrawn_at, v):
+            now = "withdrawn"
+        else:
+            continue
+        status[run.lo : min(run.hi, n)] = [now] * max(0, min(run.hi, n) - run.lo)
     return tuple(status)
 
 
@@ -235,8 +280,8 @@ def _index(t: Timeline, position: int) -> int:
 def _obligation(o: ObligationPin, v: int, live: set[str]) -> str:
     if any(n in live for n in o.carried_by):
         return "carried"
-    evicted = (o.fell_out_at is not None and o.fell_out_at <= v) or any(
-        n in live for n in o.covered_by
+    evicted = (
+        _by(o.fell_out_at, v) or _by(o.withdrawn_at, v) or any(n in live for n in o.covered_by)
     )
     return "dropped" if evicted else "open"
 
@@ -245,7 +290,7 @@ def view_at(t: Timeline, v: int) -> View:
     """The timeline at version ``v`` (0 <= v <= t.version)."""
     if not 0 <= v <= t.version:
         raise ValueError(f"version {v} is outside 0..{t.version}")
-    live = [n for n in t.nodes if _live(n, v)]
+    live = [n for n in t.nodes if n.version <= v and _node(n, v) == "live"]
     live_ids = {n.node_id for n in live}
     status = _turn_status(t, v, live)
     sizes = [t.tok_starts[i + 1] - t.tok_starts[i] for i in range(len(status))]
@@ -257,11 +302,7 @@ def view_at(t: Timeline, v: int) -> View:
         occupancy=kept + sum(n.tokens for n in live),
         depth=max((n.tier for n in live), default=0),
         tail_start=max((n.hi for n in live), default=0),
-        nodes={
-            n.node_id: "live" if n.node_id in live_ids else "replaced"
-            for n in t.nodes
-            if n.version <= v
-        },
+        nodes={n.node_id: _node(n, v) for n in t.nodes if n.version <= v},
         refusals=tuple(r.version for r in t.refusals if r.version <= v),
         markers={m.marker_id: _marker(m, v) for m in t.markers if m.version <= v},
         obligations={
@@ -281,4 +322,4 @@ def view_at(t: Timeline, v: int) -> View:
 def _marker(m: MarkerPin, v: int) -> str:
     if m.refused:
         return "refused"
-    return "invalidated" if m.invalidated_at is not None and m.invalidated_at <= v else "valid"
+    return "invalidated" if _by(m.invalidated_at, v) else "valid"

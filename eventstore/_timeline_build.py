@@ -4,13 +4,14 @@ The events are folded with ``reducers.fold`` (the fold behind ``tierlog state
 --at``) and every position is read off the folded state: an obligation sits where
 the fold put it (the start of the last turn before it, found in ``turn_versions``),
 a node covers what its ``Node`` covers. The events themselves only add what a state
-forgets: when a call was resolved, a marker invalidated, a node replaced.
+forgets: when a call was resolved, a marker invalidated, a node replaced, a turn
+retracted or the context cleared (and which summaries and markers that took along).
 
 Large sessions stay small: turns are described by runs that share their
-first truncation and first spill versions (each turn keeps its details only up to
-``DETAIL_TURNS``), and above ``MAX_PINS`` obligations the routine ones (ended before
-any truncation or live summary took their position out of the context) are counted
-in position bands, not drawn one by one.
+first truncation, first spill and withdrawal versions (each turn keeps its details
+only up to ``DETAIL_TURNS``), and above ``MAX_PINS`` obligations the routine ones
+(ended before any truncation, withdrawal or live summary took their position out of
+the context) are counted in position bands, not drawn one by one.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from eventstore._timeline import (
     Timeline,
     TurnInfo,
     TurnRun,
+    WithdrawalMark,
 )
 from reducers import (
     CallOpened,
@@ -42,6 +44,7 @@ from reducers import (
     CompactionRefused,
     ConstraintLifted,
     ConstraintStated,
+    ContextCleared,
     Event,
     ItemDisposed,
     MarkerInvalidated,
@@ -50,6 +53,7 @@ from reducers import (
     Resumed,
     SessionState,
     TurnAppended,
+    TurnRetracted,
     fold,
     merge_spans,
 )
@@ -78,6 +82,18 @@ class _Open:
 
 
 @attrs.define
+class _Withdrawal:
+    """A retraction or a clear (private), with the markers invalidated right after it."""
+
+    kind: str
+    first: int
+    stop: int
+    version: int
+    reason: str
+    invalidated: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
 class _Builder:
     """Collects what the final state forgets: obligation lifecycles, refusals, resumes."""
 
@@ -88,13 +104,16 @@ class _Builder:
     invalidated: dict[str, int] = attrs.field(factory=dict)
     replaced: dict[str, int] = attrs.field(factory=dict)
     resumes: list[tuple[int, Resumed]] = attrs.field(factory=list)
+    withdrawals: list[_Withdrawal] = attrs.field(factory=list)
     info: list[TurnInfo] = attrs.field(factory=list)
     types: list[str] = attrs.field(factory=list)
+    cause: _Withdrawal | None = None  # the withdrawal whose invalidations may follow
 
     def record(self, event: Event) -> None:
         """Note the next event of the session."""
         self.types.append(type(event).__name__)
         version = len(self.types)
+        cause, self.cause = self.cause, None
         if isinstance(event, TurnAppended):
             self._turn(event)
         elif isinstance(event, _OBLIGATION_EVENTS):
@@ -105,11 +124,22 @@ class _Builder:
             self.marker_refusals[event.marker_id] = event
         elif isinstance(event, MarkerInvalidated):
             self.invalidated.setdefault(event.marker_id, version)
+            if cause is not None:  # decided with the withdrawal, in its transaction
+                cause.invalidated.append(event.marker_id)
+                self.cause = cause
         elif isinstance(event, Compacted):
             for old in event.replaces:
                 self.replaced.setdefault(old, version)
         elif isinstance(event, Resumed):
             self.resumes.append((version, event))
+        elif isinstance(event, TurnRetracted):
+            self._withdraw("retraction", event.index, event.index + 1, version, event.reason)
+        elif isinstance(event, ContextCleared):
+            self._withdraw("clear", 0, event.before, version, event.reason)
+
+    def _withdraw(self, kind: str, first: int, stop: int, version: int, reason: str) -> None:
+        self.cause = _Withdrawal(kind=kind, first=first, stop=stop, version=version, reason=reason)
+        self.withdrawals.append(self.cause)
 
     def _turn(self, event: TurnAppended) -> None:
         """Keep a turn's details while the session is small enough to show them."""
@@ -194,8 +224,9 @@ class Axis:
 
 
 def _finish(session_id: str, state: SessionState, b: _Builder) -> Timeline:
-    carriers = _Carriers(state)
     axis = Axis(state)
+    carriers = _Carriers(state, _withdrawn_positions(axis, b.withdrawals))
+    cleared = _cleared(state, b)
     obligations = [_pin(axis, o, carriers) for o in b.obligations]
     routine: list[RoutineBand] = []
     if len(obligations) > MAX_PINS:
@@ -209,9 +240,9 @@ def _finish(session_id: str, state: SessionState, b: _Builder) -> Timeline:
         version=state.version,
         tok_starts=tuple(state.tok_starts),
         turn_versions=tuple(state.turn_versions),
-        runs=tuple(_runs(state)),
+        runs=tuple(_runs(state, b.withdrawals)),
         turn_info=tuple(b.info) if state.turns <= DETAIL_TURNS else (),
-        nodes=_nodes(state, b),
+        nodes=_nodes(state, b, cleared),
         refusals=_refusals(b),
         markers=tuple(_markers(state, b)),
         obligations=tuple(_packed(obligations)),
@@ -219,6 +250,7 @@ def _finish(session_id: str, state: SessionState, b: _Builder) -> Timeline:
         ranges=tuple(_ranges(state)),
         points=tuple(_points(state, b)),
         event_types=tuple(b.types),
+        withdrawals=tuple(_withdrawals(axis, b.withdrawals, cleared)),
     )
 
 
@@ -239,7 +271,20 @@ def _rows(spans: Iterable[tuple[int, int]]) -> list[int]:
     return out
 
 
-def _nodes(state: SessionState, b: _Builder) -> tuple[NodeBar, ...]:
+def _cleared(state: SessionState, b: _Builder) -> dict[str, int]:
+    """node_id -> the clear that took it out of the context: the first one while it was
+    live (committed before it, not yet replaced)."""
+    clears = [w.version for w in b.withdrawals if w.kind == "clear"]
+    out = {}
+    for n in state.nodes.values():
+        i = bisect.bisect_right(clears, n.version)
+        replaced = b.replaced.get(n.node_id)
+        if i < len(clears) and (replaced is None or replaced > clears[i]):
+            out[n.node_id] = clears[i]
+    return out
+
+
+def _nodes(state: SessionState, b: _Builder, cleared: dict[str, int]) -> tuple[NodeBar, ...]:
     out = []
     for tier in (1, 2):
         mine = sorted(
@@ -247,11 +292,11 @@ def _nodes(state: SessionState, b: _Builder) -> tuple[NodeBar, ...]:
             key=lambda n: (n.covers_lo, n.version),
         )
         rows = _rows((n.covers_lo, n.covers_hi) for n in mine)
-        out += [_bar(n, b, row) for n, row in zip(mine, rows, strict=True)]
+        out += [_bar(n, b, row, cleared) for n, row in zip(mine, rows, strict=True)]
     return tuple(sorted(out, key=lambda n: n.version))
 
 
-def _bar(n: Node, b: _Builder, row: int) -> NodeBar:
+def _bar(n: Node, b: _Builder, row: int, cleared: dict[str, int]) -> NodeBar:
     return NodeBar(
         node_id=n.node_id,
         tier=n.tier,
@@ -272,6 +317,7 @@ def _bar(n: Node, b: _Builder, row: int) -> NodeBar:
         required_constraints=n.required_constraints,
         required_dispositions=dict(n.required_dispositions),
         row=row,
+        cleared_at=cleared.get(n.node_id),
     )
 
 
@@ -325,7 +371,7 @@ def _markers(state: SessionState, b: _Builder) -> Iterator[MarkerPin]:
 class _Carriers:
     """Which nodes carry, and which nodes cover, an obligation: indexed once."""
 
-    def __init__(self, state: SessionState) -> None:
+    def __init__(self, state: SessionState, withdrawn: list[tuple[int, int, int]]) -> None:
         self.by_key: dict[tuple[str, str], list[str]] = {}
         for n in sorted(state.nodes.values(), key=lambda n: n.version):
             for call in sorted({*n.resolved_ids, *n.unresolved_ids}):  # invariants.carries_call
@@ -338,6 +384,7 @@ class _Carriers:
             (n.covers_lo, n.covers_hi, n.version, n.node_id) for n in state.nodes.values()
         )
         self.cuts = first_covered((t.lo, t.hi, t.version) for t in state.truncations)
+        self.withdrawn = first_covered(withdrawn)
 
     def carried(self, o: _Open) -> tuple[str, ...]:
         kind = f"negative_fact:{o.disposition}" if o.kind == "negative_fact" else o.kind
@@ -352,6 +399,7 @@ class _Carriers:
 def _pin(axis: Axis, o: _Open, carriers: _Carriers) -> ObligationPin:
     position = axis.position_at(o.version)
     cut = _at(carriers.cuts, position)
+    withdrawn = _at(carriers.withdrawn, position)
     ended = None if o.ended_at is None else axis.position_at(o.ended_at)
     stop = axis.end if ended is None else axis.turn_end(ended)
     return ObligationPin(
@@ -367,14 +415,17 @@ def _pin(axis: Axis, o: _Open, carriers: _Carriers) -> ObligationPin:
         covered_by=carriers.covered(position),
         fell_out_at=None if cut is None else max(cut, o.version),
         row=0,
+        withdrawn_at=None if withdrawn is None else max(withdrawn, o.version),
     )
 
 
 def _is_routine(o: ObligationPin, born: dict[str, int]) -> bool:
-    """Ended before any truncation or live summary took its position out of the context."""
+    """Ended before any truncation, withdrawal or live summary took its position out of
+    the context."""
     return (
         o.ended_at is not None
         and (o.fell_out_at is None or o.fell_out_at >= o.ended_at)
+        and (o.withdrawn_at is None or o.withdrawn_at >= o.ended_at)
         and all(born[node_id] >= o.ended_at for node_id in o.covered_by)
     )
 
@@ -427,15 +478,51 @@ def first_covered(
     return sorted(out)
 
 
-def _runs(state: SessionState) -> Iterator[TurnRun]:
-    """Turns in runs that share their first truncation and first spill versions."""
+def _runs(state: SessionState, withdrawals: list[_Withdrawal]) -> Iterator[TurnRun]:
+    """Turns in runs that share their first truncation, spill and withdrawal versions."""
     idx = state.turn_index
     cuts = first_covered((idx(t.lo), idx(t.hi), t.version) for t in state.truncations)
     spills = first_covered((idx(s.lo), idx(s.hi), s.version) for s in state.spills)
-    edges = sorted({0, state.turns, *(p for lo, hi, _ in (*cuts, *spills) for p in (lo, hi))})
+    gone = first_covered((w.first, w.stop, w.version) for w in withdrawals if w.first < w.stop)
+    pieces = (*cuts, *spills, *gone)
+    edges = sorted({0, state.turns, *(p for lo, hi, _ in pieces for p in (lo, hi))})
     for lo, hi in itertools.pairwise(edges):
         if lo < hi <= state.turns:
-            yield TurnRun(lo=lo, hi=hi, truncated_at=_at(cuts, lo), spilled_at=_at(spills, lo))
+            yield TurnRun(
+                lo=lo,
+                hi=hi,
+                truncated_at=_at(cuts, lo),
+                spilled_at=_at(spills, lo),
+                withdrawn_at=_at(gone, lo),
+            )
+
+
+def _withdrawn_positions(axis: Axis, withdrawals: list[_Withdrawal]) -> list[tuple[int, int, int]]:
+    """Each withdrawal's non-empty position range (``SessionState.withdrawn_positions``)."""
+    spans = (
+        (axis.position_of_turn(w.first), axis.position_of_turn(w.stop), w.version)
+        for w in withdrawals
+    )
+    return [(lo, hi, version) for lo, hi, version in spans if lo < hi]
+
+
+def _withdrawals(
+    axis: Axis, withdrawals: list[_Withdrawal], cleared: dict[str, int]
+) -> Iterator[WithdrawalMark]:
+    pieces = _pieces(first_covered(_withdrawn_positions(axis, withdrawals)))
+    for w in withdrawals:
+        yield WithdrawalMark(
+            kind=w.kind,
+            first=w.first,
+            stop=w.stop,
+            lo=axis.position_of_turn(w.first),
+            hi=axis.position_of_turn(w.stop),
+            version=w.version,
+            reason=w.reason,
+            pieces=pieces.get(w.version, ()),
+            nodes=tuple(k for k, at in cleared.items() if at == w.version),
+            invalidated=tuple(w.invalidated),
+        )
 
 
 def _at(pieces: list[tuple[int, int, int]], i: int) -> int | None:

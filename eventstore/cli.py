@@ -21,10 +21,13 @@ import structlog
 from eventstore import _output as out
 from eventstore._audit import audit, clean_spills, verify
 from eventstore._demo import run_demo
+from eventstore._errors import IntegrityError
 from eventstore._html import render
 from eventstore._ingest import FORMATS, Loaded, ingest_loaded, load
 from eventstore._journal import Journal
+from eventstore._postgres import is_url
 from eventstore._report import collect
+from eventstore._ship import ship
 from eventstore._transfer import export_lines, import_file
 from reducers import InvalidEvent, JournalError
 
@@ -61,8 +64,16 @@ def arg(*names: str, **kwargs: Any) -> Callable[[Handler], Handler]:
     return declare
 
 
+DB = "journal file, or a postgresql:// URL"
+
+
+def open_journal(location: str, *, readonly: bool = False) -> Journal:
+    """The one way the CLI opens a journal: a file path or a postgresql:// URL."""
+    return Journal(location, readonly=readonly)
+
+
 def _reader(args: argparse.Namespace) -> Journal:
-    return Journal(args.db, readonly=True)
+    return open_journal(args.db, readonly=True)
 
 
 def _session_ids(journal: Journal, session_id: str | None) -> list[str] | None:
@@ -93,7 +104,7 @@ def _demo(args: argparse.Namespace) -> int:
     "sessions with event counts, refusals, invalidations",
     "tierlog sessions agent.db --json",
 )
-@arg("db", help="journal file")
+@arg("db", help=DB)
 @arg("--json", action="store_true", help="print JSON")
 def _sessions(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
@@ -105,7 +116,7 @@ def _sessions(args: argparse.Namespace) -> int:
 @command(
     "log", "the events of a session, one a line", "tierlog log agent.db mig-42 --from 10 --to 20"
 )
-@arg("db", help="journal file")
+@arg("db", help=DB)
 @arg("session", help="session id")
 @arg("--from", type=int, dest="start", default=1, metavar="V", help="first version")
 @arg("--to", type=int, dest="stop", metavar="V", help="last version")
@@ -121,7 +132,7 @@ def _log(args: argparse.Namespace) -> int:
 @command(
     "state", "reduced tier state and its sha256", "tierlog state agent.db mig-42 --at 17 --json"
 )
-@arg("db", help="journal file")
+@arg("db", help=DB)
 @arg("session", help="session id")
 @arg("--at", type=int, metavar="V", help="state after version V (default: latest)")
 @arg("--json", action="store_true", help="print the canonical state as JSON")
@@ -139,7 +150,7 @@ def _state(args: argparse.Namespace) -> int:
 @command(
     "diff", "what changed in the state between two versions", "tierlog diff agent.db mig-42 10 17"
 )
-@arg("db", help="journal file")
+@arg("db", help=DB)
 @arg("session", help="session id")
 @arg("v1", type=int, help="earlier version")
 @arg("v2", type=int, help="later version")
@@ -160,7 +171,7 @@ def _diff(args: argparse.Namespace) -> int:
     "hash chains, payloads, spill files, every decision re-derived by replay",
     "tierlog verify agent.db mig-42",
 )
-@arg("db", help="journal file")
+@arg("db", help=DB)
 @arg("session", nargs="?", help="one session (default: all)")
 @arg("--json", action="store_true", help="print JSON")
 @arg(
@@ -190,7 +201,7 @@ def _verify(args: argparse.Namespace) -> int:
     "refusals, invalidations, raw fallbacks and evicted obligations",
     "tierlog audit agent.db --json",
 )
-@arg("db", help="journal file")
+@arg("db", help=DB)
 @arg("session", nargs="?", help="one session (default: all)")
 @arg("--json", action="store_true", help="print JSON")
 def _audit(args: argparse.Namespace) -> int:
@@ -208,7 +219,7 @@ def _audit(args: argparse.Namespace) -> int:
     "run a query on a read-only connection",
     'tierlog sql agent.db "SELECT * FROM compaction_refusals"',
 )
-@arg("db", help="journal file")
+@arg("db", help=DB)
 @arg("query", help="SQL (the audit views: turns, compactions, markers, ...)")
 @arg(
     "--timeout",
@@ -226,7 +237,7 @@ def _sql(args: argparse.Namespace) -> int:
 
 
 @command("export", "write a session as JSON Lines", "tierlog export agent.db mig-42 > mig-42.jsonl")
-@arg("db", help="journal file")
+@arg("db", help=DB)
 @arg("session", help="session id")
 @arg("-o", "--output", help="file to write (default: standard output)")
 def _export(args: argparse.Namespace) -> int:
@@ -246,7 +257,7 @@ def _export(args: argparse.Namespace) -> int:
     "read JSON Lines back through the same checks",
     "tierlog import fresh.db mig-42.jsonl --session mig-42-copy",
 )
-@arg("db", help="journal file (created if missing)")
+@arg("db", help=f"{DB} (created if missing)")
 @arg("file", help="JSON Lines from `tierlog export`")
 @arg("--session", dest="rename", metavar="ID", help="import the file's one session as ID")
 def _import(args: argparse.Namespace) -> int:
@@ -254,7 +265,7 @@ def _import(args: argparse.Namespace) -> int:
         handle = open(args.file, encoding="utf-8")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise InvalidEvent(f"cannot read {args.file}: {exc.strerror}") from None
-    with handle, Journal(args.db) as journal, out.Progress("importing command") as show:
+    with handle, open_journal(args.db) as journal, out.Progress("importing command") as show:
         results = import_file(journal, handle, rename=args.rename, progress=show)
     for r in results:
         what = "unchanged (already imported)" if r.unchanged else f"{r.events} events"
@@ -270,7 +281,7 @@ def _import(args: argparse.Namespace) -> int:
     "one self-contained HTML file: the timeline of tiers, refusals and markers, and the audit",
     "tierlog report agent.db mig-42 --at 17 -o mig-42.html",
 )
-@arg("db", help="journal file")
+@arg("db", help=DB)
 @arg("session", nargs="?", help="one session (default: every session, with the sessions list)")
 @arg("--at", type=int, metavar="V", help="the version shown first (default: latest)")
 @arg("-o", "--output", metavar="FILE", help="file to write (default: DB stem.html; - for stdout)")
@@ -282,10 +293,31 @@ def _report(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write(page)
         return 0
-    default = Path(args.db).stem + (f"-{args.session}" if args.session else "") + ".html"
+    stem = "journal" if is_url(args.db) else Path(args.db).stem
+    default = stem + (f"-{args.session}" if args.session else "") + ".html"
     target = Path(args.output or default)
     target.write_text(page, encoding="utf-8")
     print(f"wrote {target} ({len(page.encode()):,} bytes)")
+    return 0
+
+
+@command(
+    "spill",
+    "print a spill's bytes, checked against their recorded sha256",
+    "tierlog spill agent.db mig-42 9c/9c41e0...d2.spill > turns.jsonl",
+)
+@arg("db", help=DB)
+@arg("session", help="session id")
+@arg("handle", help="the spill's handle (tierlog sql DB 'SELECT handle FROM spills')")
+def _spill(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        try:
+            data = journal.read_spill(args.session, args.handle)
+        except IntegrityError as exc:  # the bytes are not the recorded ones: a finding
+            print(f"tierlog spill: {exc}", file=sys.stderr)
+            return 1
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
     return 0
 
 
@@ -294,7 +326,7 @@ def _report(args: argparse.Namespace) -> int:
     "real agent transcripts as sessions, their compactions and markers checked",
     "tierlog ingest agent.db ~/.claude/projects/my-project/*.jsonl && tierlog audit agent.db",
 )
-@arg("db", help="journal file (created if missing)")
+@arg("db", help=f"{DB} (created if missing)")
 @arg("files", nargs="+", metavar="FILE", help="transcripts, one session each")
 @arg("--format", default="claude-code", choices=FORMATS, help="transcript format")
 @arg("--json", action="store_true", help="print JSON")
@@ -304,7 +336,7 @@ def _ingest(args: argparse.Namespace) -> int:
     loaded, bad = _load_transcripts(args.files, args.format)  # before the journal is touched
     results = []
     if loaded:
-        with Journal(args.db) as journal:
+        with open_journal(args.db) as journal:
             for item in loaded:
                 try:
                     results.append(ingest_loaded(journal, item))
@@ -331,6 +363,31 @@ def _load_transcripts(paths: list[str], fmt: str) -> tuple[list[Loaded], int]:
             print(f"tierlog ingest: error: {path}: {exc}", file=sys.stderr)
             bad += 1
     return loaded, bad
+    return 0
+
+
+@command(
+    "ship",
+    "copy the events and spills DEST lacks from SRC, verbatim (resumable)",
+    "tierlog ship agent.db 'postgresql://tierlog@db.internal/fleet'",
+)
+@arg("src", help=f"{DB} to read")
+@arg("dest", help=f"{DB} to append to (created if missing)")
+@arg("--session", metavar="ID", help="ship only this session")
+@arg("--chunk", type=int, default=1000, metavar="N", help="events per transaction (%(default)s)")
+@arg("--json", action="store_true", help="print JSON")
+def _ship(args: argparse.Namespace) -> int:
+    if args.chunk < 1:
+        raise InvalidEvent(f"--chunk must be at least 1, not {args.chunk}")
+    with open_journal(args.src, readonly=True) as src, open_journal(args.dest) as dest:
+        ids = _session_ids(src, args.session)
+        with out.Progress("shipping") as show:
+            results = ship(src, dest, ids, chunk=args.chunk, progress=show)
+    if args.json:
+        print(json.dumps([attrs.asdict(r) for r in results], indent=2))
+    else:
+        print("\n".join(map(str, results)) or "nothing to ship: the source has no session")
+    return 1 if any(r.problem for r in results) else 0
 
 
 # -- entry point ------------------------------------------------------------------------

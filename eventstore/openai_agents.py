@@ -277,7 +277,7 @@ class TierlogSession:
             raise
 
     def __repr__(self) -> str:
-        return f"TierlogSession({self.session_id!r}, {str(self._journal.path)!r})"
+        return f"TierlogSession({self.session_id!r}, {self._journal.recorder.location!r})"
 
     # -- the SDK's Session protocol ------------------------------------------------------
     async def get_items(

@@ -110,7 +110,8 @@ def _proposal(state: SessionState, e: Compacted) -> None:
         if node is None:
             raise InvalidEvent(f"replaces unknown node {old!r}")
         if not node.live:
-            raise InvalidEvent(f"replaces node {old!r}, already replaced by {node.replaced_by}")
+            gone = f"replaced by {node.replaced_by}" if node.replaced_by else "cleared"
+            raise InvalidEvent(f"replaces node {old!r}, which is no longer live ({gone})")
 
 
 def _refused(state: SessionState, e: CompactionRefused) -> None:

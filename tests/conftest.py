@@ -1,4 +1,5 @@
-"""Fixtures: real journal files in a temporary folder."""
+"""Fixtures: real journal files in a temporary folder, and a throwaway PostgreSQL
+cluster for the tests that run on both backends."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import eventstore
+from tests import pgcluster
+from tests.targets import PostgresTarget, SqliteTarget, Target
 
 settings.register_profile(
     "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -20,14 +23,62 @@ settings.register_profile(
 settings.load_profile("long" if os.environ.get("TIERLOG_CAMPAIGN") == "long" else "default")
 
 
+@pytest.fixture(name="pg_cluster", scope="session")
+def _pg_cluster() -> Iterator[pgcluster.Cluster | None]:
+    """One throwaway cluster for the whole run, if this machine can start one."""
+    if pgcluster.missing() is not None:
+        yield None
+        return
+    cluster = pgcluster.Cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(name="pg_url")
+def _pg_url(pg_cluster: pgcluster.Cluster | None) -> str:
+    """A fresh, empty schema of the throwaway cluster, as a URL (skips without one)."""
+    if pg_cluster is None:
+        reason = f"no PostgreSQL: {pgcluster.missing()}"
+        if os.environ.get("TIERLOG_REQUIRE_POSTGRES"):  # CI: these tests must run
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return pg_cluster.create_schema()
+
+
 @pytest.fixture(name="db_path")
 def _db_path(tmp_path: Path) -> Path:
     return tmp_path / "agent.db"
 
 
+@pytest.fixture(name="backend", autouse=True)
+def _backend(request: pytest.FixtureRequest) -> str:
+    """``sqlite`` unless a test is parametrized over ``BACKENDS`` (``on_both``); used by
+    every test, so a module can parametrize all of its tests at once."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture(name="target")
+def _target(backend: str, db_path: Path, request: pytest.FixtureRequest) -> Target:
+    """Where the test's journal lives, and a side door to it for checks and tampering."""
+    if backend == "sqlite":
+        return SqliteTarget(db_path)
+    return PostgresTarget(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture(name="second_target")
+def _second_target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Target:
+    """Another, empty journal location on the same backend as ``target``."""
+    if backend == "sqlite":
+        (tmp_path / "second").mkdir()
+        return SqliteTarget(tmp_path / "second" / "agent.db")
+    request.getfixturevalue("pg_url")  # skips without a cluster
+    cluster: pgcluster.Cluster = request.getfixturevalue("pg_cluster")
+    return PostgresTarget(cluster.create_schema())
+
+
 @pytest.fixture(name="journal")
-def _journal(db_path: Path) -> Iterator[eventstore.Journal]:
-    journal = eventstore.open(db_path)
+def _journal(target: Target) -> Iterator[eventstore.Journal]:
+    journal = eventstore.open(target.location)
     yield journal
     journal.close()
 

@@ -22,7 +22,7 @@ from eventstore.cli import main
 from tests import transcripts
 from tests.helpers import fill, new_session
 from tests.test_html import HOSTILE
-from tests.timelines import expected
+from tests.timelines import expected, withdrawal_session
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -66,15 +66,27 @@ DRAWN = """() => {
       (g) => g.dataset.status !== "ended").length,
     routine: marks("routine").reduce((a, g) => a + Number(g.dataset.count), 0),
     refusals: marks("refusal").length,
-    versions: marks("node").concat(marks("marker"), marks("refusal"), marks("obligation"))
-      .every((g) => /^[0-9]+$/.test(g.dataset.version)),
+    withdrawals: marks("withdrawal").map((g) => [Number(g.dataset.version), g.dataset.status]),
+    versions: marks("node").concat(marks("marker"), marks("refusal"), marks("obligation"),
+      marks("withdrawal")).every((g) => /^[0-9]+$/.test(g.dataset.version)),
     occupancy: Number(summary.occupancy), depth: Number(summary.depth), tail: Number(summary.tail),
+    withdrawn: Number(summary.withdrawn),
   };
 }"""
 
 
 def _refusals_until(s: eventstore.Session, v: int) -> int:
     return sum(isinstance(e, r.CompactionRefused) for e in s.events(stop=v))
+
+
+def _withdrawals_until(s: eventstore.Session, v: int) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for version, e in enumerate(s.events(stop=v), 1):
+        if isinstance(e, r.TurnRetracted):
+            out.append([version, "retraction"])
+        elif isinstance(e, r.ContextCleared):
+            out.append([version, "clear"])
+    return out
 
 
 def _matches(drawn: dict[str, Any], s: eventstore.Session, v: int) -> None:
@@ -87,6 +99,8 @@ def _matches(drawn: dict[str, Any], s: eventstore.Session, v: int) -> None:
     got = {(kind, key): status for kind, key, status in drawn["obligations"]}
     assert got == want.obligations, v
     assert drawn["refusals"] == _refusals_until(s, v), v
+    assert drawn["withdrawals"] == _withdrawals_until(s, v), v
+    assert drawn["withdrawn"] == want.turn_counts["withdrawn"], v
     assert (drawn["occupancy"], drawn["depth"], drawn["tail"]) == (
         state.occupancy,
         state.depth,
@@ -260,5 +274,100 @@ class TestRealTranscript:
         page = _Page(browser, _report(db_path, "big"))
         for v in (1_000, s.version - 2, s.version):
             _matches(page.at(v), s, v)
+        assert page.page.locator(".mark.turn").count() == 0
+        assert page.errors == []
+
+
+class TestWithdrawals:
+    @pytest.mark.parametrize("unit", r.UNITS)
+    def test_withdrawn_turns_draw_the_journal_at_every_version(
+        self, browser: Any, journal: eventstore.Journal, db_path: Path, unit: str
+    ) -> None:
+        """A session using retract_turn and clear_context: the withdrawn turns, the cleared
+        summary, the broken markers and the obligations drawn match state_at(v) for each v."""
+        s = withdrawal_session(journal, unit=unit)
+        page = _Page(browser, _report(db_path, "w"))
+        for v in range(s.version + 1):
+            drawn = page.at(v)
+            _matches(drawn, s, v)
+        withdrawn = sum(hi - lo for lo, hi in s.state.withdrawn)
+        assert drawn["turns"]["withdrawn"] == withdrawn - 1  # turn 0 was truncated first
+        assert page.errors == []
+
+    def test_withdrawals_have_their_own_status_legend_and_details(
+        self, browser: Any, journal: eventstore.Journal, db_path: Path, tmp_path: Path
+    ) -> None:
+        """Withdrawn turns are drawn in the legend's withdrawn colour, and the details of a
+        withdrawn turn, the clear, the cleared summary and a dropped obligation name the
+        event and its version."""
+        s = withdrawal_session(journal)
+        events = list(s.events())
+        (clear_v,) = [v for v, e in enumerate(events, 1) if isinstance(e, r.ContextCleared)]
+        retracted = {e.index: v for v, e in enumerate(events, 1) if isinstance(e, r.TurnRetracted)}
+        page = _Page(browser, _report(db_path, "w"))
+        fill_of = "(sel) => getComputedStyle(document.querySelector(sel)).{}"
+        legend = page.page.evaluate(fill_of.format("backgroundColor"), ".legend .sw.r-withdrawn")
+        drawn = page.page.evaluate(fill_of.format("fill"), ".mark.turn[data-status=withdrawn] rect")
+        assert legend == drawn
+        assert legend not in {
+            page.page.evaluate(fill_of.format("backgroundColor"), f".legend .sw.r-{status}")
+            for status in ("resident", "summarised", "truncated", "spilled")
+        }
+
+        page.page.click(".mark.turn[data-index='3'] rect")
+        text = page.details()
+        assert "status at v" in text
+        assert f"withdrawn since v{retracted[3]}" in text
+        assert f"v{retracted[3]} (TurnRetracted: pop_item)" in text
+
+        page.page.click(f".mark.withdrawal[data-version='{clear_v}'] text")
+        text = page.details()
+        assert "context cleared: turns #0" in text
+        assert f"v{clear_v} (ContextCleared)" in text
+        (cleared,) = [n for n in s.state.nodes.values() if not n.live]
+        (broken,) = [
+            m for v, m in enumerate(events, 1) if v == clear_v + 1
+        ]  # its MarkerInvalidated follows it
+        assert isinstance(broken, r.MarkerInvalidated)
+        assert cleared.node_id in text
+        assert f"{broken.marker_id} (MarkerInvalidated v{clear_v + 1})" in text
+
+        page.page.click(f".mark.node[data-id='{cleared.node_id}'] rect")
+        text = page.details()
+        assert f"summary node {cleared.node_id} (L1, cleared)" in text
+        assert f"v{clear_v} (ContextCleared: clear_session)" in text
+
+        page.at(s.version)
+        page.page.click(".mark.obligation[data-id='c2'] circle")
+        text = page.details()
+        assert "call c2 (DROPPED)" in text
+        assert f"v{retracted[10]} (TurnRetracted)" in text
+        page.page.mouse.move(0, 0)
+        page.page.screenshot(path=tmp_path / "withdrawals.png", full_page=True)
+        assert (tmp_path / "withdrawals.png").stat().st_size > 10_000
+        assert page.errors == []
+
+    def test_many_withdrawn_turns_are_drawn_as_bands(
+        self, browser: Any, journal: eventstore.Journal, db_path: Path
+    ) -> None:
+        """Past the detail limit, retracted and cleared turns are runs of their own status
+        whose counts add up to the journal's."""
+        s = new_session(journal, "big")
+        s.extend(r.TurnAppended(index=i, role="tool", content="x", tokens=2) for i in range(1_500))
+        s.truncate(0, 400, "budget")
+        s.compact(
+            tier=1, input=(0, 1_400), covers=(400, 1_400), tail_start=1_400, summary="s", tokens=9
+        )
+        s.retract_turn(1_499, "pop_item")
+        s.retract_turn(700, "pop_item")
+        s.clear_context("clear_session")
+        s.extend(
+            r.TurnAppended(index=i, role="tool", content="y", tokens=2) for i in range(1_500, 1_600)
+        )
+        page = _Page(browser, _report(db_path, "big"))
+        for v in (s.version - 101, s.version - 100, s.version):
+            drawn = page.at(v)
+            _matches(drawn, s, v)
+        assert drawn["turns"] == {"truncated": 400, "withdrawn": 1_100, "resident": 100}
         assert page.page.locator(".mark.turn").count() == 0
         assert page.errors == []

@@ -1,9 +1,12 @@
-"""The tierlog CLI, called in-process (and once as a subprocess)."""
+"""The tierlog CLI, called in-process (and once as a subprocess).
+
+The commands that read or write a journal run on both backends: ``DB`` is a SQLite
+file or a PostgreSQL URL.
+"""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +15,9 @@ import pytest
 
 import eventstore
 import reducers
-from eventstore._sqlite import SqliteRecorder
 from eventstore.cli import build_parser, main
 from tests.helpers import fill, new_session, rows
+from tests.targets import Target, on_both
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,22 +29,22 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(name="demo_db")
-def _demo_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    db = tmp_path / "demo.db"
-    assert run(capsys, "demo", "--db", str(db))[0] == 0
-    return db
+def _demo_db(target: Target, capsys: pytest.CaptureFixture[str]) -> str:
+    """The demo journal (a file or a URL)."""
+    assert run(capsys, "demo", "--db", target.location)[0] == 0
+    return target.location
 
 
 @pytest.fixture(name="long_db")
-def _long_db(db_path: Path) -> Path:
-    with eventstore.open(db_path, synchronous="normal", snapshot_every=150) as journal:
+def _long_db(target: Target) -> str:
+    with target.open(synchronous="normal", snapshot_every=150) as journal:
         s = new_session(journal, "long")
         for i in range(400):
             s.append_turn("tool", f"output {i}", 10 + i % 7)
             if i % 50 == 49:
                 s.truncate(0, i - 20, "budget")
                 s.checkpoint()
-    return db_path
+    return target.location
 
 
 class TestHelp:
@@ -87,8 +90,9 @@ class TestReading:
             (["state", "DB", "incident-1-depth-change", "--at", "999"], "outside 0..22"),
         ],
     )
+    @on_both
     def test_bad_input_exits_2_with_a_message(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, argv: list[str], message: str
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, argv: list[str], message: str
     ) -> None:
         """Unwritable outputs, unreadable inputs and impossible versions: exit 2, one line."""
         code, _, err = run(capsys, *[str(demo_db) if a == "DB" else a for a in argv])
@@ -96,7 +100,8 @@ class TestReading:
         assert message in err
         assert "Traceback" not in err
 
-    def test_sessions_lists_counts(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
+    @on_both
+    def test_sessions_lists_counts(self, capsys: pytest.CaptureFixture[str], demo_db: str) -> None:
         """sessions --json shows each demo session with its refusals and invalidations."""
         code, out, _ = run(capsys, "sessions", str(demo_db), "--json")
         by_id = {row["session_id"]: row for row in json.loads(out)}
@@ -104,14 +109,16 @@ class TestReading:
         assert by_id["incident-1-depth-change"]["invalidations"] == 1
         assert by_id["incident-2-evicted-constraint"]["refusals"] == 1
 
-    def test_log_range(self, capsys: pytest.CaptureFixture[str], long_db: Path) -> None:
+    @on_both
+    def test_log_range(self, capsys: pytest.CaptureFixture[str], long_db: str) -> None:
         """log --from/--to prints exactly that window, one event a line."""
         code, out, _ = run(capsys, "log", str(long_db), "long", "--from", "5", "--to", "9")
         assert code == 0
         assert [int(line.split()[0]) for line in out.splitlines()] == [5, 6, 7, 8, 9]
 
+    @on_both
     def test_state_at_equals_replay_of_prefix(
-        self, capsys: pytest.CaptureFixture[str], long_db: Path
+        self, capsys: pytest.CaptureFixture[str], long_db: str
     ) -> None:
         """state --at V is the fold of the first V events, hash included."""
         code, out, _ = run(capsys, "state", str(long_db), "long", "--at", "250", "--json")
@@ -121,7 +128,7 @@ class TestReading:
         assert json.loads(out)["sha256"] == reducers.fold(events).sha256
 
     def test_state_hash_is_identical_across_processes(
-        self, capsys: pytest.CaptureFixture[str], long_db: Path
+        self, capsys: pytest.CaptureFixture[str], long_db: str
     ) -> None:
         """A separate Python process computes the same state sha256."""
         _, out, _ = run(capsys, "state", str(long_db), "long", "--at", "300", "--json")
@@ -144,7 +151,8 @@ class TestReading:
         )
         assert json.loads(child.stdout)["sha256"] == json.loads(out)["sha256"]
 
-    def test_diff_names_changes(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
+    @on_both
+    def test_diff_names_changes(self, capsys: pytest.CaptureFixture[str], demo_db: str) -> None:
         """diff shows the L2 node added and the L1 node replaced."""
         code, out, _ = run(capsys, "diff", str(demo_db), "incident-1-depth-change", "17", "21")
         assert code == 0
@@ -153,25 +161,26 @@ class TestReading:
 
 
 class TestVerify:
-    def test_clean_journal_verifies(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path
-    ) -> None:
+    @on_both
+    def test_clean_journal_verifies(self, capsys: pytest.CaptureFixture[str], demo_db: str) -> None:
         """The demo journal verifies: exit 0, and no progress line when not on a terminal."""
         code, out, err = run(capsys, "verify", str(demo_db))
         assert "\r" not in err
         assert (code, out.startswith("ok")) == (0, True)
 
+    @on_both
     def test_tampered_payload_names_session_and_version(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+        self, capsys: pytest.CaptureFixture[str], target: Target, demo_db: str
     ) -> None:
         """A payload edited by hand makes verify exit 1 naming the session and version."""
-        conn = sqlite3.connect(demo_db)
-        conn.executescript("DROP TRIGGER events_no_update;")
-        conn.execute(
-            "UPDATE events SET payload = json_set(payload, '$.summary', 'all good')"
+        edit = {
+            "sqlite": "json_set(payload, '$.summary', 'all good')",
+            "postgres": "jsonb_set(payload::jsonb, '{summary}', '\"all good\"')::text",
+        }[target.backend]
+        target.tamper(
+            f"UPDATE events SET payload = {edit}"
             " WHERE session_id = 'incident-1-dropped-rejection' AND version = 17"
         )
-        conn.commit()
         code, out, _ = run(capsys, "verify", str(demo_db), "--json")
         (finding,) = json.loads(out)
         assert code == 1
@@ -181,11 +190,12 @@ class TestVerify:
             "chain",
         )
 
+    @on_both
     def test_decision_the_checks_refuse_is_a_divergence(
-        self, capsys: pytest.CaptureFixture[str], db_path: Path
+        self, capsys: pytest.CaptureFixture[str], target: Target
     ) -> None:
         """A well-chained Compacted that C4 refuses is reported at its version."""
-        with eventstore.open(db_path) as journal:
+        with target.open() as journal:
             fill(new_session(journal), 6)
         hole = reducers.Compacted(
             node_id="n8",
@@ -198,42 +208,45 @@ class TestVerify:
             summary="s",
             tokens=1,
         )
-        SqliteRecorder(db_path).append("s", [hole], expected_version=7)
-        code, out, _ = run(capsys, "verify", str(db_path))
+        with target.open() as journal:
+            journal.recorder.append("s", [hole], expected_version=7)
+        code, out, _ = run(capsys, "verify", target.location)
         assert code == 1
         assert "replay" in out
         assert "s v8" in out
         assert "CompactionRefused" in out
 
+    @on_both
     def test_snapshot_that_disagrees_with_replay(
-        self, capsys: pytest.CaptureFixture[str], long_db: Path
+        self, capsys: pytest.CaptureFixture[str], target: Target, long_db: str
     ) -> None:
         """A snapshot whose hash no longer matches the replayed state is reported."""
-        conn = sqlite3.connect(long_db)
-        (version,) = conn.execute("SELECT version FROM snapshots").fetchone()
-        conn.execute("UPDATE snapshots SET sha256 = 'forged'")
-        conn.commit()
+        ((version,),) = target.rows("SELECT version FROM snapshots")
+        target.tamper("UPDATE snapshots SET sha256 = 'forged'")
         code, out, _ = run(capsys, "verify", str(long_db), "--json")
         assert code == 1
         assert [(f["check"], f["version"]) for f in json.loads(out)] == [("snapshot", version)]
 
+    @on_both
     def test_deleted_tail_is_caught_by_the_snapshot(
-        self, capsys: pytest.CaptureFixture[str], long_db: Path
+        self, capsys: pytest.CaptureFixture[str], target: Target, long_db: str
     ) -> None:
         """Rows deleted from the end leave a valid chain; the snapshot ahead of it is reported."""
-        conn = sqlite3.connect(long_db)
-        (version,) = conn.execute("SELECT version FROM snapshots").fetchone()
-        conn.executescript("DROP TRIGGER events_no_delete;")
-        conn.execute(f"DELETE FROM events WHERE version >= {version - 5}")
-        conn.commit()
+        ((version,),) = target.rows("SELECT version FROM snapshots")
+        target.tamper(f"DELETE FROM events WHERE version >= {version - 5}")
         code, out, _ = run(capsys, "verify", str(long_db), "--json")
         assert code == 1
         assert [(f["check"], f["version"]) for f in json.loads(out)] == [("snapshot", version - 5)]
 
-    def test_tampered_spill_file(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
-        """A spill file that no longer matches its sha256 fails verify."""
-        spill = next(demo_db.parent.glob("demo.db.spills/*/*.spill"))
-        spill.write_bytes(spill.read_bytes().replace(b"/etc", b"/tmp"))
+    @on_both
+    def test_tampered_spill_file(
+        self, capsys: pytest.CaptureFixture[str], target: Target, demo_db: str
+    ) -> None:
+        """A spill whose stored bytes no longer match its sha256 fails verify."""
+        handle = target.rows("SELECT handle FROM spills ORDER BY handle")[0][0]
+        data = target.spill(handle)
+        assert data is not None
+        target.set_spill(handle, data.replace(b"/etc", b"/tmp"))
         code, out, _ = run(capsys, "verify", str(demo_db))
         assert code == 1
         assert out.startswith("spill")
@@ -242,11 +255,11 @@ class TestVerify:
 
 class TestVerifyClean:
     def test_orphans_are_noted_exit_0_and_cleaned(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+        self, capsys: pytest.CaptureFixture[str], demo_db: str
     ) -> None:
         """An orphan spill file is a note (exit 0, fatal false); --clean removes it and
         nothing else."""
-        root = demo_db.with_name("demo.db.spills")
+        root = Path(f"{demo_db}.spills")
         kept = sorted(root.rglob("*.spill"))
         (root / "zz").mkdir()
         (root / "zz" / "left-by-a-crash.spill.tmp").write_bytes(b"half a spill")
@@ -260,10 +273,10 @@ class TestVerifyClean:
         assert run(capsys, "verify", str(demo_db))[1].startswith("ok:")
 
     def test_clean_does_not_hide_real_findings(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path
+        self, capsys: pytest.CaptureFixture[str], demo_db: str
     ) -> None:
         """A damaged spill still exits 1 with --clean, and its file is not removed."""
-        spill = next(demo_db.parent.glob("demo.db.spills/*/*.spill"))
+        spill = next(Path(f"{demo_db}.spills").glob("*/*.spill"))
         spill.write_bytes(spill.read_bytes()[:-1])
         code, out, _ = run(capsys, "verify", str(demo_db), "--clean")
         assert code == 1
@@ -272,7 +285,8 @@ class TestVerifyClean:
 
 
 class TestAudit:
-    def test_demo_has_findings(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
+    @on_both
+    def test_demo_has_findings(self, capsys: pytest.CaptureFixture[str], demo_db: str) -> None:
         """audit reports refusals, invalidations, raw fallbacks and the evicted constraint."""
         code, out, _ = run(capsys, "audit", str(demo_db), "--json")
         report = json.loads(out)
@@ -289,9 +303,8 @@ class TestAudit:
             {"kind": "constraint", "key": "no-etc-writes", "position": 900, "carried_by": []}
         ]
 
-    def test_clean_session_has_none(
-        self, capsys: pytest.CaptureFixture[str], long_db: Path
-    ) -> None:
+    @on_both
+    def test_clean_session_has_none(self, capsys: pytest.CaptureFixture[str], long_db: str) -> None:
         """A session with truncations but nothing refused or evicted audits clean."""
         code, out, _ = run(capsys, "audit", str(long_db))
         assert code == 0
@@ -309,17 +322,25 @@ class TestSql:
             "PRAGMA query_only = 0",
         ],
     )
+    @on_both
     def test_cannot_modify(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, sql: str
+        self,
+        capsys: pytest.CaptureFixture[str],
+        target: Target,
+        tmp_path: Path,
+        demo_db: str,
+        sql: str,
     ) -> None:
         """Writes fail with a clear message, exit 2, and change nothing on disk."""
-        before = rows(demo_db, "SELECT * FROM events"), sorted(demo_db.parent.iterdir())
+        before = target.rows(), target.rows("SELECT * FROM snapshots"), sorted(tmp_path.iterdir())
         code, _, err = run(capsys, "sql", str(demo_db), sql)
         assert code == 2
         assert "read-only" in err
-        assert (rows(demo_db, "SELECT * FROM events"), sorted(demo_db.parent.iterdir())) == before
+        after = target.rows(), target.rows("SELECT * FROM snapshots"), sorted(tmp_path.iterdir())
+        assert after == before
 
-    def test_select_on_views(self, capsys: pytest.CaptureFixture[str], demo_db: Path) -> None:
+    @on_both
+    def test_select_on_views(self, capsys: pytest.CaptureFixture[str], demo_db: str) -> None:
         """The audit views answer plain SELECTs."""
         query = "SELECT rules FROM compaction_refusals ORDER BY rules"
         code, out, _ = run(capsys, "sql", str(demo_db), query, "--json")
@@ -328,12 +349,16 @@ class TestSql:
 
 
 class TestTransfer:
+    @on_both
     def test_export_import_reproduces_every_state(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+        self,
+        capsys: pytest.CaptureFixture[str],
+        demo_db: str,
+        second_target: Target,
+        tmp_path: Path,
     ) -> None:
         """Every demo session exported and imported into a fresh database has the same sha256."""
-        fresh = tmp_path / "fresh" / "demo.db"
-        fresh.parent.mkdir()
+        fresh = second_target.location
         with eventstore.open(demo_db) as journal:
             ids = journal.sessions()
             expected = {sid: journal.session(sid).state.sha256 for sid in ids}
@@ -345,19 +370,24 @@ class TestTransfer:
             assert {sid: journal.session(sid).state.sha256 for sid in ids} == expected
         assert run(capsys, "verify", str(fresh))[0] == 0
 
+    @on_both
     def test_import_is_idempotent(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+        self,
+        capsys: pytest.CaptureFixture[str],
+        demo_db: str,
+        second_target: Target,
+        tmp_path: Path,
     ) -> None:
         """Importing the same file twice changes nothing the second time."""
-        dump, fresh = tmp_path / "x.jsonl", tmp_path / "fresh.db"
+        dump, fresh = tmp_path / "x.jsonl", second_target.location
         run(capsys, "export", str(demo_db), "incident-1-depth-change", "-o", str(dump))
-        run(capsys, "import", str(fresh), str(dump))
-        before = rows(fresh)
-        code, out, _ = run(capsys, "import", str(fresh), str(dump))
-        assert (code, "unchanged" in out, rows(fresh)) == (0, True, before)
+        run(capsys, "import", fresh, str(dump))
+        before = second_target.rows()
+        code, out, _ = run(capsys, "import", fresh, str(dump))
+        assert (code, "unchanged" in out, second_target.rows()) == (0, True, before)
 
     def test_unsafe_history_imports_as_refusal(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, tmp_path: Path
     ) -> None:
         """A Compacted edited to leave a seam hole is re-decided as CompactionRefused."""
         _, out, _ = run(capsys, "export", str(demo_db), "incident-1-depth-change")
@@ -375,8 +405,13 @@ class TestTransfer:
         assert "CompactionRefused" in types
         assert "MarkerInvalidated" not in types
 
+    @on_both
     def test_inconsistent_history_aborts_whole(
-        self, capsys: pytest.CaptureFixture[str], demo_db: Path, tmp_path: Path
+        self,
+        capsys: pytest.CaptureFixture[str],
+        demo_db: str,
+        second_target: Target,
+        tmp_path: Path,
     ) -> None:
         """A marker on a node the file never created aborts the import; nothing is written."""
         _, out, _ = run(capsys, "export", str(demo_db), "incident-1-depth-change")
@@ -385,11 +420,11 @@ class TestTransfer:
         marker["payload"]["node_id"] = "n99"
         dump = tmp_path / "edited.jsonl"
         dump.write_text("".join(json.dumps(row) + "\n" for row in lines))
-        code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
+        code, _, err = run(capsys, "import", second_target.location, str(dump))
         assert code == 2
         assert "v18" in err
         assert "unknown node 'n99'" in err
-        assert rows(tmp_path / "x.db", "SELECT count(*) FROM events") == [(0,)]
+        assert second_target.rows("SELECT count(*) FROM events") == [(0,)]
 
     @pytest.mark.parametrize(
         "line",
@@ -431,16 +466,17 @@ class TestDemo:
         ):
             assert needle in out
 
+    @on_both
     def test_demo_refuses_to_replace_a_real_journal(
-        self, capsys: pytest.CaptureFixture[str], db_path: Path
+        self, capsys: pytest.CaptureFixture[str], target: Target
     ) -> None:
         """--db pointing at a journal with other sessions is left alone (exit 2)."""
-        with eventstore.open(db_path) as journal:
+        with target.open() as journal:
             new_session(journal, "precious")
-        code, _, err = run(capsys, "demo", "--db", str(db_path))
+        code, _, err = run(capsys, "demo", "--db", target.location)
         assert code == 2
         assert "precious" in err
-        assert rows(db_path, "SELECT DISTINCT session_id FROM events") == [("precious",)]
+        assert target.rows("SELECT DISTINCT session_id FROM events") == [("precious",)]
 
     def test_json_logs_on_stderr(self, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
         """--log-format json -v makes the refusals JSON log lines on standard error."""

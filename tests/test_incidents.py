@@ -1,10 +1,10 @@
-"""The SPEC's two acceptance incidents, end to end on a real journal file."""
+"""The SPEC's two acceptance incidents, end to end on a real journal: a SQLite file
+and a PostgreSQL schema."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +15,9 @@ from eventstore._incidents import (
     dropped_rejection,
     evicted_constraint,
 )
-from tests.helpers import rows
+from tests.targets import Target, on_both
+
+pytestmark = on_both
 
 
 @pytest.fixture(name="incident1")
@@ -54,12 +56,11 @@ class TestDroppedRejection:
         assert ctx.sha256 == hashlib.sha256(ctx.content.encode()).hexdigest()
 
     def test_l1_marker_invalidated_in_the_l2_compaction_transaction(
-        self, db_path: Path, incident1: DroppedRejection
+        self, target: Target, incident1: DroppedRejection
     ) -> None:
         """MarkerInvalidated (M3) is the event right after the L2 Compacted, same commit."""
         sid = incident1.depth_session.id
-        written = rows(
-            db_path,
+        written = target.rows(
             f"SELECT version, type, recorded_at FROM events WHERE session_id = '{sid}'"
             " AND type IN ('Compacted', 'MarkerInvalidated') ORDER BY version",
         )
@@ -102,7 +103,7 @@ class TestEvictedConstraint:
         assert [v.rule for v in incident2.refusal_units_agree.violations] == ["C5"]
 
     def test_spill_file_matches_its_event(
-        self, db_path: Path, incident2: EvictedConstraint
+        self, target: Target, incident2: EvictedConstraint
     ) -> None:
         """The spill holds the full raw transcript and its sha256 and size match the event."""
         s = incident2.session

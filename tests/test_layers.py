@@ -33,7 +33,7 @@ IMPURE = {
 }
 
 
-RECORDERS = {"_sqlite", "_schema"}  # the modules behind the Recorder port
+RECORDERS = {"_sqlite", "_schema", "_postgres", "_pg_schema", "_pg_wire"}  # behind the port
 CONNECTION = {"conn", "execute", "executemany", "executescript", "cursor"}
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -143,7 +144,9 @@ class RecorderContract:
         contents = [json.loads(p)["content"] for p in store.turn_payloads("s", 1, 4)]
         assert contents == ["t0", "t1", "t2"]
 
-    @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors]
+    )
     @given(event=strategies.events())
     def test_every_event_type_round_trips_byte_identically(
         self, store: Recorder, event: r.Event
@@ -221,6 +224,47 @@ class RecorderContract:
         with pytest.raises(eventstore.InvalidEvent, match="stopped"):
             store.query(endless, timeout=0.2)
 
+    # -- verbatim copies (tierlog ship) -----------------------------------------------------
+    def test_append_recorded_copies_rows_verbatim(self, store: Recorder, tmp_path: Path) -> None:
+        """Rows recorded by another journal keep their versions, times and hashes."""
+        source = SqliteRecorder(tmp_path / "source.db", clock=lambda: "2020-01-01T00:00:00+00:00")
+        source.append("s", [TURN, *_turns(3)], expected_version=0)
+        rows = list(source.read("s"))
+        assert store.append_recorded("s", rows[:2]) == 2
+        assert store.append_recorded("s", rows[2:]) == 4
+        copied = [
+            (r.version, r.payload, r.recorded_at, r.prev_hash, r.hash) for r in store.read("s")
+        ]
+        assert copied == [(r.version, r.payload, r.recorded_at, r.prev_hash, r.hash) for r in rows]
+        assert check_chain(store, "s") is None
+        source.close()
+
+    def test_append_recorded_checks_every_link(self, store: Recorder, tmp_path: Path) -> None:
+        """A row whose hash does not match its content is refused and nothing is written."""
+        source = SqliteRecorder(tmp_path / "source.db")
+        source.append("s", _turns(3), expected_version=0)
+        rows = list(source.read("s"))
+        forged = attrs.evolve(rows[1], payload=rows[1].payload.replace("t1", "t9"))
+        with pytest.raises(eventstore.IntegrityError, match="v2: hash does not match"):
+            store.append_recorded("s", [rows[0], forged, rows[2]])
+        assert store.head("s") == (0, GENESIS)
+        source.close()
+
+    def test_append_recorded_after_another_head_is_a_conflict(
+        self, store: Recorder, tmp_path: Path
+    ) -> None:
+        """Rows that do not start right after the head are a ConcurrencyError."""
+        source = SqliteRecorder(tmp_path / "source.db")
+        source.append("s", _turns(3), expected_version=0)
+        rows = list(source.read("s"))
+        store.append_recorded("s", rows[:1])
+        with pytest.raises(eventstore.ConcurrencyError, match="at version 1, rows start at 3"):
+            store.append_recorded("s", rows[2:])
+        store.append("s", [TURN], expected_version=1)  # v2 differs from the source's
+        with pytest.raises(eventstore.IntegrityError, match="prev_hash"):
+            store.append_recorded("s", rows[2:])
+        source.close()
+
     def test_a_fresh_store_has_no_integrity_problems(self, store: Recorder) -> None:
         """The backend's own integrity check passes on a sound database."""
         store.append("s", _turns(3), expected_version=0)
@@ -264,3 +308,15 @@ class TestSqliteRecorder(RecorderContract):
         parsed = datetime.fromisoformat(stamp)
         assert parsed.isoformat(timespec="microseconds") == stamp
         assert before - timedelta(milliseconds=1) <= parsed <= after
+
+class TestPostgresRecorder(RecorderContract):
+    """The server backend, on a fresh schema of the throwaway cluster."""
+
+    @pytest.fixture(autouse=True)
+    def _url(self, pg_url: str) -> None:
+        self.url = pg_url
+
+    def create_recorder(self, tmp_path: Path) -> Recorder:
+        from eventstore._postgres import PostgresRecorder
+
+        return PostgresRecorder(self.url)

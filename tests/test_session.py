@@ -1,9 +1,11 @@
-"""The Session API: every command is one checked commit; bad input writes nothing."""
+"""The Session API: every command is one checked commit; bad input writes nothing.
+
+Every test runs on both backends (SQLite and PostgreSQL).
+"""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +19,10 @@ import eventstore
 import reducers
 from eventstore import Session
 from tests import strategies
-from tests.helpers import fill, new_session, rows
+from tests.helpers import fill, new_session
+from tests.targets import Target, on_both
+
+pytestmark = on_both
 
 
 @pytest.fixture(name="s")
@@ -69,15 +74,15 @@ class TestCommands:
         """checkpoint() returns the log's end position."""
         assert s.checkpoint() == 10
 
-    def test_reopen_sees_the_same_state(self, db_path: Path, s: Session) -> None:
-        """A second Journal on the file rebuilds the same state hash."""
+    def test_reopen_sees_the_same_state(self, target: Target, s: Session) -> None:
+        """A second Journal on the database rebuilds the same state hash."""
         _compact(s)
-        with eventstore.open(db_path) as again:
+        with target.open() as again:
             assert again.session("s").state.sha256 == s.state.sha256
 
-    def test_session_sees_other_writers(self, db_path: Path, s: Session) -> None:
+    def test_session_sees_other_writers(self, target: Target, s: Session) -> None:
         """A commit from another connection is folded in before the next decision."""
-        with eventstore.open(db_path) as other:
+        with target.open() as other:
             other.session("s").append_turn("user", "from elsewhere", 1)
         turn = s.append_turn("user", "mine", 1)
         assert turn.index == 11
@@ -116,19 +121,19 @@ class TestRefusals:
         assert [v.rule for v in err.value.violations] == ["M1"]
         assert type(next(iter(s.events(start=s.version)))).__name__ == "MarkerRefused"
 
-    def test_spills_outside_the_floor_are_not_read(self, db_path: Path, s: Session) -> None:
+    def test_spills_outside_the_floor_are_not_read(self, target: Target, s: Session) -> None:
         """C3 only needs spills reaching into the floor; a broken one elsewhere is harmless."""
         s.truncate(0, 2, "budget")
         spill = s.spill(0, 2)
-        (Path(f"{db_path}.spills") / spill.handle).unlink()
+        target.set_spill(spill.handle, None)
         assert _compact(s).live  # floor [6, 8): the missing file never mattered
 
-    def test_tampered_spill_no_longer_excuses_c3(self, db_path: Path, s: Session) -> None:
-        """C3 trusts a spill only while its file matches its sha256."""
+    def test_tampered_spill_no_longer_excuses_c3(self, target: Target, s: Session) -> None:
+        """C3 trusts a spill only while its stored bytes match its sha256."""
         s.truncate(6, 7, "budget")
         spill = s.spill(6, 7)
         _compact(s)
-        (Path(f"{db_path}.spills") / spill.handle).write_text("edited")
+        target.set_spill(spill.handle, b"edited")
         with pytest.raises(eventstore.UnrecoverableCompactionError) as err:
             _compact(s, covers=(0, 8), replaces=["n14"])
         assert [v.rule for v in err.value.violations] == ["C3"]
@@ -216,13 +221,13 @@ BAD: list[tuple[str, Callable[[Session], object]]] = [
 class TestBadInput:
     @pytest.mark.parametrize(("what", "call"), BAD, ids=[b[0] for b in BAD])
     def test_invalid_event_writes_nothing(
-        self, db_path: Path, s: Session, what: str, call: Callable[[Session], object]
+        self, target: Target, s: Session, what: str, call: Callable[[Session], object]
     ) -> None:
         """Bad input is InvalidEvent and the events table is unchanged."""
-        before = rows(db_path)
+        before = target.rows()
         with pytest.raises(eventstore.InvalidEvent):
             call(s)
-        after = rows(db_path)
+        after = target.rows()
         assert after[: len(before)] == before
         assert len(after) - len(before) <= 1  # only 'call opened twice' commits its first call
 
@@ -248,11 +253,11 @@ class TestBadInput:
 
 class TestSnapshots:
     def test_incremental_chunks_rebuild_the_state(
-        self, db_path: Path, monkeypatch: pytest.MonkeyPatch
+        self, target: Target, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """With tiny chunks, many incremental snapshots still reopen to the replayed state."""
         monkeypatch.setattr("eventstore._snapshots.CHUNK", 3)
-        with eventstore.open(db_path, snapshot_every=4) as journal:
+        with target.open(snapshot_every=4) as journal:
             s = new_session(journal, "snap")
             for i in range(40):
                 s.append_turn("user", f"t{i}", i)
@@ -261,24 +266,22 @@ class TestSnapshots:
                     s.truncate(0, i // 2, "budget")
                     s.checkpoint()
             live = s.state
-        chunks = rows(db_path, "SELECT count(*) FROM snapshot_chunks WHERE ledger = 'tok_starts'")
+        chunks = target.rows("SELECT count(*) FROM snapshot_chunks WHERE ledger = 'tok_starts'")
         assert chunks[0][0] > 5
-        with eventstore.open(db_path) as journal:
+        with target.open() as journal:
             reopened = journal.session("snap")
             cold = reducers.fold(reopened.events())
             assert reopened.state.sha256 == live.sha256 == cold.sha256
 
-    def test_unreadable_snapshot_falls_back_to_replay(self, db_path: Path) -> None:
+    def test_unreadable_snapshot_falls_back_to_replay(self, target: Target) -> None:
         """A corrupt snapshot is a cache miss, not an error: the log is replayed."""
-        with eventstore.open(db_path, snapshot_every=2) as journal:
+        with target.open(snapshot_every=2) as journal:
             s = new_session(journal, "snap")
             fill(s, 5)
             expected = s.state.sha256
-        conn = sqlite3.connect(db_path)
-        conn.execute("UPDATE snapshots SET state = x'00ff'")
-        conn.commit()
-        conn.close()
-        with eventstore.open(db_path) as journal:
+        blob = {"sqlite": "x'00ff'", "postgres": "'\\x00ff'::bytea"}[target.backend]
+        target.tamper(f"UPDATE snapshots SET state = {blob}")
+        with target.open() as journal:
             assert journal.session("snap").state.sha256 == expected
 
 
@@ -303,14 +306,14 @@ class TestJunkInput:
         ],
     )
     def test_is_invalid_event_and_writes_nothing(
-        self, db_path: Path, s: Session, what: str, call: Callable[[Session], object]
+        self, target: Target, s: Session, what: str, call: Callable[[Session], object]
     ) -> None:
         """The issue's junk raises InvalidEvent (not TypeError & co.) and writes nothing."""
-        before = rows(db_path)
+        before = target.rows()
         with pytest.raises(eventstore.InvalidEvent):
             call(s)
-        assert rows(db_path)[: len(before)] == before
-        assert len(rows(db_path)) - len(before) <= 1  # the valid first 2**62 turn commits
+        assert target.rows()[: len(before)] == before
+        assert len(target.rows()) - len(before) <= 1  # the valid first 2**62 turn commits
 
     @pytest.mark.parametrize("path", [None, 3, b"x.db", "a\x00b"])
     def test_open_junk_is_a_journal_error(self, path: object) -> None:

@@ -205,16 +205,16 @@ class TestCheckedReads:
         assert [(f.check, f.version) for f in found] == [("chain", version + 1)]
         assert "handle" in found[0].problem
 
-    @pytest.mark.parametrize("target", ["/etc/hostname", "/dev/zero"])
+    @pytest.mark.parametrize("outside", ["/etc/hostname", "/dev/zero"])
     def test_symlink_out_of_the_root_is_refused(
-        self, journal: eventstore.Journal, target: str
+        self, journal: eventstore.Journal, outside: str
     ) -> None:
         """A spill file replaced by a symlink leading out of the root is not followed."""
         s = refusing_session(journal)
         spill = refuse(s)
         path = Path(journal.spills.location) / spill.handle
         path.unlink()
-        path.symlink_to(target)
+        path.symlink_to(outside)
         assert "out of the spill root" in (s.effects.spill_problem(spill) or "")
         with pytest.raises(eventstore.IntegrityError, match="out of the spill root"):
             s.read_spill(spill)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import tempfile
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from eventstore._timeline import Timeline, View, view_at
 from eventstore._timeline_build import DETAIL_TURNS, MAX_PINS, build, first_covered
 from tests import strategies
 from tests.helpers import config, fill, new_session, run_step
-from tests.timelines import expected
+from tests.timelines import expected, withdrawal_session
 
 
 def _agree(view: View, state: r.SessionState) -> None:
@@ -82,6 +83,15 @@ class TestViewAt:
                 run_step(s, kind, params)
             _every_version(s, build("p", s.events()))
 
+    @pytest.mark.parametrize("unit", r.UNITS)
+    def test_withdrawals_agree_with_the_fold_at_every_version(
+        self, journal: eventstore.Journal, unit: str
+    ) -> None:
+        """Retracted and cleared turns, the cleared summary, the markers the withdrawals
+        broke and the obligations they took out match state_at(v) for every v."""
+        s = withdrawal_session(journal, unit=unit)
+        _every_version(s, build("w", s.events()))
+
     def test_outside_the_log_is_an_error(self, journal: eventstore.Journal) -> None:
         """A version past the head is refused, like state --at."""
         s = new_session(journal)
@@ -133,6 +143,94 @@ class TestBuild:
         assert l1.replaced_by == l2.node_id
         assert marker.invalidated_at is not None
         assert isinstance(events[marker.invalidated_at - 1], r.MarkerInvalidated)
+
+    @pytest.mark.parametrize("unit", r.UNITS)
+    def test_withdrawals_carry_their_versions_turns_nodes_and_markers(
+        self, journal: eventstore.Journal, unit: str
+    ) -> None:
+        """Each retraction and the clear name their event, turns and positions, the
+        summary the clear took out and the markers they broke; marks know when."""
+        s = withdrawal_session(journal, unit=unit)
+        events = list(s.events())
+        t = build("w", events)
+        found: list[tuple[int, str, int, int, str]] = []  # version, kind, first, stop, reason
+        for v, e in enumerate(events, 1):
+            if isinstance(e, r.TurnRetracted):
+                found.append((v, "retraction", e.index, e.index + 1, e.reason))
+            elif isinstance(e, r.ContextCleared):
+                found.append((v, "clear", 0, e.before, e.reason))
+        assert [(w.version, w.kind, w.first, w.stop, w.reason) for w in t.withdrawals] == found
+        st = s.state
+        for w in t.withdrawals:
+            assert (w.lo, w.hi) == (st.position_of_turn(w.first), st.position_of_turn(w.stop))
+        clear = t.withdrawals[3]
+        (cleared,) = [n for n in t.nodes if n.cleared_at is not None]
+        assert (clear.kind, clear.nodes, cleared.cleared_at) == ("clear", (cleared.node_id,), 19)
+        assert cleared.replaced_at is None
+        pieces = sorted(p for w in t.withdrawals for p in w.pieces)
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(pieces))  # never overlap
+        assert r.merge_spans(pieces) == st.withdrawn_positions
+        for w in t.withdrawals:
+            for marker_id in w.invalidated:
+                (m,) = [m for m in t.markers if m.marker_id == marker_id]
+                assert m.invalidated_at is not None
+                assert m.invalidated_at > w.version
+                broke = events[m.invalidated_at - 1]
+                assert isinstance(broke, r.MarkerInvalidated)
+                assert broke.reason.startswith(
+                    f"{type(events[w.version - 1]).__name__} at v{w.version}"
+                )
+        assert [w.invalidated for w in t.withdrawals] == [(), (), (), ("m16",), ("m25",)]
+        pins = {o.key: o for o in t.obligations}
+        assert (pins["c1"].withdrawn_at, pins["k1"].withdrawn_at) == (9, 9)
+        assert pins["c2"].withdrawn_at == 27
+        # d1 sits at the last turn; in tokens that turn is empty, so no clear takes it
+        took_d1 = r.in_spans(s.state_at(19).withdrawn_positions, pins["d1"].position)
+        assert pins["d1"].withdrawn_at == (19 if took_d1 else None)
+        assert took_d1 == (unit == "turns")
+
+    def test_a_truncated_turn_stays_truncated_when_withdrawn(
+        self, journal: eventstore.Journal
+    ) -> None:
+        """Truncation shows over withdrawal, withdrawal over a live summary's coverage."""
+        s = withdrawal_session(journal)
+        t = build("w", s.events())
+        (run,) = [run for run in t.runs if run.lo == 0]
+        assert (run.truncated_at, run.withdrawn_at) == (6, 10)
+        view = view_at(t, 16)  # n15 live over turns 0-5, turns 0 and 3 retracted
+        assert view.turn_status[:6] == (
+            "truncated",
+            "summarised",
+            "summarised",
+            "withdrawn",
+            "summarised",
+            "summarised",
+        )
+        assert view_at(t, 17).turn_status[5] == "withdrawn"
+
+    def test_obligations_withdrawn_before_they_ended_are_never_banded(
+        self, journal: eventstore.Journal
+    ) -> None:
+        """Past the pin limit, a call whose turn was retracted while open is drawn; one
+        retracted after it was resolved is routine."""
+        s = new_session(journal)
+        batch: list[r.Event] = []
+        for i in range(MAX_PINS + 1):
+            batch.append(r.TurnAppended(index=i, role="tool", content=f"out {i}", tokens=3))
+            batch.append(r.CallOpened(call_id=f"c{i}", kind="tool_call", name="grep"))
+            batch.append(r.CallResolved(call_id=f"c{i}", outcome="ok"))
+        s.extend(batch)
+        s.retract_turn(MAX_PINS, "pop_item")  # c60 was resolved before: still routine
+        s.append_turn("tool", "late", 3)
+        s.open_call("late", "tool_call", "cat")
+        s.retract_turn(MAX_PINS + 1, "pop_item")
+        s.resolve_call("late", "ok")
+        t = build("s", s.events())
+        assert [o.key for o in t.obligations] == ["late"]
+        assert sum(len(b.raised) for b in t.routine) == MAX_PINS + 1
+        for v in range(t.version - 5, t.version + 1):
+            _agree(view_at(t, v), s.state_at(v))
+        assert view_at(t, t.version - 1).obligations["open_call", "late"] == "dropped"
 
     def test_large_sessions_are_described_by_runs_and_bands(
         self, journal: eventstore.Journal

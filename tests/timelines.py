@@ -11,8 +11,11 @@ from collections import Counter
 
 import attrs
 
+import eventstore
 import invariants
+from eventstore import Session
 from reducers import Node, SessionState, in_spans
+from tests.helpers import config
 
 
 @attrs.frozen(kw_only=True)
@@ -38,10 +41,20 @@ class Expected:
 
 
 def _turn(state: SessionState, index: int, live: list[Node]) -> str:
+    """Truncated (or spilled) first, then withdrawn by the runtime, then summarised."""
     p = state.position_of_turn(index)
     if in_spans(state.truncated, p):
         return "spilled" if in_spans(state.spilled, p) else "truncated"
+    if state.is_withdrawn(index):
+        return "withdrawn"
     return "summarised" if any(n.covers_lo <= p < n.covers_hi for n in live) else "resident"
+
+
+def _node(node: Node) -> str:
+    """A node that is not live was replaced, or else taken out by a ContextCleared."""
+    if node.live:
+        return "live"
+    return "replaced" if node.replaced_by is not None else "cleared"
 
 
 def _marker(state: SessionState, marker_id: str) -> str:
@@ -73,10 +86,64 @@ def expected(state: SessionState) -> Expected:
         obligations["negative_fact", d.key] = _obligation(state, carried, d.position)
     return Expected(
         turn_status=tuple(_turn(state, i, live) for i in range(state.turns)),
-        nodes={k: "live" if n.live else "replaced" for k, n in state.nodes.items()},
+        nodes={k: _node(n) for k, n in state.nodes.items()},
         markers={k: _marker(state, k) for k in state.markers},
         obligations=obligations,
         occupancy=state.occupancy,
         depth=state.depth,
         tail_start=state.tail_start,
     )
+
+
+def withdrawal_session(journal: eventstore.Journal, sid: str = "w", unit: str = "turns") -> Session:
+    """A session whose runtime withdraws turns: it retracts a resident turn holding two
+    obligations, a truncated turn and a summarised one, clears its context under a live
+    summary and a valid marker, then goes on, summarises past the clear and retracts the
+    turn of a call its new marker relies on."""
+    s = journal.start_session(sid, config(truncator_unit=unit, floor_unit=unit))
+
+    def turns(n: int) -> None:
+        for _ in range(n):
+            i = s.state.turns
+            s.append_turn("user" if i % 2 else "assistant", f"turn {i}", (10, 25, 0, 40, 15)[i % 5])
+
+    def at(i: int) -> int:
+        return s.state.position_of_turn(i) if i < s.state.turns else s.state.end
+
+    turns(4)
+    s.truncate(at(0), at(1), "budget")
+    s.open_call("c1", "tool_call", "grep")
+    s.state_constraint("k1", "never touch /etc")
+    s.retract_turn(3, "pop_item")  # c1 and k1 leave the context with their turn
+    s.retract_turn(0, "pop_item")  # already truncated: it stays so
+    turns(4)
+    node = s.compact(
+        tier=1,
+        input=(0, at(6)),
+        covers=(0, at(6)),
+        tail_start=at(6),
+        summary="turns 0-5",
+        tokens=5,
+        unresolved_ids=["c1"],
+        constraints=["k1"],
+    )
+    s.emit_marker(node.node_id)
+    s.retract_turn(5, "pop_item")  # inside the live summary
+    s.dispose("d1", "rejected", "too slow")
+    s.clear_context("clear_session")  # takes the summary out; the marker breaks
+    turns(3)
+    node = s.compact(
+        tier=1,
+        input=(0, at(9)),
+        covers=(0, at(9)),
+        tail_start=at(9),
+        summary="all so far",
+        tokens=4,
+        unresolved_ids=["c1"],
+        constraints=["k1"],
+        dispositions={"d1": "rejected"},
+    )
+    s.emit_marker(node.node_id)
+    s.open_call("c2", "tool_call", "cat")
+    s.retract_turn(10, "pop_item")  # c2 leaves the context: the new marker breaks
+    return s

@@ -1,0 +1,135 @@
+"""A throwaway local PostgreSQL cluster, for the tests and the benchmarks.
+
+``Cluster.start()`` runs ``initdb`` into a temporary folder and starts the server
+on a Unix socket in that folder only (no TCP port). The server refuses to run as
+root, so under root both run as the ``postgres`` OS user (``runuser``), in a
+folder chowned to it. ``missing()`` says, in one line, why no cluster can be
+started here (no server binaries, no psycopg, no non-root user), or ``None``.
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+SERVER = ("initdb", "pg_ctl")
+PORT = 5432  # only names the socket file: the server listens on no TCP port
+TEST_SETTINGS = ("fsync=off", "synchronous_commit=off", "full_page_writes=off")
+
+
+def bin_dir() -> Path | None:
+    """The folder holding ``initdb`` and ``pg_ctl``: Debian's newest, else the PATH's."""
+    for folder in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if all(Path(folder, name).is_file() for name in SERVER):
+            return Path(folder)
+    found = [shutil.which(name) for name in SERVER]
+    if all(found):
+        return Path(os.path.realpath(str(found[0]))).parent
+    return None
+
+
+def missing() -> str | None:
+    """Why no cluster can be started here, in one line; ``None`` if one can."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        return "psycopg is not installed (pip install 'tierlog[postgres]')"
+    if bin_dir() is None:
+        return "PostgreSQL server binaries (initdb, pg_ctl) not found; apt-get install postgresql"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "running as root and there is no 'postgres' OS user to run the server as"
+        if shutil.which("runuser") is None:
+            return "running as root and runuser is missing"
+    return None
+
+
+class Cluster:
+    """A running throwaway cluster; ``stop()`` removes it."""
+
+    def __init__(self, root: Path, bindir: Path, as_user: list[str]) -> None:
+        self.root = root
+        self.data = root / "data"
+        self.socket = root
+        self._bin = bindir
+        self._as = as_user
+        self._names = itertools.count()
+
+    @classmethod
+    def start(cls, settings: tuple[str, ...] = TEST_SETTINGS) -> Cluster:
+        """initdb and start a server with ``settings`` (``name=value``) on a fresh folder."""
+        reason = missing()
+        if reason is not None:
+            raise RuntimeError(reason)
+        bindir = bin_dir()
+        assert bindir is not None
+        root = Path(tempfile.mkdtemp(prefix="tierlog-pg-"))
+        as_user: list[str] = []
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam("postgres")
+            os.chown(root, entry.pw_uid, entry.pw_gid)
+            as_user = ["runuser", "-u", "postgres", "--"]
+        cluster = cls(root, bindir, as_user)
+        try:
+            cluster._run(
+                "initdb", "-D", str(cluster.data), "-U", "postgres", "--auth=trust",
+                "--encoding=UTF8", "--locale=C", "--no-sync",
+            )  # fmt: skip
+            options = " ".join(
+                [f"-k {root}", "-c listen_addresses=''", f"-p {PORT}"]
+                + [f"-c {s}" for s in settings]
+            )
+            cluster._run(
+                "pg_ctl", "-D", str(cluster.data), "-l", str(root / "server.log"),
+                "-o", options, "-w", "-t", "60", "start",
+            )  # fmt: skip
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        return cluster
+
+    def _run(self, program: str, *args: str) -> None:
+        subprocess.run(
+            [*self._as, str(self._bin / program), *args],
+            check=True,
+            capture_output=True,
+            cwd=self.root,
+        )
+
+    def url(self, dbname: str = "postgres") -> str:
+        """A ``postgresql://`` URL for ``dbname`` over the cluster's Unix socket."""
+        return f"postgresql://postgres@/{dbname}?host={self.socket}&port={PORT}"
+
+    def execute(self, sql: str, dbname: str = "postgres") -> None:
+        """Run one statement outside a transaction (CREATE DATABASE, ...)."""
+        import psycopg
+
+        with psycopg.connect(self.url(dbname), autocommit=True) as conn:
+            conn.execute(sql.encode())
+
+    def create_database(self, prefix: str = "t", template: str = "template0") -> str:
+        """A new, empty database's URL."""
+        name = f"{prefix}_{os.getpid()}_{next(self._names)}"
+        self.execute(f'CREATE DATABASE "{name}" TEMPLATE {template}')
+        return self.url(name)
+
+    def create_schema(self, prefix: str = "t", dbname: str = "postgres") -> str:
+        """A new, empty schema's URL (its ``search_path`` names only that schema)."""
+        name = f"{prefix}_{os.getpid()}_{next(self._names)}"
+        self.execute(f'CREATE SCHEMA "{name}"', dbname)
+        return f"{self.url(dbname)}&options=-csearch_path%3D{name}"
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown) and remove its folder."""
+        try:
+            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,288 @@
+"""The PostgreSQL recorder beyond the port's contract: opening, the schema's own
+guards, per-session locking, read-only queries (the contract is in test_recorder.py)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import eventstore
+import reducers as r
+from eventstore._incidents import dropped_rejection, evicted_constraint
+from eventstore._postgres import PostgresRecorder, redact
+from tests.helpers import fill, new_session
+from tests.targets import PostgresTarget
+
+TURN = r.TurnAppended(index=0, role="user", content="hello", tokens=3)
+
+
+@pytest.fixture(name="pg")
+def _pg(pg_url: str) -> PostgresTarget:
+    return PostgresTarget(pg_url)
+
+
+def _connect(url: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True)
+
+
+class TestOpen:
+    def test_both_schemes_open_the_same_journal(self, pg: PostgresTarget) -> None:
+        """postgresql:// and postgres:// name the same journal."""
+        with eventstore.open(pg.location) as journal:
+            new_session(journal, "a")
+        short = pg.location.replace("postgresql://", "postgres://", 1)
+        with eventstore.open(short, readonly=True) as journal:
+            assert journal.sessions() == ["a"]
+
+    def test_without_psycopg_the_error_says_what_to_install(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A URL without the extra installed is a JournalError naming the extra."""
+        monkeypatch.setitem(sys.modules, "psycopg", None)
+        with pytest.raises(eventstore.JournalError, match=r"pip install 'tierlog\[postgres\]'"):
+            eventstore.open("postgresql://nobody@/nothing")
+
+    def test_a_foreign_schema_is_refused_untouched(self, pg: PostgresTarget) -> None:
+        """A schema holding other tables is not adopted, and nothing is created in it."""
+        pg.tamper("CREATE TABLE orders (id int)")
+        with pytest.raises(eventstore.JournalError, match="not a tierlog journal"):
+            eventstore.open(pg.location)
+        tables = pg.rows("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+        assert tables == [("orders",)]
+
+    def test_a_newer_schema_is_refused(self, pg: PostgresTarget) -> None:
+        """A journal written by a newer tierlog asks for an upgrade."""
+        eventstore.open(pg.location).close()
+        pg.tamper("UPDATE tierlog_meta SET value = '99' WHERE key = 'schema_version'")
+        with pytest.raises(eventstore.JournalError, match="schema version 99"):
+            eventstore.open(pg.location)
+
+    def test_readonly_on_an_empty_schema_creates_nothing(self, pg: PostgresTarget) -> None:
+        """readonly=True never installs the schema."""
+        with pytest.raises(eventstore.JournalError, match="not a tierlog journal"):
+            eventstore.open(pg.location, readonly=True)
+        assert pg.rows("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()") == [
+            (0,)
+        ]
+
+    def test_an_unreachable_server_is_a_journal_error(self, tmp_path: Any) -> None:
+        """No server at the socket: a one-line JournalError, not a psycopg traceback."""
+        with pytest.raises(eventstore.JournalError, match="cannot connect"):
+            eventstore.open(f"postgresql://u:secret@/db?host={tmp_path}&connect_timeout=2")
+
+    def test_the_password_never_shows(self) -> None:
+        """Messages name the URL without its password."""
+        assert redact("postgresql://ann:s3cret@db.internal:5432/fleet") == (
+            "postgresql://ann:***@db.internal:5432/fleet"
+        )
+
+
+class TestImmutability:
+    @pytest.mark.parametrize(
+        "sql",
+        [
+            "UPDATE events SET payload = '{}' WHERE version = 1",
+            "DELETE FROM events",
+            "TRUNCATE events",
+            "DELETE FROM spill_data",
+            "TRUNCATE spill_data",
+        ],
+    )
+    def test_other_connections_cannot_rewrite_history(self, pg: PostgresTarget, sql: str) -> None:
+        """The triggers refuse UPDATE, DELETE and TRUNCATE of events and spills for any
+        connection."""
+        import psycopg
+
+        with eventstore.open(pg.location) as journal:
+            s = new_session(journal)
+            fill(s, 2)
+            s.spill(0, 2)
+        before = pg.rows()
+        with _connect(pg.location) as conn, pytest.raises(psycopg.Error, match="immutable"):
+            conn.execute(sql)
+        assert pg.rows() == before
+
+    @pytest.mark.parametrize(
+        ("payload", "version"), [("not json", 1), ("{}", 1)], ids=["bad json", "duplicate"]
+    )
+    def test_the_schema_refuses_bad_rows(
+        self, pg: PostgresTarget, payload: str, version: int
+    ) -> None:
+        """A payload that is not JSON, and a second row at one version, never go in."""
+        import psycopg
+
+        with eventstore.open(pg.location) as journal:
+            new_session(journal, "dup")
+        with _connect(pg.location) as conn, pytest.raises(psycopg.Error):
+            conn.execute(
+                "INSERT INTO events (session_id, version, type, schema_version, payload,"
+                " recorded_at, prev_hash, hash) VALUES ('dup', %s, 'T', 1, %s, '', '', '')",
+                (version, payload),
+            )
+
+    def test_a_disabled_trigger_is_an_integrity_problem(self, pg: PostgresTarget) -> None:
+        """verify reports a disabled immutability trigger (the log is unprotected)."""
+        from eventstore._audit import verify
+
+        with eventstore.open(pg.location) as journal:
+            new_session(journal)
+        pg.tamper("ALTER TABLE events DISABLE TRIGGER events_no_delete")
+        with eventstore.open(pg.location, readonly=True) as journal:
+            (finding,) = verify(journal)
+        assert (finding.check, "events_no_delete is disabled" in finding.problem) == (
+            "integrity",
+            True,
+        )
+
+
+class TestSpills:
+    def test_a_spill_rolls_back_with_its_transaction(self, pg: PostgresTarget) -> None:
+        """Spill bytes are written in the open transaction: if it fails, none remain."""
+        with eventstore.open(pg.location) as journal:
+
+            def spill_then_fail() -> None:
+                with journal.recorder.transaction():
+                    journal.spills.write(b"turns\n", lo=0, hi=1, earlier=())
+                    raise RuntimeError("the decision failed after the spill")
+
+            with pytest.raises(RuntimeError):
+                spill_then_fail()
+            with journal.recorder.transaction():
+                kept = journal.spills.write(b"kept\n", lo=0, hi=1, earlier=())
+        assert pg.rows("SELECT handle, bytes FROM spill_data") == [(kept.handle, 5)]
+
+    def test_spills_are_portable_and_stored_linearly(
+        self, pg: PostgresTarget, tmp_path: Path
+    ) -> None:
+        """A spill has the handle it gets on SQLite; a longer one that starts with an
+        earlier one stores only the bytes after it, and both read back whole."""
+        with eventstore.open(pg.location) as journal, eventstore.open(tmp_path / "f.db") as file:
+            spilled = [new_session(j, "s") for j in (journal, file)]
+            for s in spilled:
+                fill(s, 4)
+                s.spill(0, 2)
+                s.spill(0, 4)
+            pg_spills, file_spills = (s.state.spills for s in spilled)
+            assert [sp.handle for sp in pg_spills] == [sp.handle for sp in file_spills]
+            first, second = pg_spills
+            stored = dict(pg.rows("SELECT handle, octet_length(data) FROM spill_data"))
+            assert stored[second.handle] == second.bytes - first.bytes
+            assert journal.read_spill("s", second.handle) == file.read_spill("s", second.handle)
+
+    def test_other_bytes_under_a_taken_handle_are_refused(self, pg: PostgresTarget) -> None:
+        """The same spill row again is a no-op; other bytes under its handle, an error."""
+        with eventstore.open(pg.location) as journal:
+            recorder = journal.recorder
+            assert isinstance(recorder, PostgresRecorder)
+            recorder.write_spill("h", "a" * 64, 4, None, 0, b"one\n")
+            recorder.write_spill("h", "a" * 64, 4, None, 0, b"one\n")
+            with pytest.raises(eventstore.IntegrityError, match="other bytes"):
+                recorder.write_spill("h", "b" * 64, 4, None, 0, b"two\n")
+        assert pg.spill("h") == b"one\n"
+
+
+class TestLocking:
+    def test_writers_on_other_sessions_do_not_wait(self, pg: PostgresTarget) -> None:
+        """A transaction holding session a's lock does not delay a commit on session b."""
+        holder, other = PostgresRecorder(pg.location), PostgresRecorder(pg.location)
+        with holder.transaction():
+            holder.append("a", [TURN], expected_version=0)
+            started = time.monotonic()
+            other.append("b", [TURN], expected_version=0)  # commits while a is locked
+            assert time.monotonic() - started < 5
+        assert (holder.head("a").version, holder.head("b").version) == (1, 1)
+        holder.close()
+        other.close()
+
+    def test_a_writer_on_the_same_session_waits_then_sees_the_new_head(
+        self, pg: PostgresTarget
+    ) -> None:
+        """The second writer queues on the session's lock, then finds a moved head."""
+        first, second = PostgresRecorder(pg.location), PostgresRecorder(pg.location)
+        outcome: list[str] = []
+
+        def late_writer() -> None:
+            try:
+                second.append("s", [TURN], expected_version=0)
+                outcome.append("committed")
+            except eventstore.ConcurrencyError as exc:
+                outcome.append(str(exc))
+
+        with first.transaction():
+            first.append("s", [TURN], expected_version=0)
+            thread = threading.Thread(target=late_writer)
+            thread.start()
+            time.sleep(0.3)
+            assert outcome == []  # still waiting for the lock
+        thread.join(30)
+        assert outcome == ["session 's' is at version 1, expected 0"]
+        first.close()
+        second.close()
+
+
+class TestQuery:
+    @pytest.mark.parametrize(
+        "sql",
+        [
+            "SELECT 1; DELETE FROM events",
+            "COPY (SELECT 1) TO PROGRAM 'true'",
+            "SET default_transaction_read_only = off",
+            "WITH gone AS (DELETE FROM events RETURNING 1) SELECT count(*) FROM gone",
+        ],
+    )
+    def test_only_one_reading_statement_runs(self, pg: PostgresTarget, sql: str) -> None:
+        """Several statements, COPY, SET and writing CTEs are refused; nothing changes."""
+        with eventstore.open(pg.location) as journal:
+            new_session(journal)
+            before = pg.rows()
+            with pytest.raises(eventstore.InvalidEvent):
+                journal.recorder.query(sql, timeout=5)
+        assert pg.rows() == before
+
+    def test_numbers_come_back_as_python_numbers(self, pg: PostgresTarget) -> None:
+        """sum() of bigints (numeric on PostgreSQL) is an int, as on SQLite."""
+        with eventstore.open(pg.location) as journal:
+            s = new_session(journal)
+            fill(s, 4)
+            s.truncate(0, 2, "budget")
+            result = journal.recorder.query(
+                "SELECT session_id, count(*) AS n, sum(hi - lo) AS span FROM truncations"
+                " GROUP BY 1",
+                timeout=5,
+            )
+        assert result.rows == [("s", 1, 2)]
+
+
+class TestSameOnBothBackends:
+    def test_the_incidents_fold_to_the_same_state_on_both(
+        self, tmp_path: Path, pg_url: str
+    ) -> None:
+        """Both incidents, run on a file and on PostgreSQL, record the same events and
+        reach the same state sha256 (spill handles aside: they name where bytes live)."""
+        states = []
+        for location in (str(tmp_path / "file.db"), pg_url):
+            with eventstore.open(location) as journal:
+                dropped_rejection(journal, lambda _: None)
+                evicted_constraint(journal, lambda _: None)
+                states.append(
+                    {
+                        sid: (
+                            journal.session(sid).state.sha256,
+                            [type(e).__name__ for e in journal.session(sid).events()],
+                        )
+                        for sid in journal.sessions()
+                    }
+                )
+        file, server = states
+        assert {k: v[1] for k, v in server.items()} == {k: v[1] for k, v in file.items()}
+        spill_free = [sid for sid in file if sid.startswith("incident-1")]
+        assert {sid: server[sid][0] for sid in spill_free} == {
+            sid: file[sid][0] for sid in spill_free
+        }
