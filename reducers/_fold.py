@@ -358,26 +358,46 @@ def fold(
     """
     acc = _Acc(state if state is not None else SessionState())
     handlers = _HANDLERS
-    tok: LedgerWriter[int] | None = None  # turns are folded inline (most of any log)
+    # Turns (most of any log) are folded inline: their two ledgers take the raw appends
+    # and count them (sync) before anything else reads them.
+    tok: LedgerWriter[int] | None = None
+    versions: LedgerWriter[int] | None = None
+    unsynced = False
     try:
         for event in events:
             if check is not None:
+                if unsynced:
+                    unsynced = _sync(tok, versions)
                 check(acc.freeze(release=False), event)
             if type(event) is TurnAppended:
-                if tok is None:
+                if tok is None or versions is None:
                     tok, versions = acc.writer("tok_starts"), acc.writer("turn_versions")
-                tok.append(tok.last + event.tokens)
-                versions.append(acc.version + 1)
+                    push_tok, push_version, total = tok.pusher(), versions.pusher(), tok.last
+                total += event.tokens
+                push_tok(total)
+                push_version(acc.version + 1)
+                unsynced = True
             else:
+                if unsynced:
+                    unsynced = _sync(tok, versions)
                 handler = handlers.get(type(event))
                 if handler is None:
                     raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")
                 handler(acc, event)
             acc.version += 1
+        if unsynced:
+            _sync(tok, versions)
     except BaseException:
         acc.abort()
         raise
     return acc.freeze()
+
+
+def _sync(*writers: LedgerWriter[Any] | None) -> bool:
+    for writer in writers:
+        if writer is not None:
+            writer.sync()
+    return False
 
 
 def apply(state: SessionState, event: Event) -> SessionState:

@@ -292,3 +292,20 @@ class TestFastPaths:
             r.fold(events[10:], base, check=stop)
         assert r.canonical_json(base.to_json()) == frozen
         assert r.fold(events[10:], base) == r.fold([START, *events])
+
+
+class TestLedgerPusher:
+    def test_pushed_items_count_after_sync(self) -> None:
+        """Raw appends through pusher() are seen once synced; an older view never sees them."""
+        base = r.Ledger.of([1, 2])
+        writer = base.writer()
+        push = writer.pusher()
+        push(3)
+        push(4)
+        writer.sync()
+        assert (list(writer.close()), list(base)) == ([1, 2, 3, 4], [1, 2])
+
+    def test_indexed_ledgers_refuse_raw_appends(self) -> None:
+        """An indexed ledger's index must follow each append: no pusher."""
+        with pytest.raises(TypeError):
+            r.Ledger.of(["a"], indexed=True).writer().pusher()
