@@ -27,10 +27,8 @@ class _Buffer:
     def __init__(self, items: MutableSequence[Any], indexed: bool) -> None:
         self.items = items
         self.index: dict[Any, int] | None = None
-        if indexed:
-            self.index = {}
-            for i, item in enumerate(items):
-                self.index.setdefault(item, i)
+        if indexed:  # each item's first position (the earliest assignment is the last made)
+            self.index = dict(zip(reversed(items), range(len(items) - 1, -1, -1)))
         self.lock = threading.Lock()
         self.claimed = False
 
@@ -90,9 +88,7 @@ class Ledger(Generic[T]):
         return item
 
     def __iter__(self) -> Iterator[T]:
-        items = self._buf.items
-        for i in range(self._n):
-            yield items[i]
+        return iter(self._buf.items[: self._n])  # a C copy of the visible prefix
 
     def __contains__(self, item: object) -> bool:
         index = self._buf.index
