@@ -28,7 +28,7 @@ class _Buffer:
         self.items = items
         self.index: dict[Any, int] | None = None
         if indexed:  # each item's first position (the earliest assignment is the last made)
-            self.index = dict(zip(reversed(items), range(len(items) - 1, -1, -1)))
+            self.index = dict(zip(reversed(items), range(len(items) - 1, -1, -1), strict=True))
         self.lock = threading.Lock()
         self.claimed = False
 
