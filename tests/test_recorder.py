@@ -309,6 +309,7 @@ class TestSqliteRecorder(RecorderContract):
         assert parsed.isoformat(timespec="microseconds") == stamp
         assert before - timedelta(milliseconds=1) <= parsed <= after
 
+
 class TestPostgresRecorder(RecorderContract):
     """The server backend, on a fresh schema of the throwaway cluster."""
 
