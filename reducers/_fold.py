@@ -359,15 +359,16 @@ def fold(
     acc = _Acc(state if state is not None else SessionState())
     handlers = _HANDLERS
     # Turns (most of any log) are folded inline: their two ledgers take the raw appends
-    # and count them (sync) before anything else reads them.
+    # and count them (sync), and the version is counted here, before anything reads them.
     tok: LedgerWriter[int] | None = None
     versions: LedgerWriter[int] | None = None
-    unsynced = False
+    unsynced, version = False, acc.version
     try:
         for event in events:
             if check is not None:
                 if unsynced:
                     unsynced = _sync(tok, versions)
+                acc.version = version
                 check(acc.freeze(release=False), event)
             if type(event) is TurnAppended:
                 if tok is None or versions is None:
@@ -375,7 +376,8 @@ def fold(
                     push_tok, push_version, total = tok.pusher(), versions.pusher(), tok.last
                 total += event.tokens
                 push_tok(total)
-                push_version(acc.version + 1)
+                version += 1
+                push_version(version)
                 unsynced = True
             else:
                 if unsynced:
@@ -383,10 +385,12 @@ def fold(
                 handler = handlers.get(type(event))
                 if handler is None:
                     raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")
+                acc.version = version
                 handler(acc, event)
-            acc.version += 1
+                version += 1
         if unsynced:
             _sync(tok, versions)
+        acc.version = version
     except BaseException:
         acc.abort()
         raise
