@@ -2,8 +2,10 @@
 
 ``fold`` runs a private accumulator over the events and freezes it once, so a
 replay is linear in the log length; ``apply`` is the same accumulator run for
-one event. Small mappings are copied on first write, the append-only parts
-share their buffer (see ``_ledger``), so no state a caller holds ever changes.
+one event (a turn skips it). The append-only parts share their buffer (see
+``_ledger``) and the mappings share one dict per family of versions (see
+``_pmap``), so no state a caller holds ever changes, and a fold that freezes its
+state before every event (``check``) still costs O(1) per event.
 """
 
 from __future__ import annotations

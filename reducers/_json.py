@@ -7,7 +7,11 @@ every value tierlog encodes (strings, integers up to 64 bits, booleans, null,
 lists and objects with string keys; tierlog records no float) about ten times
 faster, and is used for them. ``tests/test_json.py`` compares the two byte for
 byte. Anything orjson refuses (a bigger integer, another type) falls back to the
-standard library, and floats never reach the fast encoder.
+standard library. ``canonical_json`` itself stays the standard library's, for any
+JSON data (floats included); ``canonical_bytes`` is for the data tierlog builds.
+``fast_loads`` is orjson's decoder: its callers take its result only when the
+event it decodes to passes every check, and otherwise decode again with ``json``,
+so every error reads as before.
 """
 
 from __future__ import annotations
