@@ -1,9 +1,11 @@
 """Read a Claude Code transcript (JSON Lines) into typed values.
 
-Only the reading lives here: which lines are sound, which entries form the
-session's main chain, how an API message split over several entries is put
-back together (content blocks and short keys: ``_claude_code_blocks``, whose
-values this module re-exports). Mapping onto a journal is ``_ingest``'s job.
+Only the reading lives here: which entries form the session's main chain and how
+an API message split over several entries is put back together. The file and its
+lines are ``_claude_code_lines``'s, boundaries and queued text in order
+``_claude_code_items``'s, content blocks and short keys ``_claude_code_blocks``'s;
+this module re-exports their values. Mapping onto a journal is ``_ingest_plan``'s
+job. The main chain's compact boundaries are the ones its walk crosses.
 
 The main chain: walk ``parentUuid`` back from the last user or assistant entry,
 crossing a compaction through ``logicalParentUuid``. Claude Code writes parallel
@@ -16,11 +18,10 @@ summarizer) never do.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 import attrs
 
@@ -33,57 +34,28 @@ from eventstore._claude_code_blocks import ToolUse as ToolUse
 from eventstore._claude_code_blocks import blocks, text_of
 from eventstore._claude_code_blocks import command_head as command_head
 from eventstore._claude_code_blocks import short_key as short_key
+from eventstore._claude_code_items import Boundary as Boundary
+from eventstore._claude_code_items import Dequeued, pending_boundary, settle
+from eventstore._claude_code_items import Item as Item
+from eventstore._claude_code_items import Message as Message
+from eventstore._claude_code_items import Queued as Queued
+from eventstore._claude_code_items import Raw as RawItem
+from eventstore._claude_code_items import Usage as Usage
+from eventstore._claude_code_lines import KNOWN_TYPES as KNOWN_TYPES
+from eventstore._claude_code_lines import MAX_BYTES as MAX_BYTES
+from eventstore._claude_code_lines import MAX_DEPTH as MAX_DEPTH
+from eventstore._claude_code_lines import Entry, Raw, Warnings, entries, file_lines
 from reducers import InvalidEvent
 
-KNOWN_TYPES = frozenset(
-    {"user", "assistant", "system", "progress", "file-history-snapshot", "queue-operation"}
-    | {"summary"}  # older versions: a session title
-)
 INTERRUPTED_TEXT = "[Request interrupted by user"
 MAX_TOKENS = 10**9  # a usage count beyond this is not a context's: the block is ignored
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")  # as Journal.start_session
-
-Raw: TypeAlias = dict[str, Any]
-
-
-@attrs.frozen(kw_only=True)
-class Usage:
-    """One API call's token counts: the prompt it was sent and what it wrote."""
-
-    prompt: int  # input_tokens + cache_creation_input_tokens + cache_read_input_tokens
-    output: int
-
-
-@attrs.frozen(kw_only=True)
-class Message:
-    """One API message of the main chain (entries with the same ``message.id`` merged)."""
-
-    line: int
-    role: str
-    blocks: tuple[Block, ...]
-    usage: Usage | None
-    typed: bool  # text the user typed (not a tool result, command output or meta note)
-
-
-@attrs.frozen(kw_only=True)
-class Queued:
-    """Text the user typed while the agent worked that never arrived as an entry of its own."""
-
-    line: int
-    text: str
-
-
-@attrs.frozen(kw_only=True)
-class Boundary:
-    """A ``compact_boundary`` and the summary Claude Code resumed from."""
-
-    line: int
-    trigger: str
-    pre_tokens: int | None
-    summary: str
-
-
-Item: TypeAlias = Message | Queued | Boundary
+_USAGE_FIELDS = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -95,95 +67,28 @@ class Transcript:
     warnings: tuple[str, ...]
 
 
-@attrs.frozen(kw_only=True)
-class _Entry:
-    line: int
-    raw: Raw
-
-    @property
-    def type(self) -> str:
-        return str(self.raw.get("type"))
-
-    @property
-    def uuid(self) -> str | None:
-        value = self.raw.get("uuid")
-        return value if isinstance(value, str) else None
-
-    @property
-    def message_id(self) -> str | None:
-        value = self.message.get("id")
-        return value if isinstance(value, str) else None
-
-    @property
-    def message(self) -> Raw:
-        message = self.raw.get("message")
-        return message if isinstance(message, dict) else {}
-
-
-def read(path: str | Path) -> Transcript:
+def read(path: str | Path, *, max_bytes: int = MAX_BYTES) -> Transcript:
     """The transcript at ``path``; InvalidEvent (naming the line) if it cannot be read."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InvalidEvent(f"cannot read {path}: {exc.strerror}") from None
-    return parse(data)
+    return _parse(file_lines(path, max_bytes))
 
 
 def parse(data: bytes) -> Transcript:
     """A transcript from its bytes (see :func:`read`)."""
-    warnings: list[str] = []
-    entries = list(_entries(data, warnings))
-    chain = _main_chain(entries, warnings)
-    items = tuple(_items(entries, chain, warnings))
-    return Transcript(session_id=_session_id(entries, chain), items=items, warnings=tuple(warnings))
+    return _parse(enumerate(data.split(b"\n"), 1))
 
 
-# -- lines -------------------------------------------------------------------------------
-def _entries(data: bytes, warnings: list[str]) -> Iterator[_Entry]:
-    lines = [(n, line) for n, line in enumerate(data.split(b"\n"), 1) if line.strip()]
-    if not lines:
-        raise InvalidEvent("empty file: not a Claude Code transcript")
-    unknown: dict[str, list[int]] = {}
-    for i, (number, line) in enumerate(lines):
-        raw = _decode(number, line, last=i == len(lines) - 1, warnings=warnings)
-        if raw is None:
-            continue
-        kind = raw.get("type")
-        if isinstance(kind, str) and kind in KNOWN_TYPES:
-            yield _Entry(line=number, raw=raw)
-        else:
-            unknown.setdefault(repr(kind), []).append(number)
-    for kind, numbers in unknown.items():
-        more = f" (and {len(numbers) - 1} more such lines)" if len(numbers) > 1 else ""
-        warnings.append(f"line {numbers[0]}: unknown entry type {kind} skipped{more}")
-
-
-def _decode(number: int, line: bytes, *, last: bool, warnings: list[str]) -> Raw | None:
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidEvent(f"line {number}: not UTF-8 text") from None
-    try:
-        raw = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        if last:
-            warnings.append(f"line {number}: truncated or malformed last line skipped")
-            return None
-        problem = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-        raise InvalidEvent(f"line {number}: not JSON ({problem})") from None
-    if not isinstance(raw, dict):
-        raise InvalidEvent(f"line {number}: not a JSON object, so not a Claude Code entry")
-    if "\\ud" in text.lower():  # escaped surrogates: only pairs make text
-        try:
-            text.encode("utf-8") and json.dumps(raw, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidEvent(f"line {number}: a lone surrogate is not text") from None
-    return raw
+def _parse(lines: Iterable[tuple[int, bytes]]) -> Transcript:
+    warnings = Warnings()
+    found = entries(lines, warnings)
+    chain, spine = _main_chain(found, warnings)
+    items = tuple(_items(found, chain, spine, warnings))
+    return Transcript(session_id=_session_id(found, chain), items=items, warnings=warnings.all())
 
 
 # -- the main chain ----------------------------------------------------------------------
-def _main_chain(entries: Sequence[_Entry], warnings: list[str]) -> set[int]:
-    """Line numbers of the main chain's user and assistant entries (see the module doc)."""
+def _main_chain(entries: Sequence[Entry], warnings: Warnings) -> tuple[set[int], set[int]]:
+    """Line numbers of the main chain's user and assistant entries (see the module doc),
+    and of every entry the walk back from its leaf crossed (compact boundaries too)."""
     talk = [e for e in entries if e.type in ("user", "assistant")]
     if not talk:
         raise InvalidEvent(
@@ -196,17 +101,17 @@ def _main_chain(entries: Sequence[_Entry], warnings: list[str]) -> set[int]:
             f"line {talk[0].line}: only sidechain entries (a subagent's or the summarizer's"
             " transcript), no session main chain"
         )
-    by_uuid: dict[str, _Entry] = {}
+    by_uuid: dict[str, Entry] = {}
     for e in entries:
         if e.uuid is not None and e.raw.get("isSidechain") is not True:
             by_uuid.setdefault(e.uuid, e)
     spine = _spine(main[-1], by_uuid, warnings)
-    return _widen(main, spine, warnings)
+    return _widen(main, spine, warnings), spine
 
 
-def _spine(leaf: _Entry, by_uuid: Mapping[str, _Entry], warnings: list[str]) -> set[int]:
+def _spine(leaf: Entry, by_uuid: Mapping[str, Entry], warnings: Warnings) -> set[int]:
     lines: set[int] = set()
-    entry: _Entry | None = leaf
+    entry: Entry | None = leaf
     while entry is not None and entry.line not in lines:
         lines.add(entry.line)
         parent = entry.raw.get("parentUuid") or entry.raw.get("logicalParentUuid")
@@ -221,7 +126,7 @@ def _spine(leaf: _Entry, by_uuid: Mapping[str, _Entry], warnings: list[str]) -> 
     return lines
 
 
-def _widen(main: Sequence[_Entry], spine: set[int], warnings: list[str]) -> set[int]:
+def _widen(main: Sequence[Entry], spine: set[int], warnings: Warnings) -> set[int]:
     """The spine plus the split parts of its messages and the results of its calls."""
     message_ids = {e.message_id for e in main if e.line in spine and e.type == "assistant"} - {None}
     chain = {e.line for e in main if e.line in spine or e.message_id in message_ids}
@@ -239,7 +144,7 @@ def _widen(main: Sequence[_Entry], spine: set[int], warnings: list[str]) -> set[
     return chain
 
 
-def _blocks(entry: _Entry, kind: str) -> list[Raw]:
+def _blocks(entry: Entry, kind: str) -> list[Raw]:
     content = entry.message.get("content")
     if not isinstance(content, list):
         return []
@@ -248,11 +153,15 @@ def _blocks(entry: _Entry, kind: str) -> list[Raw]:
         for b in content
         if isinstance(b, dict)
         and b.get("type") == kind
-        and isinstance(b.get("id" if kind == "tool_use" else "tool_use_id"), str)
+        and _usable(b.get("id" if kind == "tool_use" else "tool_use_id"))
     ]
 
 
-def _session_id(entries: Sequence[_Entry], chain: set[int]) -> str:
+def _usable(call_id: object) -> bool:
+    return isinstance(call_id, str) and bool(call_id.strip())
+
+
+def _session_id(entries: Sequence[Entry], chain: set[int]) -> str:
     """The ``sessionId`` of the chain's last entry, checked as a tierlog session id."""
     leaf = next(e for e in reversed(entries) if e.line in chain)
     value = leaf.raw.get("sessionId")
@@ -261,13 +170,14 @@ def _session_id(entries: Sequence[_Entry], chain: set[int]) -> str:
     return value
 
 
-def _content(e: _Entry) -> tuple[Block, ...]:
+def _content(e: Entry, warnings: Warnings) -> tuple[Block, ...]:
     cwd = e.raw.get("cwd")
     return blocks(
         e.message.get("content"),
         line=e.line,
         cwd=cwd if isinstance(cwd, str) else "",
         refused=e.raw.get("toolUseResult") == "User rejected tool use",
+        warnings=warnings,
     )
 
 
@@ -276,15 +186,18 @@ def _content(e: _Entry) -> tuple[Block, ...]:
 class _Group:
     """The entries of one assistant message, merged once the pass is over."""
 
-    entries: list[_Entry]
+    entries: list[Entry]
 
 
-Slot: TypeAlias = Item | _Group
+Slot: TypeAlias = RawItem | _Group
 
 
-def _items(entries: Sequence[_Entry], chain: set[int], warnings: list[str]) -> Iterator[Item]:
+def _items(
+    entries: Sequence[Entry], chain: set[int], spine: set[int], warnings: Warnings
+) -> Iterator[Item]:
     slots: list[Slot] = []
     groups: dict[str, _Group] = {}
+    leaf = max(chain)
     for e in entries:
         if e.line in chain and e.type == "assistant":
             mid = e.message_id
@@ -296,71 +209,58 @@ def _items(entries: Sequence[_Entry], chain: set[int], warnings: list[str]) -> I
                     groups[mid] = group
             group.entries.append(e)
         elif e.line in chain:
-            slots.append(_user(e))
+            slots.append(_user(e, warnings))
         elif e.type == "system" and e.raw.get("subtype") == "compact_boundary":
-            if e.raw.get("isSidechain") is not True:
-                slots.append(_boundary(e))
-        elif e.type == "queue-operation" and e.raw.get("operation") == "enqueue":
-            text = e.raw.get("content")
-            if isinstance(text, str) and text.strip():
-                slots.append(Queued(line=e.line, text=text))
-    items = [_message(s.entries) if isinstance(s, _Group) else s for s in slots]
-    return iter(_settle(items, warnings))
+            if e.line in spine:
+                slots.append(_boundary(e, warnings))
+            elif e.raw.get("isSidechain") is not True:
+                _off_chain(e.line, leaf, warnings)
+        elif e.type == "queue-operation":
+            slots += _queue_operation(e)
+    items = [_message(s.entries, warnings) if isinstance(s, _Group) else s for s in slots]
+    return iter(settle(items, warnings))
 
 
-def _settle(items: list[Item], warnings: list[str]) -> list[Item]:
-    """Summaries onto their boundaries; queued text that later arrived as an entry dropped."""
-    out: list[Item] = []
-    waiting: int | None = None  # index in ``out`` of a boundary still without its summary
-    for i, item in enumerate(items):
-        if isinstance(item, Queued) and _delivered(item.text, items[i + 1 :]):
-            continue
-        if isinstance(item, Message) and item.role == "summary":
-            if waiting is None:
-                warnings.append(f"line {item.line}: a compact summary without a boundary, skipped")
-            else:
-                boundary = out[waiting]
-                assert isinstance(boundary, Boundary)
-                out[waiting] = attrs.evolve(boundary, summary=text_of(item.blocks))
-                waiting = None
-            continue
-        if isinstance(item, Boundary):
-            if waiting is not None:
-                warnings.append(f"line {out[waiting].line}: compact boundary without a summary")
-            waiting = len(out)
-        out.append(item)
-    if waiting is not None:
-        warnings.append(f"line {out[waiting].line}: compact boundary without a summary")
-    return out
+def _queue_operation(e: Entry) -> list[RawItem]:
+    text, operation = e.raw.get("content"), e.raw.get("operation")
+    if operation == "enqueue" and isinstance(text, str) and text.strip():
+        return [Queued(line=e.line, text=text)]
+    return [Dequeued(line=e.line)] if operation == "remove" else []
 
 
-def _delivered(text: str, later: Sequence[Item]) -> bool:
-    wanted = text.strip()
-    command = f"<command-name>{wanted.split()[0]}</command-name>" if wanted[:1] == "/" else None
-    for item in later:
-        if isinstance(item, Message) and item.role == "user":
-            said = text_of(item.blocks).strip()
-            if said == wanted or (command is not None and command in said):
-                return True
-    return False
+def _off_chain(line: int, leaf: int, warnings: Warnings) -> None:
+    """A boundary the main chain does not go through: pending when nothing follows it."""
+    if line > leaf:
+        warnings.append(pending_boundary(line))
+    else:
+        warnings.append(f"line {line}: a compact boundary off the main chain skipped")
 
 
-def _boundary(e: _Entry) -> Boundary:
+def _boundary(e: Entry, warnings: Warnings) -> Boundary:
     meta = e.raw.get("compactMetadata")
     meta = meta if isinstance(meta, dict) else {}
-    pre = meta.get("preTokens")
+    pre, trigger = meta.get("preTokens"), meta.get("trigger")
+    if pre is not None and not (type(pre) is int and 0 <= pre < MAX_TOKENS):
+        warnings.append(f"line {e.line}: preTokens {_shown(pre)} is not a token count: unknown")
+        pre = None
     return Boundary(
         line=e.line,
-        trigger=str(meta.get("trigger") or "unknown"),
-        pre_tokens=pre if type(pre) is int and pre >= 0 else None,
+        trigger=trigger[:KEY_CHARS] if isinstance(trigger, str) and trigger else "unknown",
+        pre_tokens=pre,
         summary="",
     )
 
 
-def _user(e: _Entry) -> Message:
+def _shown(value: object) -> str:
+    """``repr(value)``, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _user(e: Entry, warnings: Warnings) -> Message:
     if e.type != "user" or "content" not in e.message:
         raise InvalidEvent(f"line {e.line}: a {e.type} entry without message content")
-    blocks = _content(e)
+    blocks = _content(e, warnings)
     if e.raw.get("isCompactSummary") is True:
         return Message(line=e.line, role="summary", blocks=blocks, usage=None, typed=False)
     typed = (
@@ -371,13 +271,13 @@ def _user(e: _Entry) -> Message:
     return Message(line=e.line, role="user", blocks=blocks, usage=None, typed=typed)
 
 
-def _message(parts: Sequence[_Entry]) -> Message:
+def _message(parts: Sequence[Entry], warnings: Warnings) -> Message:
     blocks: list[Block] = []
     for e in parts:
         if "content" not in e.message:
             raise InvalidEvent(f"line {e.line}: an assistant entry without message content")
-        blocks += _content(e)
-    usages = [u for u in (_usage(e.message.get("usage")) for e in parts) if u is not None]
+        blocks += _content(e, warnings)
+    usages = [u for u in (_usage(e, warnings) for e in parts) if u is not None]
     usage = None
     if usages:
         usage = Usage(prompt=usages[-1].prompt, output=max(u.output for u in usages))
@@ -386,11 +286,21 @@ def _message(parts: Sequence[_Entry]) -> Message:
     )
 
 
-def _usage(raw: object) -> Usage | None:
+def _usage(e: Entry, warnings: Warnings) -> Usage | None:
+    """The entry's usage block; ``None`` when it has none, all zero (a message Claude Code
+    made up) or a count that is not one (a warning naming the line)."""
+    raw = e.message.get("usage")
     if not isinstance(raw, dict):
         return None
-    fields = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    counts = [raw.get(f) or 0 for f in (*fields, "output_tokens")]
-    if not all(type(c) is int and 0 <= c < MAX_TOKENS for c in counts) or not any(counts):
+    counts = [raw.get(f) for f in _USAGE_FIELDS]
+    for field, count in zip(_USAGE_FIELDS, counts, strict=True):
+        if count is not None and not (type(count) is int and 0 <= count < MAX_TOKENS):
+            warnings.append(
+                f"line {e.line}: usage {field} {_shown(count)} is not a token count: usage ignored",
+                kind="usage",
+            )
+            return None
+    tokens = [c or 0 for c in counts]
+    if not any(tokens):
         return None
-    return Usage(prompt=sum(counts[:3]), output=counts[3])
+    return Usage(prompt=sum(tokens[:3]), output=tokens[3])

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import attrs
 
+from eventstore._claude_code_lines import Warnings
 from reducers import InvalidEvent
 
 REJECTED_TEXT = "The user doesn't want to proceed with this tool use"
@@ -44,19 +45,23 @@ class ToolResult:
 
 
 Block: TypeAlias = Text | ToolUse | ToolResult
+Raw: TypeAlias = dict[str, Any]
 
 
-def blocks(content: object, *, line: int, cwd: str, refused: bool) -> tuple[Block, ...]:
+def blocks(
+    content: object, *, line: int, cwd: str, refused: bool, warnings: Warnings
+) -> tuple[Block, ...]:
     """A message's content as typed blocks; ``refused``: the entry says the user
-    rejected the tool use (``toolUseResult``)."""
+    rejected the tool use (``toolUseResult``). A ``tool_use`` without an id is no call
+    and an ``is_error`` that is not a boolean counts as an error, each with a warning."""
     if isinstance(content, str):
         return (Text(text=content),)
     if not isinstance(content, list):
         raise InvalidEvent(f"line {line}: message content is neither text nor a list")
-    return tuple(_block(b, cwd, refused) for b in content)
+    return tuple(_block(b, line, cwd, refused, warnings) for b in content)
 
 
-def _block(b: object, cwd: str, refused: bool) -> Block:
+def _block(b: object, line: int, cwd: str, refused: bool, warnings: Warnings) -> Block:
     if not isinstance(b, dict):
         return Text(text=str(b))
     kind = str(b.get("type"))
@@ -65,23 +70,39 @@ def _block(b: object, cwd: str, refused: bool) -> Block:
     if kind == "thinking":
         return Text(text=str(b.get("thinking", "")), kind="thinking")
     if kind == "tool_use" and isinstance(b.get("id"), str):
-        name = str(b.get("name") or "tool")
-        raw_input = b.get("input")
-        args = raw_input if isinstance(raw_input, dict) else {}
-        return ToolUse(
-            id=b["id"],
-            name=name,
-            key=short_key(name, args, cwd),
-            input=json.dumps(raw_input, ensure_ascii=False, sort_keys=True),
-        )
+        return _tool_use(b, b["id"], line, cwd, warnings)
     if kind == "tool_result" and isinstance(b.get("tool_use_id"), str):
         text = _result_text(b.get("content"))
-        is_error = b.get("is_error") is True
+        is_error = _is_error(b.get("is_error"), b["tool_use_id"], line, warnings)
         rejected = is_error and (text.startswith(REJECTED_TEXT) or refused)
         return ToolResult(
             tool_use_id=b["tool_use_id"], text=text, is_error=is_error, rejected=rejected
         )
     return Text(text="", kind=kind)
+
+
+def _tool_use(b: Raw, call_id: str, line: int, cwd: str, warnings: Warnings) -> Block:
+    name = str(b.get("name") or "tool")
+    raw_input = b.get("input")
+    args = raw_input if isinstance(raw_input, dict) else {}
+    text = json.dumps(raw_input, ensure_ascii=False, sort_keys=True)
+    if not call_id.strip():
+        warnings.append(f"line {line}: a {name} tool_use without an id is no call", kind="no-id")
+        return Text(text=f"{name} {text}", kind="tool_use without an id")
+    return ToolUse(id=call_id, name=name, key=short_key(name, args, cwd), input=text)
+
+
+def _is_error(value: object, call_id: str, line: int, warnings: Warnings) -> bool:
+    """``is_error`` must be a boolean (or absent); anything else counts as an error."""
+    if value is None or isinstance(value, bool):
+        return value is True
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    warnings.append(
+        f"line {line}: tool_result for {call_id} has is_error {shown}, not true or false:"
+        " counted as an error",
+        kind="is_error",
+    )
+    return True
 
 
 def _result_text(content: object) -> str:

@@ -1,27 +1,23 @@
 """Ingest a Claude Code transcript as one journal session, through the public Session API.
 
-The mapping (README, "Auditing real sessions"):
+The mapping (README, "Auditing real sessions"): reading is ``_claude_code``'s job,
+the turns, tokens and events ``_ingest_plan``'s. Here the plan is written:
 
-- turns: the main chain in file order (``_claude_code``); one API message is one
-  turn. Turn 0 is a note standing for the system prompt and tool definitions, and
-  the first turn after each compaction a note for what Claude Code re-sent then:
-  neither is in the transcript, both take their tokens from the next API call.
-- tokens: an assistant turn gets its message's ``output_tokens``; the turns
-  between two API calls share the growth of the prompt between them
-  (``prompt_k - occupancy``) in proportion to their size, so the journal's
-  occupancy equals each call's prompt when it is sent. Turns after the last call
-  get an estimate (4 characters a token). Every turn has at least one token.
-- calls, results, rejections, interruptions, rules: see :func:`_plan_message`.
+- each batch of turns with the events they raise through ``Session.extend``;
 - a ``compact_boundary``: a tier-1 compaction over everything before it, its
   summary the text Claude Code resumed from, carrying what :mod:`_mention` finds
   evidenced; then a marker on it. A refusal (C1-C5, M1-M3) is recorded, not raised.
+
+Whether the session is new, unchanged, or a transcript that has grown since it was
+ingested (its stored events a prefix of what the file now gives: the rest is
+appended) is decided inside the write transaction, so two ingests of one file at
+once both succeed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -29,21 +25,13 @@ from pathlib import Path
 import attrs
 
 from eventstore import _claude_code as cc
+from eventstore._ingest_plan import Plan, Step, build_plan, estimate
 from eventstore._journal import Journal
 from eventstore._mention import carried_by
-from eventstore._review import CompactionReview, boundary_note, preamble, review_session
+from eventstore._review import CompactionReview, review_session
 from eventstore._session import Session
 from invariants import MarkerInvalid, UnrecoverableCompactionError
-from reducers import (
-    CallOpened,
-    CallResolved,
-    ConstraintStated,
-    Event,
-    InvalidEvent,
-    ItemDisposed,
-    SessionConfig,
-    TurnAppended,
-)
+from reducers import Event, InvalidEvent, SessionConfig, TurnAppended
 
 FORMATS = ("claude-code",)
 CONFIG = SessionConfig(
@@ -54,10 +42,6 @@ CONFIG = SessionConfig(
     floor_unit="tokens",  # the same unit as the truncator: C1 holds, C2 and C3 are judged
     on_unsafe="halt",  # the transcript is the raw copy: nothing is written outside the journal
 )
-CHARS_PER_TOKEN = 4
-REASON_CHARS = 200
-_RULE = re.compile(r"\b(never|do not|don't|dont|always|must|only)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _QUIET = logging.Logger("tierlog.ingest.scratch", level=logging.CRITICAL + 1)  # not registered
 
 
@@ -68,6 +52,7 @@ class IngestResult:
     path: str
     session_id: str
     unchanged: bool  # the session was already there with exactly this content
+    appended_after: int | None  # the grown transcript's new part went in after this version
     events: int
     turns: int
     calls: int
@@ -83,8 +68,9 @@ class IngestResult:
 def ingest(journal: Journal, path: str | Path, format: str = "claude-code") -> IngestResult:  # noqa: A002
     """Ingest the transcript at ``path`` as one session, in one transaction.
 
-    Ingesting a file again changes nothing (``unchanged``); a session id already
-    holding other content raises InvalidEvent, as does a file that cannot be read.
+    Ingesting a file again changes nothing (``unchanged``); a file that has grown
+    since appends its new part (``appended_after``); a session id already holding
+    other content raises InvalidEvent, as does a file that cannot be read.
     """
     return ingest_loaded(journal, load(path, format))
 
@@ -109,16 +95,18 @@ def load(path: str | Path, format: str = "claude-code") -> Loaded:  # noqa: A002
 def ingest_loaded(journal: Journal, loaded: Loaded) -> IngestResult:
     """Write a loaded transcript as its session (see :func:`ingest`)."""
     plan, sid = loaded.plan, loaded.transcript.session_id
-    unchanged = journal.has_session(sid)
-    if unchanged:
-        _check_same(journal, sid, plan, loaded.path)
-    else:
-        with journal.recorder.transaction():
+    fresh = None if not journal.has_session(sid) else _fresh(sid, plan)  # outside the lock
+    with journal.recorder.transaction():
+        stored = journal.recorder.head(sid).version
+        if stored == 0:
             write(journal.start_session(sid, CONFIG), plan)
+        else:
+            _extend(journal, sid, plan, fresh or _fresh(sid, plan), loaded.path)
     return IngestResult(
         path=loaded.path,
         session_id=sid,
-        unchanged=unchanged,
+        unchanged=stored > 0 and journal.recorder.head(sid).version == stored,
+        appended_after=stored if 0 < stored < journal.recorder.head(sid).version else None,
         events=journal.recorder.head(sid).version,
         turns=plan.turns,
         calls=plan.calls,
@@ -132,235 +120,73 @@ def ingest_loaded(journal: Journal, loaded: Loaded) -> IngestResult:
     )
 
 
-def _check_same(journal: Journal, sid: str, plan: Plan, path: str | Path) -> None:
-    """InvalidEvent unless the stored session is exactly what ``plan`` writes."""
+@attrs.frozen(kw_only=True)
+class _Fresh:
+    """What writing a plan into an empty session gives: each event's ``(type, payload)``
+    and the session's version after each batch."""
+
+    payloads: list[tuple[str, str]]
+    ends: list[int]
+
+
+def _fresh(sid: str, plan: Plan) -> _Fresh:
     with tempfile.TemporaryDirectory() as folder:
         scratch = Journal(Path(folder) / "scratch.db", synchronous="normal", snapshot_every=0)
         scratch.logger = _QUIET  # its refusals were logged when the session was first written
         with scratch:
-            write(scratch.start_session(sid, CONFIG), plan)
-            ours = list(scratch.recorder.read_payloads(sid))
-    theirs = list(journal.recorder.read_payloads(sid))
-    if ours != theirs:
-        at = next(
-            (v for v, (a, b) in enumerate(zip(ours, theirs, strict=False), 1) if a != b),
-            len(theirs) + 1,
-        )
-        raise InvalidEvent(
-            f"session {sid!r} already exists with other content (from version {at} on):"
-            f" {path} is not ingested"
-        )
+            ends = write(scratch.start_session(sid, CONFIG), plan)
+            return _Fresh(payloads=list(scratch.recorder.read_payloads(sid)), ends=ends)
 
 
-# -- the plan ------------------------------------------------------------------------------
-@attrs.define
-class Draft:
-    """A turn to append and the events it raises; tokens are set by :func:`_spread`."""
-
-    role: str
-    content: str
-    usage: cc.Usage | None = None
-    sink: bool = False  # a note: takes what the next call's prompt holds beyond the others
-    tokens: int = 0
-    raised: list[Event] = attrs.field(factory=list)
-
-    @property
-    def estimate(self) -> int:
-        """Tokens by the characters, for turns no usage block accounts for."""
-        return estimate(self.content)
-
-
-Step = Draft | cc.Boundary
-
-
-@attrs.define
-class Plan:
-    """A transcript mapped onto journal steps, with its counts."""
-
-    steps: list[Step] = attrs.field(factory=list)
-    warnings: list[str] = attrs.field(factory=list)
-    names: dict[str, str] = attrs.field(factory=dict)  # call id -> name
-    open: set[str] = attrs.field(factory=set)
-    last_call: str | None = None  # the last call since the user's last request
-    turns: int = 0
-    calls: int = 0
-    failed: int = 0
-    rejected: int = 0
-    interruptions: int = 0
-    constraints: int = 0
-    queued: int = 0
-
-
-def build_plan(transcript: cc.Transcript) -> Plan:
-    """Turns with their tokens and raised events, and the boundaries between them. Pure."""
-    plan = Plan()
-    plan.steps.append(Draft(role="system", content=preamble(transcript.session_id), sink=True))
-    for item in transcript.items:
-        if isinstance(item, cc.Boundary):
-            note = boundary_note(item.line, item.trigger, item.pre_tokens)
-            plan.steps += [item, Draft(role="system", content=note, sink=True)]
-        elif isinstance(item, cc.Queued):
-            plan.queued += 1
-            draft = Draft(role="user", content=item.text)
-            _rules(plan, draft, item.text)
-            plan.steps.append(draft)
-        else:
-            plan.steps.append(_plan_message(plan, item))
-    _assign_tokens(plan.steps)
-    plan.turns = sum(isinstance(s, Draft) for s in plan.steps)
-    return plan
-
-
-def _plan_message(plan: Plan, m: cc.Message) -> Draft:
-    """One message as a turn. A ``tool_use`` opens a call named by its tool and short key;
-    its ``tool_result`` resolves it, and an error result is a negative fact on that name:
-    ``rejected`` when the user refused the call, ``failed`` otherwise. A user's
-    "[Request interrupted by user" is a ``rejected`` fact on what it interrupted, and a
-    sentence the user typed with never/do not/don't/always/must/only a pending rule."""
-    draft = Draft(role=m.role, content=render(m.blocks), usage=m.usage)
-    if m.typed:
-        plan.last_call = None  # a new request: an interruption from now on is of its work
-    for b in m.blocks:
-        if isinstance(b, cc.ToolUse):
-            _open(plan, draft, b, m.line)
-        elif isinstance(b, cc.ToolResult):
-            _result(plan, draft, b, m.line)
-        elif b.kind == "text" and m.role == "user" and cc.INTERRUPTED_TEXT in b.text:
-            plan.interruptions += 1
-            key = f"interrupted: {plan.last_call or 'reply'}"
-            reason = f"line {m.line}: {b.text.strip()}"
-            draft.raised.append(ItemDisposed(key=key, disposition="rejected", reason=reason))
-    if m.typed:
-        _rules(plan, draft, "\n".join(b.text for b in m.blocks if isinstance(b, cc.Text)))
-    return draft
-
-
-def _open(plan: Plan, draft: Draft, b: cc.ToolUse, line: int) -> None:
-    if b.id in plan.names:
-        plan.warnings.append(f"line {line}: tool_use {b.id} appears twice; the first counts")
+def _extend(journal: Journal, sid: str, plan: Plan, fresh: _Fresh, path: str) -> None:
+    """Append what the stored session lacks of ``fresh``: nothing when it is all there;
+    InvalidEvent (writing nothing) when the stored events are not where it starts."""
+    stored = list(journal.recorder.read_payloads(sid))
+    if stored == fresh.payloads[: len(stored)]:
+        if len(stored) < len(fresh.payloads):
+            write(journal.session(sid), plan, done=len(stored), ends=fresh.ends)
         return
-    name = f"{b.name}: {b.key}" if b.key else b.name
-    plan.names[b.id] = plan.last_call = name
-    plan.open.add(b.id)
-    plan.calls += 1
-    draft.raised.append(CallOpened(call_id=b.id, kind="tool_call", name=name))
-
-
-def _result(plan: Plan, draft: Draft, b: cc.ToolResult, line: int) -> None:
-    if b.tool_use_id not in plan.open:
-        plan.warnings.append(
-            f"line {line}: tool_result for {b.tool_use_id}, which is not an open call: ignored"
-        )
-        return
-    plan.open.discard(b.tool_use_id)
-    outcome = "rejected" if b.rejected else "error" if b.is_error else "ok"
-    draft.raised.append(CallResolved(call_id=b.tool_use_id, outcome=outcome))
-    if b.is_error:
-        plan.rejected += b.rejected
-        plan.failed += not b.rejected
-        reason = f"line {line}: {' '.join(b.text.split())}"[:REASON_CHARS]
-        disposition = "rejected" if b.rejected else "failed"
-        name = plan.names[b.tool_use_id]
-        draft.raised.append(ItemDisposed(key=name, disposition=disposition, reason=reason))
-
-
-def _rules(plan: Plan, draft: Draft, text: str) -> None:
-    """Sentences that state a rule, as pending constraints (a heuristic: keys say so)."""
-    for sentence in _SENTENCE.split(text):
-        sentence = " ".join(sentence.split())
-        if sentence and _RULE.search(sentence):
-            plan.constraints += 1
-            key = f"heuristic: {sentence[: cc.KEY_CHARS]}"
-            draft.raised.append(ConstraintStated(key=key, text=sentence))
-
-
-def render(blocks: Sequence[cc.Block]) -> str:
-    """A message's blocks as the turn's text."""
-    parts = []
-    for b in blocks:
-        if isinstance(b, cc.ToolUse):
-            parts.append(f"[tool_use {b.id}] {b.name} {b.input}")
-        elif isinstance(b, cc.ToolResult):
-            flag = " rejected" if b.rejected else " error" if b.is_error else ""
-            parts.append(f"[tool_result {b.tool_use_id}{flag}] {b.text}")
-        elif b.kind == "text":
-            parts.append(b.text)
-        else:
-            parts.append(f"[{b.kind}] {b.text}".rstrip())
-    return "\n".join(parts)
-
-
-# -- tokens ------------------------------------------------------------------------------
-def _assign_tokens(steps: Sequence[Step]) -> None:
-    """Give every draft its tokens (see the module doc). Occupancy is tracked as the
-    journal computes it, so a turn's minimum of one token never accumulates."""
-    occupancy, last = 0, None
-    pending: list[Draft] = []
-    for step in steps:
-        if isinstance(step, cc.Boundary):
-            _spread(pending, None)
-            occupancy, pending, last = estimate(step.summary), [], None
-            continue
-        if step.usage is None:
-            pending.append(step)
-            continue
-        grown = step.usage.prompt - occupancy
-        if pending:
-            _spread(pending, grown)
-            occupancy += sum(d.tokens for d in pending)
-        elif last is not None and grown > 0:  # nothing between two calls: the reply was longer
-            last.tokens += grown
-            occupancy += grown
-        step.tokens = max(1, step.usage.output)
-        occupancy += step.tokens
-        pending, last = [], step
-    _spread(pending, None)
-
-
-def _spread(drafts: list[Draft], total: int | None) -> None:
-    """Share ``total`` tokens among ``drafts`` (estimates when ``None``): notes take what
-    the others' estimates leave, otherwise in proportion to size; at least 1 each."""
-    if total is None:
-        for d in drafts:
-            d.tokens = d.estimate
-        return
-    sinks = [d for d in drafts if d.sink]
-    others = [d for d in drafts if not d.sink]
-    if sinks:
-        for d in others:
-            d.tokens = d.estimate
-        for d in sinks:
-            d.tokens = 1
-        sinks[0].tokens = max(1, total - sum(d.estimate for d in others) - len(sinks) + 1)
-        return
-    weights = [d.estimate for d in others]
-    shares = [max(1, total * w // sum(weights)) for w in weights]
-    biggest = max(range(len(shares)), key=lambda i: shares[i])
-    shares[biggest] = max(1, shares[biggest] + total - sum(shares))
-    for d, share in zip(others, shares, strict=True):
-        d.tokens = share
-
-
-def estimate(text: str) -> int:
-    """Tokens of ``text`` where no usage block says: 4 characters a token, at least 1."""
-    return max(1, len(text) // CHARS_PER_TOKEN)
+    pairs = enumerate(zip(stored, fresh.payloads, strict=False), 1)
+    at = next((v for v, (a, b) in pairs if a != b), len(fresh.payloads) + 1)
+    raise InvalidEvent(
+        f"session {sid!r} already exists with other content (from version {at} on):"
+        f" {path} is not ingested (if that session was read while Claude Code was writing"
+        " a response, ingest the file into another journal)"
+        if at <= len(fresh.payloads)
+        else f"session {sid!r} already holds more than {path} gives (from version {at} on):"
+        " it is not ingested"
+    )
 
 
 # -- writing -------------------------------------------------------------------------------
-def write(session: Session, plan: Plan) -> None:
-    """Append ``plan`` to a fresh ``session``; refusals are recorded, not raised."""
-    for batch in _batches(plan.steps, session.state.turns):
+def write(session: Session, plan: Plan, *, done: int = 1, ends: Sequence[int] = ()) -> list[int]:
+    """Append ``plan`` to ``session``; refusals are recorded, not raised. Returns the
+    version after each batch. ``done``: the session's version, ``ends`` what this
+    returned for the same plan on a fresh session: batches already stored are skipped."""
+    out: list[int] = []
+    for batch in _batches(plan.steps):
+        begin = out[-1] if out else 1
+        end = ends[len(out)] if len(out) < len(ends) else None
+        if end is not None and end <= done:
+            out.append(end)
+            continue
         if isinstance(batch, cc.Boundary):
+            if begin < done:
+                raise InvalidEvent(f"line {batch.line}: the stored session ends inside it")
             _compact(session, batch)
         else:
-            session.extend(batch)
+            session.extend(batch[max(0, done - begin) :])
+        out.append(session.version)
+    return out
 
 
-def _batches(steps: Sequence[Step], index: int) -> Iterator[list[Event] | cc.Boundary]:
+def _batches(steps: Sequence[Step]) -> Iterator[list[Event] | cc.Boundary]:
     events: list[Event] = []
+    index = 0
     for step in steps:
         if isinstance(step, cc.Boundary):
-            yield events
+            if events:
+                yield events
             yield step
             events = []
             continue

@@ -13,11 +13,17 @@ check in a minute, and that errs towards "not evidenced":
   rejected: reject, declin, denied, interrupt, ...). An interruption of no call
   (``interrupted: reply``) needs only the word.
 
-Case-insensitive substring matches throughout. Pure.
+Case-insensitive, whitespace runs read as one space, and on word boundaries: a
+key, call id or rule appears only where the characters around it are not
+letters, digits or ``_`` (so ``rm`` is not in "performance", nor ``ls`` in
+"tools"; ``git push`` is in "`git push` failed"), and a disposition word starts a
+word and may end inside one (``fail`` in "failed", not in "unfailing"). Pure.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Mapping
 
 import attrs
@@ -72,10 +78,12 @@ def carried_by(state: SessionState, summary: str) -> Carried:
             sorted(
                 c.call_id
                 for c in state.open_calls.values()
-                if c.call_id.lower() in text or _found(short_name(c.name), text)
+                if mentions(text, c.call_id) or mentions(text, short_name(c.name))
             )
         ),
-        constraints=tuple(sorted(k for k, c in state.constraints.items() if _norm(c.text) in text)),
+        constraints=tuple(
+            sorted(k for k, c in state.constraints.items() if mentions(text, c.text))
+        ),
         dispositions={
             k: d.disposition
             for k, d in sorted(state.dispositions.items())
@@ -93,13 +101,30 @@ def short_name(key: str) -> str:
 def fact_evidenced(key: str, disposition: str, lines: list[str]) -> bool:
     """Whether one (normalised) summary line holds the key's short name and a
     word for ``disposition``."""
-    short = _norm(short_name(key))
+    short = short_name(key)
     words = WORDS.get(disposition, (disposition,))
-    return any((not short or short in line) and any(w in line for w in words) for line in lines)
+    return any(
+        (not short or mentions(line, short)) and any(_word(w).search(line) for w in words)
+        for line in lines
+    )
 
 
-def _found(short: str, text: str) -> bool:
-    return bool(short) and _norm(short) in text
+def mentions(text: str, key: str) -> bool:
+    """Whether (normalised) ``text`` holds ``key`` on word boundaries; never an empty key."""
+    key = _norm(key)
+    return bool(key) and _key(key).search(text) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _key(key: str) -> re.Pattern[str]:
+    before = r"(?<!\w)" if re.match(r"\w", key) else ""
+    after = r"(?!\w)" if re.search(r"\w$", key) else ""
+    return re.compile(before + re.escape(key) + after)
+
+
+@functools.lru_cache(maxsize=64)
+def _word(stem: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(stem))
 
 
 def _norm(text: str) -> str:

@@ -180,8 +180,11 @@ def _audit_row(row: Any) -> str:
 def ingest_text(r: IngestResult) -> str:
     """What ``tierlog ingest`` did with one transcript."""
     done = "unchanged (already ingested)" if r.unchanged else "ingested"
+    done += f", {_n(r.events, 'event')}"
+    if r.appended_after is not None:
+        done = f"grown, {_n(r.events - r.appended_after, 'event')} appended (now {r.events:,})"
     lines = [
-        f"{r.session_id}: {done}, {_n(r.events, 'event')} from {r.path}",
+        f"{r.session_id}: {done} from {r.path}",
         f"  {_n(r.turns, 'turn')}, {_n(r.calls, 'call')} ({r.failed} failed, {r.rejected}"
         f" rejected), {_n(r.interruptions, 'interruption')}, {_n(r.constraints, 'rule')} found,"
         f" {_n(r.queued, 'queued text')}, {_n(len(r.compactions), 'compaction')}",

@@ -9,7 +9,6 @@ so replay and ``verify`` re-derive everything a review reads.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
 
 import attrs
@@ -31,16 +30,15 @@ from reducers import (
 PREAMBLE = "[claude-code transcript {session_id}]"
 PREAMBLE_TAIL = (
     " The system prompt and tool definitions Claude Code sent with the first API call:"
-    " not in the transcript; their tokens come from that call's usage."
+    " not in the transcript; their tokens are counted in that call's turn."
 )
-BOUNDARY_NOTE = (
-    "[claude-code compact_boundary at line {line}: trigger {trigger}, preTokens {pre_tokens}]"
-    " What the first API call after it was sent besides the summary (system prompt, tools,"
-    " files Claude Code re-read): not in the transcript; tokens from that call's usage."
+NOTE_PREFIX = "[claude-code compact_boundary] "
+NOTE_TAIL = (
+    "\nWhat the first API call after it was sent besides the summary (system prompt, tools,"
+    " files Claude Code re-read): not in the transcript; its tokens are counted in that"
+    " call's turn."
 )
-_BOUNDARY = re.compile(
-    r"\[claude-code compact_boundary at line (\d+): trigger (\S+), preTokens (\d+|unknown)\]"
-)
+_NOTE_KEYS = frozenset({"line", "preTokens", "trigger"})
 QUOTE_CHARS = 160
 
 
@@ -50,9 +48,11 @@ def preamble(session_id: str) -> str:
 
 
 def boundary_note(line: int, trigger: str, pre_tokens: int | None) -> str:
-    """The first turn after an ingested compaction."""
-    pre = "unknown" if pre_tokens is None else str(pre_tokens)
-    return BOUNDARY_NOTE.format(line=line, trigger=trigger, pre_tokens=pre)
+    """The first turn after an ingested compaction: a prefix, the boundary's fields as
+    canonical JSON on the first line (so no trigger text can pass for another field),
+    then what the turn stands for."""
+    fields = {"line": line, "preTokens": pre_tokens, "trigger": trigger}
+    return NOTE_PREFIX + json.dumps(fields, sort_keys=True) + NOTE_TAIL
 
 
 def is_ingested(first_turn: str) -> bool:
@@ -70,16 +70,23 @@ class BoundaryNote:
 
 
 def read_boundary_note(content: str) -> BoundaryNote | None:
-    """The boundary a post-compaction turn describes, or ``None`` for any other turn."""
-    found = _BOUNDARY.match(content)
-    if found is None:
+    """The boundary a post-compaction turn describes, or ``None`` for any other turn:
+    only a text :func:`boundary_note` writes, byte for byte, is read as one."""
+    head, _, _ = content.partition("\n")
+    if not head.startswith(NOTE_PREFIX):
         return None
-    pre = found.group(3)
-    return BoundaryNote(
-        line=int(found.group(1)),
-        trigger=found.group(2),
-        pre_tokens=None if pre == "unknown" else int(pre),
-    )
+    try:
+        fields = json.loads(head[len(NOTE_PREFIX) :])
+    except ValueError:
+        return None
+    if not isinstance(fields, dict) or fields.keys() != _NOTE_KEYS:
+        return None
+    line, pre, trigger = fields["line"], fields["preTokens"], fields["trigger"]
+    if type(line) is not int or not (pre is None or type(pre) is int) or type(trigger) is not str:
+        return None
+    if content != boundary_note(line, trigger, pre):
+        return None
+    return BoundaryNote(line=line, trigger=trigger, pre_tokens=pre)
 
 
 @attrs.frozen(kw_only=True)
@@ -137,6 +144,7 @@ class _Open:
     before: SessionState
     refused: tuple[str, ...]
     note: BoundaryNote | None = None
+    looked: bool = False  # the turn after the compaction was read for its note
     marker_id: str | None = None
     marker_status: str = "none"
     marker_rules: list[str] = attrs.field(factory=list)
@@ -169,8 +177,9 @@ def _reviews(events: Iterable[Event]) -> Iterator[CompactionReview]:
 
 def _follow(reviews: list[_Open], event: Event) -> None:
     last = reviews[-1]
-    if isinstance(event, TurnAppended) and last.note is None:
-        last.note = read_boundary_note(event.content)
+    if isinstance(event, TurnAppended) and not last.looked:  # the note is the next turn
+        last.looked = True
+        last.note = read_boundary_note(event.content) if event.role == "system" else None
     by_node = {r.proposal.node_id: r for r in reviews}
     if isinstance(event, MarkerEmitted | MarkerRefused) and event.node_id in by_node:
         r = by_node[event.node_id]

@@ -77,6 +77,7 @@ except ImportError as exc:  # pragma: no cover - only without the extra
 __all__ = [
     "DEFAULT_CONFIG",
     "Summarizer",
+    "SummarizerError",
     "Summary",
     "SummaryRequest",
     "TierlogSession",
@@ -172,6 +173,10 @@ class SummaryRequest:
         )
 
 
+class SummarizerError(JournalError):
+    """The summarizer raised; nothing was written. Its exception is the ``__cause__``."""
+
+
 Summarizer: TypeAlias = Callable[[SummaryRequest], Summary | Awaitable[Summary]]
 
 
@@ -258,6 +263,7 @@ class TierlogSession:
         if isinstance(db, Journal):
             self._journal = db
             self._session = self._do(lambda: _open_session(db, session_id, config))
+            self._on_unsafe = self._do(lambda: _on_unsafe(self._session))
             return
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tierlog")
 
@@ -275,6 +281,7 @@ class TierlogSession:
         except BaseException:
             self._executor.shutdown(wait=True)
             raise
+        self._on_unsafe = self._do(lambda: _on_unsafe(self._session))
 
     def __repr__(self) -> str:
         return f"TierlogSession({self.session_id!r}, {self._journal.recorder.location!r})"
@@ -301,15 +308,21 @@ class TierlogSession:
         """Append each item as a turn holding its exact JSON, in one transaction.
 
         The items a model produced count the output tokens its usage reports when the
-        runner passes it; the others one token per four bytes of JSON.
+        runner passes it (at most the session's ``window_tokens``; a count that is not
+        an integer >= 0 is ignored, with a warning); the others, and the model's items
+        without a usable count, one token per four bytes of JSON.
         """
         self._check_open()
         if not items:
             return
         texts = [_encode(i, item) for i, item in enumerate(items)]
-        tokens = self._tokens(cast(list[Item], items), texts, wrapper)
         data = cast(list[Item], items)
-        await self._ado(lambda: self._retry(lambda s: self._plan_items(s, data, texts, tokens)))
+        reported = self._reported(data, wrapper)
+
+        def plan(state: SessionState) -> list[Event]:
+            return self._plan_items(state, data, texts, self._tokens(state, data, texts, reported))
+
+        await self._ado(lambda: self._retry(plan))
 
     async def pop_item(
         self, *, wrapper: RunContextWrapper[Any] | None = None
@@ -334,14 +347,31 @@ class TierlogSession:
         wrapper: RunContextWrapper[Any] | None = None,
     ) -> None:
         """The runner's hook after each turn: compact once occupancy reaches the trigger
-        (or when ``args["force"]``). A refused summary changes nothing the runner sees;
-        with ``on_unsafe="halt"`` the UnrecoverableCompactionError ends the run."""
+        (or when ``args["force"]``).
+
+        With ``on_unsafe="spill"`` compaction never ends the run: a refused summary is
+        recorded and spilled, and a summarizer that fails (``SummarizerError``) or
+        claims what the session does not hold (``InvalidEvent``, nothing written) is
+        logged as a ``compaction_failed`` warning on the ``tierlog`` logger; the runner
+        sees its items unchanged either way. With ``on_unsafe="halt"`` the refusal
+        (UnrecoverableCompactionError), the SummarizerError or the InvalidEvent ends
+        the run."""
+        self._check_open()
         try:
             await self.compact(force=bool((args or {}).get("force", False)))
         except UnrecoverableCompactionError as refused:
             if refused.action == "halted":
                 raise
             self._log.info("refused summary spilled; the runner's items are unchanged")
+        except Exception as failed:
+            if self._on_unsafe == "halt":
+                raise
+            self._log.warning(
+                "compaction_failed",
+                error=type(failed).__name__,
+                detail=str(failed)[:500],
+                on_unsafe=self._on_unsafe,
+            )
 
     # -- compaction ----------------------------------------------------------------------
     async def compact(self, *, force: bool = False) -> Node | None:
@@ -350,7 +380,11 @@ class TierlogSession:
         Returns the committed node, or ``None`` when there is nothing to do (no
         summarizer, below the trigger, nothing before the tail, or another writer
         moved the session while the summarizer ran). Raises
-        UnrecoverableCompactionError when the summary is refused (recorded either way).
+        UnrecoverableCompactionError when the summary is refused (recorded either way),
+        SummarizerError when the summarizer raises (its error is the ``__cause__``),
+        InvalidEvent when it returns no Summary or one whose claims name a call, a
+        pending constraint or a negative fact the session does not hold, or a call as
+        both resolved and unresolved (nothing written for either).
         """
         self._check_open()
         summarizer = self.summarizer
@@ -359,8 +393,13 @@ class TierlogSession:
         plan = await self._ado(lambda: self._plan_compaction(force))
         if plan is None:
             return None
-        answer = summarizer(plan.request)
-        summary = await answer if inspect.isawaitable(answer) else answer
+        try:
+            answer = summarizer(plan.request)
+            summary = await answer if inspect.isawaitable(answer) else answer
+        except Exception as exc:
+            raise SummarizerError(
+                f"the summarizer failed: {type(exc).__name__}: {exc}"[:500]
+            ) from exc
         if not isinstance(summary, Summary):
             raise InvalidEvent(f"the summarizer returned {type(summary).__name__}, not a Summary")
         return await self._ado(lambda: self._commit_compaction(plan, summary))
@@ -389,13 +428,22 @@ class TierlogSession:
         return self._do(lambda: fn(self._session))
 
     def close(self) -> None:
-        """Close the journal if this session opened it (idempotent)."""
+        """Close the journal if this session opened it (idempotent).
+
+        Called on the journal's own thread (from a ``run(fn)`` callback), it closes
+        the journal right there and lets the thread end once the callback returns.
+        """
         if self._closed:
             return
         self._closed = True
-        if self._executor is not None:
-            self._executor.submit(self._journal.close).result()
-            self._executor.shutdown(wait=True)
+        if self._executor is None:
+            return
+        if threading.get_ident() == self._owner:  # waiting on our own thread would hang
+            self._journal.close()
+            self._executor.shutdown(wait=False)
+            return
+        self._executor.submit(self._journal.close).result()
+        self._executor.shutdown(wait=True)
 
     def __enter__(self) -> TierlogSession:
         return self
@@ -444,21 +492,44 @@ class TierlogSession:
                     raise
 
     # -- items <-> turns -------------------------------------------------------------------
-    def _tokens(self, items: list[Item], texts: list[str], wrapper: object) -> list[int]:
-        """Per item: its share of the new responses' output tokens, else an estimate."""
-        tokens = [_estimate(text) for text in texts]
-        produced = [i for i, item in enumerate(items) if _is_model_output(item)]
+    def _reported(self, items: list[Item], wrapper: object) -> int | None:
+        """The output tokens the runner's usage reports for responses not yet counted,
+        or ``None`` (no model item, no usage, or a count that is not an integer >= 0)."""
+        if not any(_is_model_output(item) for item in items):
+            return None
         entries = getattr(getattr(wrapper, "usage", None), "request_usage_entries", None)
-        if not produced or not isinstance(entries, list):
-            return tokens
+        if not isinstance(entries, list):
+            return None
         seen = self._usage_seen if entries is self._usage_entries else 0
         fresh = entries[seen:]
         self._usage_entries, self._usage_seen = entries, len(entries)
-        reported = sum(int(getattr(e, "output_tokens", 0) or 0) for e in fresh)
-        if reported > 0:
-            shares = _split(reported, [tokens[i] for i in produced])
-            for i, share in zip(produced, shares, strict=True):
-                tokens[i] = share
+        counts = [getattr(e, "output_tokens", None) for e in fresh]
+        junk = [c for c in counts if c is not None and not _is_count(c)]
+        if junk:
+            self._log.warning(
+                "usage_ignored", output_tokens=repr(junk[0])[:80], reason="not an integer >= 0"
+            )
+            return None
+        return sum(cast(int, c) for c in counts if c is not None)
+
+    def _tokens(
+        self, state: SessionState, items: list[Item], texts: list[str], reported: int | None
+    ) -> list[int]:
+        """Per item: its share of the new responses' output tokens, else an estimate.
+
+        A reported count above the session's ``window_tokens`` is clamped to it: one
+        response cannot put more in the context than the context holds."""
+        tokens = [_estimate(text) for text in texts]
+        if not reported:
+            return tokens
+        window = state.config.window_tokens if state.config is not None else reported
+        if reported > window:
+            self._log.warning("usage_clamped", output_tokens=reported, window_tokens=window)
+            reported = window
+        produced = [i for i, item in enumerate(items) if _is_model_output(item)]
+        shares = _split(reported, [tokens[i] for i in produced])
+        for i, share in zip(produced, shares, strict=True):
+            tokens[i] = share
         return tokens
 
     def _plan_items(
@@ -636,6 +707,7 @@ class TierlogSession:
         return [_decode(role, text) for index, role, text in texts if not in_spans(cut, index)]
 
     def _commit_compaction(self, plan: _Plan, summary: Summary) -> Node | None:
+        _check_claims(self._session.state, summary)
         item = {"role": SUMMARY_ROLE, "content": summary.text}
         estimate = _estimate(json.dumps(item, ensure_ascii=False))
         tokens = summary.tokens if summary.tokens is not None else estimate
@@ -669,6 +741,38 @@ def _open_session(journal: Journal, session_id: str, config: SessionConfig | Non
         return journal.start_session(session_id, config or DEFAULT_CONFIG)
     except InvalidEvent:  # another process started it in between
         return journal.session(session_id)
+
+
+def _check_claims(state: SessionState, summary: Summary) -> None:
+    """InvalidEvent unless every claim of ``summary`` is about something the session
+    has: a call it saw (never both resolved and unresolved), a pending constraint, a
+    negative fact with the disposition it was recorded with."""
+    problems: list[str] = []
+    unknown = [
+        c for c in (*summary.resolved_ids, *summary.unresolved_ids) if c not in state.call_ids
+    ]
+    if unknown:
+        problems.append(f"unknown call(s) {', '.join(map(repr, unknown))}")
+    both = sorted(set(summary.resolved_ids) & set(summary.unresolved_ids))
+    if both:
+        problems.append(f"call(s) {', '.join(map(repr, both))} both resolved and unresolved")
+    loose = [k for k in summary.constraints if k not in state.constraints]
+    if loose:
+        problems.append(f"no pending constraint(s) {', '.join(map(repr, loose))}")
+    for key, disposition in summary.dispositions.items():
+        fact = state.dispositions.get(key)
+        if fact is None:
+            problems.append(f"no negative fact {key!r}")
+        elif fact.disposition != disposition:
+            problems.append(f"negative fact {key!r} is {fact.disposition!r}, not {disposition!r}")
+    if problems:
+        raise InvalidEvent("the summary claims " + "; ".join(problems))
+
+
+def _on_unsafe(session: Session) -> str:
+    """The session's ``on_unsafe`` ("spill" or "halt"); it never changes."""
+    config = session.state.config
+    return config.on_unsafe if config is not None else DEFAULT_CONFIG.on_unsafe
 
 
 def _summary_item(node: Node) -> Item:
@@ -719,6 +823,11 @@ def _outcome(item: Item) -> str:
 def _estimate(text: str) -> int:
     """About one token per four bytes of UTF-8, at least one."""
     return max(1, (len(text.encode("utf-8", "surrogatepass")) + 3) // 4)
+
+
+def _is_count(value: object) -> bool:
+    """Whether ``value`` is a token count: an integer >= 0 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _is_model_output(item: Item) -> bool:

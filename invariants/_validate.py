@@ -105,6 +105,9 @@ def _proposal(state: SessionState, e: Compacted) -> None:
     unknown = [c for c in (*e.resolved_ids, *e.unresolved_ids) if c not in state.call_ids]
     if unknown:
         raise InvalidEvent(f"unknown call(s) {', '.join(map(repr, unknown))}")
+    both = sorted(set(e.resolved_ids) & set(e.unresolved_ids))
+    if both:
+        raise InvalidEvent(f"call(s) {', '.join(map(repr, both))} both resolved and unresolved")
     for old in e.replaces:
         node = state.nodes.get(old)
         if node is None:

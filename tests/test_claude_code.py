@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -135,10 +136,55 @@ class TestQueued:
             (603, "new beads for the epic were added. tackle them"),
         ]
 
-    def test_queued_text_that_arrives_later_is_not_doubled(self) -> None:
-        """A queued /mcp that the user then ran as a command is that command's entry."""
+    def test_queued_text_is_a_turn_where_it_was_taken_off_the_queue(self) -> None:
+        """The real queued /mcp went along with a tool result (the reply reacts to it)."""
         t = cc.read(transcripts.TOOL_HEAVY)
+        (queued,) = [i for i in t.items if isinstance(i, cc.Queued)]
+        at = t.items.index(queued)
+        assert (queued.line, queued.text) == (9, "/mcp")
+        after = t.items[at + 1]
+        assert isinstance(after, cc.Message)
+        assert after.line == 11  # the result it went with
+
+    def test_queued_text_delivered_as_the_next_entry_is_not_doubled(self) -> None:
+        """Taken off the queue and sent as the next user entry: that entry is the turn."""
+        s = Script()
+        s.user("go")
+        s.assistant(s.text("working"))
+        s.queue("and run the tests")
+        s.user("and run the tests")
+        t = cc.parse(s.dump().encode())
         assert [i for i in t.items if isinstance(i, cc.Queued)] == []
+        assert t.warnings == ()
+
+    def test_text_still_queued_or_undecided_at_the_end_is_no_turn(self) -> None:
+        """Never taken off the queue, or taken off as the file ends: no turn, a warning."""
+        s = Script()
+        s.user("go")
+        s.queue("first", taken=False)
+        s.queue("second")
+        t = cc.parse(s.dump().encode())
+        assert [i for i in t.items if isinstance(i, cc.Queued)] == []
+        assert t.warnings == (
+            "line 3: queued text taken off the queue as the file ends: not known yet whether"
+            " it arrives as an entry, so not a turn",
+            "line 2: queued text never taken off the queue is not a turn",
+        )
+
+    def test_a_notification_delivered_later_is_not_taken_for_typed_text(self) -> None:
+        """A remove pairs with the latest text still queued and not yet delivered."""
+        s = Script()
+        s.user("go")
+        s.queue("<task-notification>done</task-notification>", taken=False)
+        s.assistant(s.text("working"))
+        s.queue("check again")
+        s.assistant(s.text("checking"))
+        s.user("<task-notification>done</task-notification>")
+        t = cc.parse(s.dump().encode())
+        assert [(i.line, i.text) for i in t.items if isinstance(i, cc.Queued)] == [
+            (4, "check again")
+        ]
+        assert t.warnings == ()
 
 
 class TestBoundary:
@@ -257,3 +303,202 @@ class TestShortKeys:
     def test_short_key(self, tool: str, args: dict[str, object], key: str) -> None:
         """The short key a person would name a call by."""
         assert cc.short_key(tool, args, "/home/u/proj") == key
+
+
+def _deepest_loadable() -> int:
+    """The deepest list json.loads reads at this stack depth (less a margin)."""
+    depth = 2_000
+    while depth > 200:
+        try:
+            json.loads("[" * depth + "]" * depth)
+            return depth - 20
+        except RecursionError:
+            depth -= 50
+    return depth
+
+
+def _deep_result(depth: int) -> bytes:
+    """A transcript whose tool_result (line 3) is a list nested ``depth`` deep."""
+    s = Script()
+    s.user("go")
+    s.assistant(s.tool_use("t1", "Bash", command="ls"))
+    s.result("t1", "placeholder")
+    s.user("ok")
+    nested = "[" * depth + "]" * depth
+    return s.dump().replace('"placeholder"', '{"x": ' + nested + "}").encode()
+
+
+class TestHostileLines:
+    def test_a_number_too_long_to_convert_names_its_line(self) -> None:
+        """Past Python's int-conversion limit: InvalidEvent naming the line, no ValueError."""
+        s = Script()
+        s.user("go")
+        s.assistant(s.text("ok"), output=13)
+        s.user("more")
+        data = s.dump().replace('"output_tokens": 13', '"output_tokens": ' + "9" * 5000)
+        with pytest.raises(InvalidEvent, match=r"^line 2: a number with more than 4,300 digits"):
+            cc.parse(data.encode())
+
+    @pytest.mark.parametrize("depth", [101, None])
+    def test_deep_nesting_json_accepts_names_its_line(self, depth: int | None) -> None:
+        """Nesting json.loads reads (up to the deepest it reads here) but that re-encoding
+        need not survive: refused, naming the line."""
+        depth = depth or _deepest_loadable()
+        with pytest.raises(InvalidEvent, match=r"^line 3: JSON nested deeper than 100 levels"):
+            cc.parse(_deep_result(depth))
+
+    def test_deep_tool_input_with_a_lone_surrogate_names_its_line(self) -> None:
+        """The lone-surrogate check never re-encodes what is nested too deeply."""
+        s = Script()
+        s.user("go")
+        s.assistant(s.tool_use("t1", "Bash", command="ls"))
+        s.user("ok")
+        depth = _deepest_loadable() - 5
+        nested = "[" * depth + '"\\ud800"' + "]" * depth
+        data = s.dump().replace('{"command": "ls"}', '{"command": ' + nested + "}")
+        with pytest.raises(InvalidEvent, match=r"^line 2: JSON nested deeper"):
+            cc.parse(data.encode())
+
+    def test_nesting_at_the_limit_is_read(self) -> None:
+        """100 levels (the entry and message count) are fine."""
+        t = cc.parse(_deep_result(95))
+        assert len(t.items) == 4
+
+
+class TestFiles:
+    def test_a_fifo_is_refused_without_waiting(self, tmp_path: Path) -> None:
+        """A FIFO nobody writes to is refused at once, not read forever."""
+        fifo = tmp_path / "f.jsonl"
+        os.mkfifo(fifo)
+        with pytest.raises(InvalidEvent, match=r"^a FIFO, not a regular file: not read"):
+            cc.read(fifo)
+
+    @pytest.mark.parametrize(("path", "kind"), [("/dev/zero", "a character device")])
+    def test_a_device_is_refused(self, path: str, kind: str) -> None:
+        """/dev/zero would grow memory without end: refused before a byte is read."""
+        with pytest.raises(InvalidEvent, match=f"^{kind}, not a regular file"):
+            cc.read(path)
+
+    def test_a_directory_is_refused(self, tmp_path: Path) -> None:
+        """A folder is no transcript."""
+        with pytest.raises(InvalidEvent, match=r"^a directory, not a regular file"):
+            cc.read(tmp_path)
+
+    def test_a_file_past_the_cap_is_refused_naming_the_line(self, tmp_path: Path) -> None:
+        """The size cap holds mid-line: a line with no end is not read whole."""
+        path = tmp_path / "big.jsonl"
+        path.write_bytes(transcripts.SHORT.read_bytes() + b"x" * 10_000)
+        size = transcripts.SHORT.stat().st_size
+        with pytest.raises(InvalidEvent, match=f"line 16: the file is larger than {size + 1:,}"):
+            cc.read(path, max_bytes=size + 1)
+        assert cc.read(transcripts.SHORT, max_bytes=size).items  # exactly the cap: read
+
+
+def _twice(s: Script) -> bytes:
+    return (s.dump() * 2).encode()
+
+
+class TestRepeatedEntries:
+    def test_a_transcript_written_twice_reads_as_once(self) -> None:
+        """Entries repeating a uuid (and uuid-less lines repeated whole) count once."""
+        s = Script()
+        s.user("fix it")
+        s.assistant(s.tool_use("t1", "Bash", command="git push"), prompt=2_000)
+        s.result("t1", "Exit code 1", error=True)
+        s.boundary(2_100, "Summary: git push failed with exit code 1.")
+        s.queue("go on", taken=False)
+        s.user("go on")
+        s.assistant(s.text("ok"), prompt=3_000)
+        once = cc.parse(s.dump().encode())
+        twice = cc.parse(_twice(s))
+        assert twice.items == once.items
+        assert twice.warnings == (
+            "line 9: an entry repeating uuid 'u0' of line 1 skipped (and 7 more repeated entries)",
+        )
+
+    def test_a_boundary_off_the_main_chain_is_no_compaction(self) -> None:
+        """A boundary on an abandoned branch is skipped with a warning."""
+        s = Script()
+        s.user("a")
+        fork = s.parent
+        s.assistant(s.text("b"))
+        s.boundary(100, "summary of a branch the user left")
+        s.parent = fork
+        s.user("edited")
+        s.assistant(s.text("c"))
+        t = cc.parse(s.dump().encode())
+        assert not [i for i in t.items if isinstance(i, cc.Boundary)]
+        assert "line 3: a compact boundary off the main chain skipped" in t.warnings
+
+
+class TestBoundaryWithoutSummary:
+    def test_a_file_ending_at_a_boundary_compacts_nothing_yet(self) -> None:
+        """The summary is not written yet: no compaction, a warning saying it is pending."""
+        s = Script()
+        s.user("Fix the build. Never push to main.")
+        s.assistant(s.text("ok"), prompt=2_000)
+        s.boundary(2_100, None)
+        t = cc.parse(s.dump().encode())
+        assert [type(i) for i in t.items] == [cc.Message, cc.Message]
+        assert t.warnings == (
+            "line 3: compact boundary whose summary is not in the file yet (a session still"
+            " being written?): not compacted",
+        )
+
+    def test_a_chain_going_on_without_the_summary_skips_the_boundary(self) -> None:
+        """A boundary followed by an ordinary message is no compaction."""
+        s = Script()
+        s.user("go")
+        s.boundary(100, None)
+        s.user("more")
+        t = cc.parse(s.dump().encode())
+        assert not [i for i in t.items if isinstance(i, cc.Boundary)]
+        assert t.warnings == ("line 2: compact boundary without a summary skipped",)
+
+
+def _result(block: cc.Block) -> bool:
+    return isinstance(block, cc.ToolResult)
+
+
+class TestMalformedValues:
+    @pytest.mark.parametrize("value", ["true", "false", 1, None, True])
+    def test_is_error_must_be_a_boolean(self, value: object) -> None:
+        """A non-boolean is_error counts as an error, with a warning naming the line."""
+        s = Script()
+        s.user("go")
+        s.assistant(s.tool_use("t1", "Bash", command="rm -rf build"))
+        s.result("t1", "Permission denied")["message"]["content"][0]["is_error"] = value
+        t = cc.parse(s.dump().encode())
+        (result,) = [
+            b for i in t.items if isinstance(i, cc.Message) for b in i.blocks if _result(b)
+        ]
+        assert isinstance(result, cc.ToolResult)
+        assert result.is_error is (value is not None)
+        malformed = not isinstance(value, bool | None)
+        assert t.warnings == (
+            (
+                f"line 3: tool_result for t1 has is_error {value!r}, not true or false:"
+                " counted as an error",
+            )
+            if malformed
+            else ()
+        )
+
+    def test_a_negative_token_count_is_ignored_with_a_warning(self) -> None:
+        """Usage with a count that is not one is dropped, and the line named."""
+        s = Script()
+        s.user("go")
+        s.assistant(s.text("ok"), output=-5)
+        t = cc.parse(s.dump().encode())
+        assert [i.usage for i in t.items if isinstance(i, cc.Message)] == [None, None]
+        assert t.warnings == ("line 2: usage output_tokens -5 is not a token count: usage ignored",)
+
+    def test_a_tool_use_without_an_id_is_no_call(self) -> None:
+        """An empty id cannot be resolved: the block is kept as text, with a warning."""
+        s = Script()
+        s.user("go")
+        s.assistant(s.tool_use("", "Bash", command="ls"))
+        t = cc.parse(s.dump().encode())
+        (block,) = t.items[1].blocks  # type: ignore[union-attr]
+        assert block == cc.Text(text='Bash {"command": "ls"}', kind="tool_use without an id")
+        assert t.warnings == ("line 2: a Bash tool_use without an id is no call",)

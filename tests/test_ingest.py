@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -14,6 +15,8 @@ import eventstore
 import reducers
 from eventstore import _claude_code as cc
 from eventstore import _ingest
+from eventstore._audit import verify
+from eventstore._review import preamble
 from eventstore.cli import main
 from tests import transcripts
 from tests.helpers import rows
@@ -109,12 +112,13 @@ class TestRealSession:
         assert abs(before.occupancy - 167_094) / 167_094 < 0.05
         assert abs(before.occupancy - 167_094) < 100  # measured: 167,104
 
-    def test_occupancy_is_each_api_calls_prompt(
+    def test_occupancy_is_each_api_calls_prompt_and_output(
         self, real: tuple[Path, dict[str, eventstore.IngestResult]], long_file: Path
     ) -> None:
-        """When each of the 152 API calls is sent, the journal holds exactly its prompt tokens."""
-        prompts = [
-            i.usage.prompt
+        """After each of the 152 API calls' turns, the journal holds exactly its prompt and
+        output tokens."""
+        calls = [
+            i.usage.prompt + i.usage.output
             for i in cc.read(long_file).items
             if isinstance(i, cc.Message) and i.role == "assistant" and i.usage
         ]
@@ -122,11 +126,11 @@ class TestRealSession:
         with eventstore.open(real[0], readonly=True) as journal:
             state = reducers.SessionState()
             for event in journal.session(LONG_ID).events():
+                state = reducers.apply(state, event)
                 if isinstance(event, reducers.TurnAppended) and event.role == "assistant":
                     seen.append(state.occupancy)
-                state = reducers.apply(state, event)
-        assert len(prompts) == 152
-        assert seen == prompts
+        assert len(calls) == 152
+        assert seen == calls
 
     def test_the_compaction_is_judged_and_its_marker_refused(
         self, real: tuple[Path, dict[str, eventstore.IngestResult]], long_file: Path
@@ -188,19 +192,21 @@ class TestRealSession:
 
 
 class TestTokens:
-    def test_turns_between_calls_share_the_prompts_growth(self, tmp_path: Path) -> None:
-        """Notes take the unrecorded prompt; results share the growth by size; replies output."""
+    def test_a_call_holds_what_its_prompt_and_output_add(self, tmp_path: Path) -> None:
+        """Other turns are estimated; a call's turn takes its prompt and output beyond them."""
         s = Script()
         s.user("a" * 400)  # estimate 100
         s.assistant(s.tool_use("t1", "Read", file_path="/a"), prompt=1_000, output=50)
-        s.result("t1", "b" * 300)  # 75
+        s.result("t1", "b" * 300)  # renders as "[tool_result t1] " + 300 chars: 79
         s.user("c" * 100)  # 25
         s.assistant(s.text("done"), prompt=1_450, output=7)
-        s.user("d" * 80)  # after the last call: its estimate
+        s.user("d" * 80)  # 20
         journal, _ = _run(tmp_path, s)
         turns = journal.session("s-1").turns()
-        # the result renders as "[tool_result t1] " + 300 chars: 79 of the 104 estimated
-        assert [t.tokens for t in turns] == [900, 100, 50, 304, 96, 7, 20]
+        note = len(preamble("s-1")) // 4
+        first = 1_000 + 50 - (note + 100)  # the system prompt and tools, and the reply
+        second = 1_450 + 7 - (1_000 + 50 + 79 + 25)
+        assert [t.tokens for t in turns] == [note, 100, first, 79, 25, second, 20]
         journal.close()
 
     def test_estimates_where_no_usage_exists(self, tmp_path: Path) -> None:
@@ -529,3 +535,250 @@ def _has(container: object, key: object) -> bool:
     if isinstance(container, dict):
         return key in container
     return isinstance(container, list) and isinstance(key, int) and key < len(container)
+
+
+def _payloads(db: Path, sid: str = "s-1") -> list[tuple[str, str]]:
+    with eventstore.open(db, readonly=True) as journal:
+        return list(journal.recorder.read_payloads(sid))
+
+
+def _fresh(tmp_path: Path, transcript: Path, name: str = "fresh.db") -> list[tuple[str, str]]:
+    with eventstore.open(tmp_path / name, synchronous="normal") as journal:
+        sid = eventstore.ingest(journal, transcript).session_id
+    return _payloads(tmp_path / name, sid)
+
+
+def _growing() -> Script:
+    """A session with every kind of step, one entry per API message (no split message)."""
+    s = Script()
+    s.user("Fix the parser. Never modify files under /etc.")
+    s.assistant(s.tool_use("t1", "Bash", command="git push"), prompt=2_000, output=20)
+    s.result("t1", "Exit code 128\nfatal: no upstream", error=True)
+    s.queue("and keep the tests green")
+    s.assistant(s.tool_use("t2", "Read", file_path="/home/u/proj/lib/parser.ex"), prompt=2_100)
+    s.user("[Request interrupted by user for tool use]")
+    s.user("go on")
+    s.assistant(s.text("Reading it again."), prompt=2_300)
+    s.boundary(
+        2_330,
+        'User: "Never modify files under /etc."\n- git push failed (no upstream)\n'
+        "- the user interrupted reading lib/parser.ex",
+    )
+    s.assistant(s.text("Continuing."), prompt=900, output=5)
+    s.user("thanks")
+    return s
+
+
+class TestGrowingTranscript:
+    def test_every_cut_grows_into_what_the_whole_file_gives(self, tmp_path: Path) -> None:
+        """Ingested at any line while being written, then whole: the new part is appended,
+        verify passes, and the events equal a fresh ingest of the whole file."""
+        s = _growing()
+        whole = s.write(tmp_path / "whole.jsonl")
+        fresh = _fresh(tmp_path, whole)
+        for cut in range(1, len(s.lines)):
+            part = tmp_path / f"part{cut}.jsonl"
+            part.write_text("".join(json.dumps(e) + "\n" for e in s.lines[:cut]))
+            with eventstore.open(tmp_path / f"g{cut}.db", synchronous="normal") as journal:
+                first = eventstore.ingest(journal, part)
+                grown = eventstore.ingest(journal, whole)
+                assert verify(journal) == [], cut
+            assert _payloads(tmp_path / f"g{cut}.db") == fresh, cut
+            assert grown.appended_after == (None if first.events == len(fresh) else first.events)
+            assert grown.unchanged is (first.events == len(fresh))
+
+    def test_a_file_cut_mid_line_then_finished_appends(self, tmp_path: Path) -> None:
+        """The hostile tester's case: 12 lines and part of the 13th, then the whole file."""
+        lines = transcripts.SHORT.read_bytes().splitlines(keepends=True)
+        part = tmp_path / "growing.jsonl"
+        part.write_bytes(b"".join(lines[:12]) + lines[12][:100])
+        db = tmp_path / "g.db"
+        with eventstore.open(db) as journal:
+            first = eventstore.ingest(journal, part)
+            grown = eventstore.ingest(journal, transcripts.SHORT)
+        assert grown.appended_after == first.events < grown.events
+        assert _payloads(db, grown.session_id) == _fresh(tmp_path, transcripts.SHORT)
+
+    def test_a_boundary_ingested_before_its_summary_is_compacted_later(
+        self, tmp_path: Path
+    ) -> None:
+        """The file ended at the boundary: no compaction then, the real one once it grows."""
+        s = _growing()
+        at = next(i for i, e in enumerate(s.lines) if e.get("subtype") == "compact_boundary")
+        part = tmp_path / "part.jsonl"
+        part.write_text("".join(json.dumps(e) + "\n" for e in s.lines[: at + 1]))
+        whole = s.write(tmp_path / "whole.jsonl")
+        with eventstore.open(tmp_path / "g.db") as journal:
+            first = eventstore.ingest(journal, part)
+            grown = eventstore.ingest(journal, whole)
+        assert first.compactions == ()
+        assert "not compacted" in first.warnings[-1]
+        (review,) = grown.compactions
+        assert (review.marker_status, review.not_evidenced) == ("emitted", ())
+        assert _payloads(tmp_path / "g.db") == _fresh(tmp_path, whole)
+
+    def test_a_cut_inside_one_api_message_is_refused(self, tmp_path: Path) -> None:
+        """Read while Claude Code wrote one response's parts: that turn reads differently
+        once complete, so the grown file is refused and nothing is written."""
+        s = Script()
+        s.user("go")
+        s.assistant(s.text("Let me look."), s.tool_use("t1", "Read", file_path="/a"))
+        whole = s.write(tmp_path / "whole.jsonl")
+        part = tmp_path / "part.jsonl"
+        part.write_text("".join(json.dumps(e) + "\n" for e in s.lines[:2]))
+        with eventstore.open(tmp_path / "g.db") as journal:
+            eventstore.ingest(journal, part)
+            before = rows(tmp_path / "g.db")
+            stuck = r"other content \(from version 4 on\)"
+            with pytest.raises(eventstore.InvalidEvent, match=stuck):
+                eventstore.ingest(journal, whole)
+        assert rows(tmp_path / "g.db") == before
+
+    def test_a_shorter_file_than_the_session_is_refused(self, tmp_path: Path) -> None:
+        """An older copy of a transcript already ingested whole is not ingested."""
+        s = _growing()
+        whole = s.write(tmp_path / "whole.jsonl")
+        part = tmp_path / "part.jsonl"
+        part.write_text("".join(json.dumps(e) + "\n" for e in s.lines[:3]))
+        with eventstore.open(tmp_path / "g.db") as journal:
+            eventstore.ingest(journal, whole)
+            with pytest.raises(eventstore.InvalidEvent, match="already holds more than"):
+                eventstore.ingest(journal, part)
+
+    def test_the_command_line_says_what_it_appended(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """ingest reports a grown session with the events it appended."""
+        s = _growing()
+        part = tmp_path / "part.jsonl"
+        part.write_text("".join(json.dumps(e) + "\n" for e in s.lines[:5]))
+        db = str(tmp_path / "g.db")
+        assert main(["ingest", db, str(part)]) == 0
+        first = capsys.readouterr().out.split(", ")[1]
+        assert main(["ingest", db, str(s.write(tmp_path / "whole.jsonl")), "--json"]) == 0
+        (result,) = json.loads(capsys.readouterr().out)
+        assert result["appended_after"] == int(first.split()[0])
+        assert main(["ingest", db, str(tmp_path / "whole.jsonl")]) == 0
+        assert "unchanged (already ingested)" in capsys.readouterr().out
+
+
+class TestConcurrentIngest:
+    def test_losing_the_race_to_write_reports_unchanged(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Another process wrote the session after this one looked: unchanged, not an error."""
+        path = _growing().write(tmp_path / "t.jsonl")
+        loaded = _ingest.load(path)
+        with (
+            eventstore.open(tmp_path / "t.db") as mine,
+            eventstore.open(tmp_path / "t.db") as other,
+        ):
+            looks = iter([False])  # it looked before the other wrote, then no more
+            monkeypatch.setattr(mine, "has_session", lambda sid: next(looks, True))
+            eventstore.ingest(other, path)
+            result = _ingest.ingest_loaded(mine, loaded)
+        assert (result.unchanged, result.appended_after) == (True, None)
+
+
+class TestRepeatsAndGaps:
+    def test_a_transcript_written_twice_ingests_as_once(self, tmp_path: Path) -> None:
+        """cat s.jsonl s.jsonl: the same events as once, and no second, empty compaction."""
+        s = _growing()
+        once = s.write(tmp_path / "once.jsonl")
+        twice = tmp_path / "twice.jsonl"
+        twice.write_text(s.dump() * 2)
+        with eventstore.open(tmp_path / "two.db") as journal:
+            r = eventstore.ingest(journal, twice)
+        assert _payloads(tmp_path / "two.db") == _fresh(tmp_path, once)
+        (review,) = r.compactions
+        assert review.marker_status == "emitted"
+
+    def test_a_tool_use_without_an_id_is_a_warning_naming_its_line(self, tmp_path: Path) -> None:
+        """The file ingests; the block is kept as text; its result is ignored, both named."""
+        s = Script()
+        s.user("go")
+        s.assistant(s.tool_use("", "Bash", command="ls"))
+        s.result("", "file.txt")
+        journal, r = _run(tmp_path, s)
+        assert r.calls == 0
+        assert r.warnings == (
+            "line 2: a Bash tool_use without an id is no call",
+            "line 3: tool_result for , which is not an open call: ignored",
+        )
+        journal.close()
+
+    def test_a_string_is_error_is_a_failure_with_a_warning(self, tmp_path: Path) -> None:
+        """ "is_error": "true" is not success: a failed fact, and the line named."""
+        s = Script()
+        s.user("go")
+        s.assistant(s.tool_use("t1", "Bash", command="rm -rf build"))
+        s.result("t1", "Permission denied")["message"]["content"][0]["is_error"] = "true"
+        journal, r = _run(tmp_path, s)
+        assert (r.failed, list(journal.session("s-1").state.dispositions)) == (1, ["Bash: rm"])
+        assert r.warnings[0].startswith("line 3: tool_result for t1 has is_error 'true'")
+        journal.close()
+
+
+class TestRuleKeys:
+    def test_rules_sharing_a_long_start_keep_apart(self, tmp_path: Path) -> None:
+        """Two rules with the same first 60 characters are two constraints; the summary
+        quoting one evidences that one only."""
+        a = "You must always run the whole test suite before you commit the parser changes."
+        b = "You must always run the whole test suite before you commit the lexer changes."
+        s = Script()
+        s.user(f"{a} {b}")
+        s.assistant(s.text("ok"), prompt=900)
+        s.boundary(905, f"Rules: {a}")
+        s.user("go")
+        journal, r = _run(tmp_path, s)
+        keys = sorted(journal.session("s-1").state.constraints)
+        assert len(keys) == 2
+        assert keys[0][:71] == keys[1][:71] == "heuristic: " + a[:60]
+        (review,) = r.compactions
+        assert [(o.detail, o.evidenced) for o in review.obligations] == [(a, True), (b, False)]
+        journal.close()
+
+
+class TestHostileFiles:
+    @pytest.mark.parametrize(
+        ("make", "error"),
+        [
+            ("bigint", "line 2: a number with more than 4,300 digits"),
+            ("deep", "line 3: JSON nested deeper than 100 levels"),
+            ("fifo", "a FIFO, not a regular file: not read"),
+            ("zero", "a character device, not a regular file: not read"),
+        ],
+    )
+    def test_one_error_line_and_exit_2(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], make: str, error: str
+    ) -> None:
+        """Hostile input is one line on standard error naming what is wrong; nothing made."""
+        s = Script()
+        s.user("go")
+        s.assistant(s.tool_use("t1", "Bash", command="ls"), output=13)
+        s.result("t1", "placeholder")
+        s.user("ok")
+        path = tmp_path / "t.jsonl"
+        if make == "bigint":
+            path.write_text(
+                s.dump().replace('"output_tokens": 13', '"output_tokens": ' + "9" * 5000)
+            )
+        elif make == "deep":
+            path.write_text(s.dump().replace('"placeholder"', "[" * 300 + "]" * 300))
+        elif make == "fifo":
+            os.mkfifo(path)
+        else:
+            path = Path("/dev/zero")
+        db = tmp_path / "t.db"
+        assert main(["ingest", str(db), str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"tierlog ingest: error: {path}: {error}" + err.split(error, 1)[1]
+        assert err.count("\n") == 1
+        assert not db.exists()
+
+    def test_an_empty_journal_file_left_behind_is_usable(self, tmp_path: Path) -> None:
+        """A journal created and killed before its first write (0 bytes) takes an ingest."""
+        db = tmp_path / "killed.db"
+        db.touch()
+        assert main(["ingest", str(db), str(transcripts.SHORT)]) == 0
+        assert main(["verify", str(db)]) == 0

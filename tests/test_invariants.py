@@ -266,6 +266,15 @@ class TestValidate:
         with pytest.raises(r.InvalidEvent):
             invariants.validate(state(*TEN), event)
 
+    def test_a_call_both_resolved_and_unresolved_is_invalid(self) -> None:
+        """A proposal (or its refusal) cannot claim one call both ways."""
+        s = state(*TEN, r.CallOpened(call_id="c", kind="tool_call", name="f"))
+        invariants.validate(s, proposal(unresolved_ids=["c"]))
+        both = proposal(resolved_ids=["c"], unresolved_ids=["c"])
+        for event in (both, r.CompactionRefused(proposal=both, violations=(), action="halted")):
+            with pytest.raises(r.InvalidEvent, match="both resolved and unresolved"):
+                invariants.validate(s, event)
+
     def test_token_ranges_must_fall_on_turn_boundaries(self) -> None:
         """In a token session, 15 is inside turn 1 (tokens [10, 20)): not a boundary."""
         s = state(*TEN, config=attrs.evolve(BASE, truncator_unit="tokens"))

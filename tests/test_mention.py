@@ -82,3 +82,40 @@ class TestCarriedBy:
         )
         carried = carried_by(state, "")
         assert (carried.calls, carried.constraints, dict(carried.dispositions)) == ((), (), {})
+
+
+class TestWordBoundaries:
+    @pytest.mark.parametrize(
+        ("summary", "evidenced"),
+        [
+            ("- Performance errors remain in the parser.", False),  # perfo-rm-ance
+            ("- the rm of build failed: permission denied", True),
+            ("- `rm -rf build` errored", True),
+            ("- confirm: an error", False),  # conf-i-rm
+            ("- rm_all failed", False),  # _ is a word character
+        ],
+    )
+    def test_a_short_key_is_a_word_not_a_substring(self, summary: str, evidenced: bool) -> None:
+        """A key's edges must not touch a letter, digit or underscore of the summary."""
+        lines = [" ".join(x.lower().split()) for x in summary.splitlines()]
+        assert fact_evidenced("Bash: rm", "failed", lines) is evidenced
+
+    def test_a_disposition_word_starts_a_word(self) -> None:
+        """'fail' is in 'failed' but not in 'unfailing'; 'error' not in 'terror'."""
+        assert fact_evidenced("Bash: make", "failed", ["make: build failed"])
+        assert not fact_evidenced("Bash: make", "failed", ["make ran unfailingly, no terror"])
+
+    def test_an_open_call_needs_its_key_as_a_word(self) -> None:
+        """An open `ls` call is not evidenced by 'tools', nor toolu_1 by toolu_12."""
+        state = _state(
+            CallOpened(call_id="toolu_1", kind="tool_call", name="Bash: ls"),
+            CallOpened(call_id="toolu_2", kind="tool_call", name="Read: lib/a.ex"),
+        )
+        assert carried_by(state, "Installed the new tools; see toolu_12.").calls == ()
+        assert carried_by(state, "ran ls, read lib/a.ex.").calls == ("toolu_1", "toolu_2")
+
+    def test_a_rule_is_found_as_whole_words(self) -> None:
+        """A rule quoted inside a longer word run is not the rule."""
+        state = _state(ConstraintStated(key="heuristic: only main", text="only main"))
+        assert carried_by(state, "the only mainstream option").constraints == ()
+        assert carried_by(state, "Rule: only main.").constraints == ("heuristic: only main",)

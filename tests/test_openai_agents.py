@@ -6,13 +6,16 @@ import asyncio
 import contextlib
 import io
 import json
+import logging
 import os
 import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
+import attrs
 import pytest
 
 pytest.importorskip("agents", reason="the openai-agents extra is not installed")
@@ -26,7 +29,13 @@ from agents.usage import Usage
 import eventstore
 from eventstore import SessionConfig, UnrecoverableCompactionError
 from eventstore.cli import main
-from eventstore.openai_agents import Summarizer, Summary, SummaryRequest, TierlogSession
+from eventstore.openai_agents import (
+    Summarizer,
+    SummarizerError,
+    Summary,
+    SummaryRequest,
+    TierlogSession,
+)
 from tests.helpers import rows
 
 Item = dict[str, Any]
@@ -204,6 +213,24 @@ class TestProtocol:
         assert state.dispositions["add-then-backfill"].disposition == "rejected"
         session.close()
 
+    def test_close_on_the_journal_thread_closes_there(self, tmp_path: Path) -> None:
+        """close() from a run(fn) callback closes the journal instead of hanging."""
+        session = TierlogSession("s", tmp_path / "t.db")
+        asyncio.run(session.add_items([{"role": "user", "content": "hi"}]))
+        done: list[str] = []
+        caller = threading.Thread(
+            target=lambda: done.append(str(session.run(lambda _: session.close()))), daemon=True
+        )
+        caller.start()
+        caller.join(10)
+        assert not caller.is_alive(), "close() on the journal thread hung"
+        assert done == ["None"]
+        with pytest.raises(eventstore.JournalError, match="closed"):
+            session.run(lambda s: s.state)
+        session.close()  # still idempotent
+        with TierlogSession("s", tmp_path / "t.db") as again:  # the file was let go
+            assert asyncio.run(again.get_items()) == [{"role": "user", "content": "hi"}]
+
 
 class TestSameAsSQLiteSession:
     def test_two_runs_and_a_restart_leave_equal_items(self, tmp_path: Path) -> None:
@@ -335,6 +362,46 @@ class TestJournal:
         assert by_role["assistant"] == 9
         user = next(t for t in turns if t.role == "user")
         assert user.tokens == (len(user.content.encode()) + 3) // 4
+
+    @pytest.mark.parametrize(
+        "count", [float("nan"), float("inf"), 1.5, "many", -3, True, [12]], ids=repr
+    )
+    def test_junk_usage_falls_back_to_the_estimate(
+        self, tmp_path: Path, count: object, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """An output token count that is not an integer >= 0 is ignored with a warning."""
+        item: Any = {"role": "assistant", "content": "hello there"}
+        with TierlogSession("s", tmp_path / "t.db") as session:
+            with caplog.at_level(logging.WARNING, logger="tierlog"):
+                asyncio.run(session.add_items([item], wrapper=_wrapper(count)))
+            (turn,) = session.run(lambda s: s.turns())
+        assert turn.tokens == (len(turn.content.encode()) + 3) // 4
+        assert "usage_ignored" in caplog.text
+
+    def test_absurd_usage_is_clamped_to_the_window(
+        self, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Counts above window_tokens are clamped to it, and the session takes more items."""
+        items: list[Any] = [
+            {"role": "assistant", "content": "a"},
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+        ]
+        with TierlogSession("s", tmp_path / "t.db", config=EAGER) as session:
+            with caplog.at_level(logging.WARNING, logger="tierlog"):
+                for usage in (_wrapper(10**19), _wrapper(2**62, 2**62 - 1000)):
+                    asyncio.run(session.add_items(list(items), wrapper=usage))
+            asyncio.run(session.add_items([{"role": "user", "content": "next " * 800}]))
+            turns = session.run(lambda s: s.turns())
+            assert len(asyncio.run(session.get_items())) == 5
+        assert sum(t.tokens for t in turns[:2]) == EAGER.window_tokens
+        assert sum(t.tokens for t in turns[2:4]) == EAGER.window_tokens
+        assert caplog.text.count("usage_clamped") == 2
+
+
+def _wrapper(*counts: object) -> Any:
+    """What the runner passes add_items: usage.request_usage_entries[*].output_tokens."""
+    entries = [SimpleNamespace(output_tokens=c) for c in counts]
+    return SimpleNamespace(usage=SimpleNamespace(request_usage_entries=entries))
 
 
 def _forgetful(requests: list[SummaryRequest]) -> Callable[[SummaryRequest], Summary]:
@@ -558,6 +625,132 @@ class TestGatedCompaction:
         assert session.state.version == version
         asyncio.run(session.run_compaction({"force": True}))
         assert "Compacted" in _types(session)
+        session.close()
+
+
+def _raising(request: SummaryRequest) -> Summary:
+    raise TimeoutError("summarizer model timed out")
+
+
+async def _claims_a_ghost_call(request: SummaryRequest) -> Summary:
+    return Summary(text="s", unresolved_ids=["call-that-never-existed"])
+
+
+def _claims_a_ghost_constraint(request: SummaryRequest) -> Summary:
+    return attrs.evolve(request.carry_all("s"), constraints=["ghost"])
+
+
+def _not_a_summary(request: SummaryRequest) -> Any:
+    return "just text"
+
+
+FAILING: dict[str, Callable[[SummaryRequest], Any]] = {
+    "raises": _raising,
+    "unknown call": _claims_a_ghost_call,
+    "unknown constraint": _claims_a_ghost_constraint,
+    "not a Summary": _not_a_summary,
+}
+HALT = attrs.evolve(EAGER, on_unsafe="halt")
+
+
+class TestFailingSummarizer:
+    async def _two_runs(self, session: TierlogSession) -> None:
+        model = ScriptedModel([[assistant_message("one")], [assistant_message("two")]])
+        agent = Agent(name="dev", model=model)
+        await Runner.run(agent, "first", session=session)
+        await Runner.run(agent, "second", session=session)
+
+    @pytest.mark.parametrize("summarizer", FAILING.values(), ids=FAILING.keys())
+    def test_spill_mode_logs_it_and_the_run_goes_on(
+        self,
+        tmp_path: Path,
+        summarizer: Callable[[SummaryRequest], Any],
+        caplog: pytest.LogCaptureFixture,
+    ) -> None:
+        """With on_unsafe="spill" the runs finish, a warning says why, nothing is committed."""
+        db = tmp_path / "t.db"
+        session = TierlogSession("s", db, config=EAGER, summarizer=summarizer, keep_items=1)
+        with caplog.at_level(logging.WARNING, logger="tierlog"):
+            asyncio.run(self._two_runs(session))
+        items = asyncio.run(session.get_items())
+        assert [i.get("role") for i in items] == ["user", "assistant"] * 2
+        assert set(_types(session)) == {"SessionStarted", "TurnAppended"}
+        assert caplog.text.count("compaction_failed") == 2
+        session.close()
+        assert main(["verify", str(db)]) == 0
+
+    def test_halt_mode_ends_the_run_with_a_summarizer_error(self, tmp_path: Path) -> None:
+        """With on_unsafe="halt" a crashing summarizer is a SummarizerError; nothing written."""
+        session = TierlogSession(
+            "s", tmp_path / "t.db", config=HALT, summarizer=_raising, keep_items=1
+        )
+        with pytest.raises(SummarizerError, match="TimeoutError") as failed:
+            asyncio.run(self._two_runs(session))
+        assert isinstance(failed.value, eventstore.JournalError)
+        assert isinstance(failed.value.__cause__, TimeoutError)
+        assert set(_types(session)) == {"SessionStarted", "TurnAppended"}
+        session.close()
+
+    def test_halt_mode_ends_the_run_on_an_invalid_summary(self, tmp_path: Path) -> None:
+        """With on_unsafe="halt" a summary claiming an unknown call is InvalidEvent."""
+        session = TierlogSession(
+            "s", tmp_path / "t.db", config=HALT, summarizer=_not_a_summary, keep_items=1
+        )
+        with pytest.raises(eventstore.InvalidEvent, match="not a Summary"):
+            asyncio.run(self._two_runs(session))
+        session.summarizer = _claims_a_ghost_call
+        with pytest.raises(eventstore.InvalidEvent, match="unknown call"):
+            asyncio.run(session.run_compaction({"force": True}))
+        assert set(_types(session)) == {"SessionStarted", "TurnAppended"}
+        session.close()
+
+
+CLAIMS: dict[str, dict[str, Any]] = {
+    "unknown call": {"unresolved_ids": ["c2", "ghost"]},
+    "call both ways": {"resolved_ids": ["c2"], "unresolved_ids": ["c2"]},
+    "unknown constraint": {"constraints": ["k", "ghost"]},
+    "unknown negative fact": {"dispositions": {"f": "rejected", "ghost": "failed"}},
+    "wrong disposition": {"dispositions": {"f": "failed"}},
+}
+
+
+class TestSummaryClaims:
+    def _session(self, tmp_path: Path, changes: dict[str, Any]) -> TierlogSession:
+        def summarize(request: SummaryRequest) -> Summary:
+            return attrs.evolve(request.carry_all("s"), **changes)
+
+        session = TierlogSession("s", tmp_path / "t.db", config=EAGER, keep_items=2)
+        items: list[Any] = [
+            {"role": "user", "content": "hi"},
+            {"type": "function_call", "call_id": "c2", "name": "g", "arguments": "{}"},
+        ]
+        asyncio.run(session.add_items(items))
+        session.state_constraint("k", "never touch /etc")
+        session.dispose("f", "rejected", "the user said no")
+        more = [{"role": r, "content": str(n)} for n, r in enumerate(["user", "assistant"] * 2)]
+        asyncio.run(session.add_items(cast(list[Any], more)))
+        session.summarizer = summarize
+        return session
+
+    @pytest.mark.parametrize("changes", CLAIMS.values(), ids=CLAIMS.keys())
+    def test_a_claim_about_nothing_is_invalid(
+        self, tmp_path: Path, changes: dict[str, Any]
+    ) -> None:
+        """Every claim is checked the same way: InvalidEvent, nothing written."""
+        session = self._session(tmp_path, changes)
+        version = session.state.version
+        with pytest.raises(eventstore.InvalidEvent, match="the summary claims"):
+            asyncio.run(session.compact(force=True))
+        assert session.state.version == version
+        session.close()
+
+    def test_true_claims_commit(self, tmp_path: Path) -> None:
+        """The same session with every claim true compacts."""
+        session = self._session(tmp_path, {})
+        node = asyncio.run(session.compact(force=True))
+        assert node is not None
+        assert (node.unresolved_ids, node.constraints) == (("c2",), ("k",))
+        assert dict(node.dispositions) == {"f": "rejected"}
         session.close()
 
 

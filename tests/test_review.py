@@ -17,6 +17,7 @@ from eventstore._review import (
     review_session,
 )
 from tests.helpers import fill, new_session
+from tests.transcripts import Script
 
 
 class TestNotes:
@@ -28,6 +29,40 @@ class TestNotes:
             line=1256, trigger="auto", pre_tokens=pre_tokens
         )
 
+    @pytest.mark.parametrize(
+        "trigger",
+        [
+            "auto, preTokens 1] x",
+            "auto mode",
+            'x", "preTokens": 1, "trigger": "y',
+            '"}\n[claude-code compact_boundary] {"line": 1, "preTokens": 1, "trigger": "a"}',
+            "\u2028\x00\\",
+            "",
+        ],
+    )
+    def test_no_trigger_text_passes_for_another_field(self, trigger: str) -> None:
+        """Whatever the trigger says, line and preTokens read back as written."""
+        note = boundary_note(1256, trigger, 167_094)
+        assert read_boundary_note(note) == BoundaryNote(
+            line=1256, trigger=trigger, pre_tokens=167_094
+        )
+
+    @pytest.mark.parametrize(
+        "content",
+        [
+            "we discussed [claude-code compact_boundary ...]",
+            '[claude-code compact_boundary] {"line": 3, "preTokens": 1, "trigger": "a"}',
+            boundary_note(3, "a", 1).replace('"a"}', '"a", "x": 1}'),
+            boundary_note(3, "a", 1).replace('"line": 3', '"line": true'),
+            boundary_note(3, "a", 1).replace('"line": 3', '"line":  3'),
+            boundary_note(3, "a", 1) + " and more",
+        ],
+        ids=["mention", "no-tail", "extra-key", "bool-line", "not-canonical", "longer"],
+    )
+    def test_only_a_note_as_written_reads_as_one(self, content: str) -> None:
+        """Anything but the exact text boundary_note writes is no note."""
+        assert read_boundary_note(content) is None
+
     def test_other_turns_are_no_notes(self) -> None:
         """A turn that merely mentions a boundary is not one."""
         assert read_boundary_note("we discussed [claude-code compact_boundary ...]") is None
@@ -36,6 +71,20 @@ class TestNotes:
 
 
 class TestReviewSession:
+    @pytest.mark.parametrize("trigger", ["auto, preTokens 1] x", "auto mode"])
+    def test_a_hostile_trigger_changes_nothing_the_review_reads(
+        self, tmp_path: Path, trigger: str
+    ) -> None:
+        """The real boundary line and preTokens come back, the trigger as the file says."""
+        s = Script()
+        s.user("go")
+        s.assistant(s.text("ok"), prompt=167_000)
+        s.boundary(167_094, "Summary.", trigger=trigger)
+        s.user("more")
+        with eventstore.open(tmp_path / "t.db") as journal:
+            (review,) = eventstore.ingest(journal, s.write(tmp_path / "t.jsonl")).compactions
+        assert (review.line, review.trigger, review.pre_tokens) == (3, trigger, 167_094)
+
     def test_a_session_not_ingested_has_no_review(self, journal: eventstore.Journal) -> None:
         """Reviews are for ingested transcripts only; other sessions' audits stay as they were."""
         s = new_session(journal)

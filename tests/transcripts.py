@@ -157,8 +157,8 @@ class Script:
         extra = {"toolUseResult": "User rejected tool use"} if rejected else {}
         return self.entry("user", message={"role": "user", "content": [block]}, **extra)
 
-    def boundary(self, pre_tokens: int, summary: str) -> None:
-        """A compact_boundary and the summary message after it."""
+    def boundary(self, pre_tokens: int, summary: str | None, *, trigger: str = "auto") -> None:
+        """A compact_boundary and the summary message after it (none: ``summary=None``)."""
         last = self.parent
         self.parent = None
         self.entry(
@@ -166,12 +166,14 @@ class Script:
             subtype="compact_boundary",
             content="Conversation compacted",
             logicalParentUuid=last,
-            compactMetadata={"trigger": "auto", "preTokens": pre_tokens},
+            compactMetadata={"trigger": trigger, "preTokens": pre_tokens},
         )
-        self.user(summary, isCompactSummary=True, isVisibleInTranscriptOnly=True)
+        if summary is not None:
+            self.user(summary, isCompactSummary=True, isVisibleInTranscriptOnly=True)
 
-    def queue(self, text: str) -> None:
-        """Text typed while the agent works (no uuid: not part of the tree)."""
+    def queue(self, text: str, *, taken: bool = True) -> None:
+        """Text typed while the agent works (no uuid: not part of the tree); ``taken``:
+        Claude Code takes it off the queue at once (a ``remove`` operation)."""
         self.lines.append(
             {
                 "type": "queue-operation",
@@ -180,6 +182,10 @@ class Script:
                 "content": text,
             }
         )
+        if taken:
+            self.lines.append(
+                {"type": "queue-operation", "operation": "remove", "sessionId": self.session_id}
+            )
 
     def dump(self) -> str:
         """The transcript's text."""
