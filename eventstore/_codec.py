@@ -8,13 +8,23 @@ event type and the offending fields.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn
 
-from reducers import EVENT_TYPES, Event, InvalidEvent, Violation, canonical_json
+from reducers import (
+    EVENT_TYPES,
+    MAX_COUNT,
+    Event,
+    InvalidEvent,
+    Violation,
+    _events,
+    canonical_bytes,
+)
+from reducers._json import FAST, fast_loads
 
 SCHEMA_VERSION = 1
 
@@ -54,15 +64,123 @@ _SCALARS: tuple[object, ...] = (int, str, bool, int | None, str | None)
 _FLAT = {name: cls for name, cls in EVENT_TYPES.items() if _is_flat(cls)}
 
 
+def _flat_fields(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
+    """The unstructure function of a flat event: its fields as they are, in one dict
+    display (a generated function, as attrs generates ``__init__``)."""
+    names = [a.name for a in attrs.fields(cls)]
+    if not all(name.isidentifier() for name in names):  # pragma: no cover - attrs names
+        raise TypeError(f"{cls.__name__}: field names must be identifiers")
+    body = ", ".join(f"{name!r}: event.{name}" for name in names)
+    scope: dict[str, Any] = {}
+    exec(f"def unstructure(event):\n    return {{{body}}}\n", scope)
+    function: Callable[[Any], dict[str, Any]] = scope["unstructure"]
+    return function
+
+
+# the unstructure function of every event type: flat ones read their fields directly
+# (what cattrs does for them, without its generic dispatch); the others go through cattrs
+_UNSTRUCTURE: dict[type[Any], Callable[[Any], Any]] = {
+    cls: _flat_fields(cls) if name in _FLAT else converter.unstructure
+    for name, cls in EVENT_TYPES.items()
+}
+
+
+def _fast_decoder(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:
+    """A flat event from a dict that orjson decoded (its strings are valid UTF-8), or
+    ``None``: the attrs validators' checks written out in one generated function, the
+    instance filled slot by slot. ``None`` (or an exception) sends the payload down the
+    standard path, which words the error; equal results are property-tested."""
+    fields = attrs.fields(cls)
+    scope: dict[str, Any] = {"new": object.__new__, "cls": cls, "MAX": MAX_COUNT}
+    lines = ["def decode(data):", f"    if len(data) != {len(fields)}:", "        return None"]
+    checks, sets = [], []
+    for i, field in enumerate(fields):
+        v = f"v{i}"
+        lines.append(f"    {v} = data[{field.name!r}]")
+        validator = field.validator
+        if validator is _events._count:
+            checks.append(f"type({v}) is int and 0 <= {v} <= MAX")
+        elif validator is _events._name:
+            checks.append(f"type({v}) is str and {v} != ''")
+        elif validator is _events._text:
+            checks.append(f"type({v}) is str")
+        elif validator is _events._optional_count:
+            checks.append(f"({v} is None or (type({v}) is int and 0 <= {v} <= MAX))")
+        elif hasattr(validator, "allowed"):
+            scope[f"allowed{i}"] = validator.allowed
+            checks.append(f"type({v}) in (str, int) and {v} in allowed{i}")
+        else:  # any other validator runs as it is (it raises InvalidEvent)
+            scope[f"field{i}"], scope[f"check{i}"] = field, validator
+            lines.append(f"    check{i}(None, field{i}, {v})")
+        scope[f"set{i}"] = getattr(cls, field.name).__set__
+        sets.append(f"    set{i}(event, {v})")
+    if checks:
+        lines += [f"    if not ({' and '.join(checks)}):", "        return None"]
+    lines += ["    event = new(cls)", *sets]
+    if hasattr(cls, "__attrs_post_init__"):
+        lines.append("    event.__attrs_post_init__()")
+    lines.append("    return event")
+    exec("\n".join(lines) + "\n", scope)
+    function: Callable[[dict[str, Any]], Any] = scope["decode"]
+    return function
+
+
+# the fast decoders of the flat events, used on what orjson decoded
+_DECODE: dict[str, Callable[[dict[str, Any]], Any]] = (
+    {name: _fast_decoder(cls) for name, cls in _FLAT.items()} if FAST else {}
+)
+
+
 def to_payload(event: Event) -> str:
     """The canonical JSON text of ``event``'s fields."""
-    if type(event).__name__ not in EVENT_TYPES:
+    unstructure = _UNSTRUCTURE.get(type(event))
+    if unstructure is None:
         raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")
-    return canonical_json(converter.unstructure(event)).decode()
+    return canonical_bytes(unstructure(event)).decode()
 
 
 def from_payload(type_name: str, payload: str | dict[str, Any]) -> Event:
     """The event of type ``type_name`` that ``payload`` describes."""
+    if type(payload) is str:
+        try:  # the fast decoder; on any failure the standard path below decides
+            event = from_fast_data(type_name, fast_loads(payload))
+        except Exception:  # the standard path below words every failure
+            event = None
+        if event is not None:
+            return event
+    return _from_payload(type_name, payload)
+
+
+def from_fast_data(type_name: str, data: Any) -> Event | None:
+    """The event that ``data``, as ``fast_loads`` decoded it, describes; ``None`` (or
+    an exception) when only ``from_payload``'s standard path can say what is wrong."""
+    decode = _DECODE.get(type_name)
+    if decode is not None:
+        return decode(data) if type(data) is dict else None
+    flat = _FLAT.get(type_name)
+    if flat is not None:
+        return flat(**data) if type(data) is dict else None
+    return _structure(type_name, data)
+
+
+def from_rows(rows: Iterable[tuple[str, str]]) -> Iterator[Event]:
+    """``from_payload`` of each ``(type, payload)`` row: the replay hot path, with the
+    fast decoders' calls written out."""
+    decoders, loads = _DECODE, fast_loads
+    for type_name, payload in rows:
+        event = None
+        decode = decoders.get(type_name)
+        if decode is not None and type(payload) is str:
+            try:
+                data = loads(payload)
+                event = decode(data) if type(data) is dict else None
+            except Exception:  # from_payload words every failure
+                event = None
+        yield event if event is not None else from_payload(type_name, payload)
+
+
+def _from_payload(type_name: str, payload: str | dict[str, Any]) -> Event:
+    """``from_payload`` with the standard library's decoder: every error worded."""
     try:
         data = json.loads(payload) if type(payload) is str else payload
         flat = _FLAT.get(type_name)

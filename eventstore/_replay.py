@@ -157,11 +157,12 @@ def _fold_plain(
     if not plain:
         return state, None
     at = [state.version]
+    markers = any(m.valid for m in state.markers.values())  # plain events make none
 
     def check(before: SessionState, event: Event) -> None:
         at[0] = before.version
         validate(before, event)
-        if due := would_invalidate(before, event):
+        if markers and (due := would_invalidate(before, event)):
             raise InvalidEvent(_mismatch([event], (event, *due)))
 
     try:

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import attrs
 import structlog
 
-from eventstore._codec import from_payload
+from eventstore._codec import from_rows
 from eventstore._commands import (
     AppendTurn,
     Checkpoint,
@@ -117,8 +117,7 @@ class Session:
     def _events(self, start: int, stop: int | None) -> Iterator[Event]:
         rows = self._recorder.read_payloads(self.id, start=start, stop=stop)
         try:
-            for type_name, payload in rows:
-                yield from_payload(type_name, payload)
+            yield from from_rows(rows)
         except InvalidEvent as exc:
             raise IntegrityError(f"session {self.id!r}: malformed stored event: {exc}") from None
 

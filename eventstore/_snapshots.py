@@ -180,7 +180,7 @@ def _decode_ledger(name: str, chunks: Sequence[bytes], length: object) -> Ledger
         cls = OBJECT_LEDGERS[name]
         items = [item for chunk in chunks for item in json.loads(chunk)]
         if cls is str:
-            if not all(type(item) is str for item in items):
+            if not set(map(type, items)) <= {str}:
                 raise SnapshotError(f"ledger {name} holds a non-string")
         else:
             items = [_conv.structure(item, cls) for item in items]

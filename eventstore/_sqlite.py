@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from eventstore import _schema
-from eventstore._chain import GENESIS, Recorded, check_links, link
+from eventstore._chain import GENESIS, Recorded, check_links, link_rows
 from eventstore._errors import ConcurrencyError, IntegrityError
 from eventstore._recorder import (
     AuditRows,
@@ -37,9 +37,20 @@ from reducers import Event, InvalidEvent, JournalError
 SYNCHRONOUS = ("full", "normal")
 
 
+_second: tuple[int, str] = (-1, "")  # the last second utc_now formatted, and its text
+
+
 def utc_now() -> str:
-    """The store's clock: UTC, ISO 8601, microseconds."""
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+    """The store's clock: UTC, ISO 8601, microseconds (``datetime.isoformat``'s form,
+    ``2026-11-29T05:23:39.123456+00:00``; the date and time are formatted once a second)."""
+    global _second
+    micros = time.time_ns() // 1000
+    second, fraction = divmod(micros, 1_000_000)
+    last, text = _second
+    if second != last:
+        text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _second = (second, text)
+    return f"{text}.{fraction:06d}+00:00"
 
 
 _INSERT = (
@@ -135,6 +146,10 @@ class SqliteRecorder:
         self._depth = 0
         self._attached: SqliteRecorder | None = None
         self._undo: list[list[Callable[[], None]]] = []
+        # Heads this connection read or wrote, valid while PRAGMA data_version (which
+        # changes when another connection commits) stays at _data_version.
+        self._heads: dict[str, Head] = {}
+        self._data_version = -1
         try:
             self.conn = _connect(self.path, readonly=readonly, timeout=busy_timeout)
         except (sqlite3.Error, ValueError, OSError) as exc:  # ValueError: NUL, surrogates
@@ -208,7 +223,7 @@ class SqliteRecorder:
             raise ConcurrencyError(
                 f"session {session_id!r} is at version {version}, expected {expected_version}"
             )
-        rows = link(session_id, version, prev, events, self._clock())
+        rows = link_rows(session_id, version, prev, events, self._clock())
         self._write_rows(session_id, rows)
         return version + len(rows)
 
@@ -217,15 +232,27 @@ class SqliteRecorder:
         link is checked first (IntegrityError), a moved head is a ConcurrencyError."""
         with self.transaction():
             last = check_links(session_id, self.head(session_id), rows)
-            self._write_rows(session_id, rows)
+            self._write_rows(session_id, [attrs_row(row) for row in rows])
         return last
 
-    def _write_rows(self, session_id: str, rows: Iterable[Recorded]) -> None:
+    def _write_rows(self, session_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert rows given in ``_INSERT`` order, and remember the session's new head."""
+        if not rows:
+            return
+        if self._in_txn and not self.conn.in_transaction:
+            raise JournalError(f"cannot write to {self.path}: the transaction was rolled back")
         try:
-            with self._writing():
-                self.conn.executemany(_INSERT, (attrs_row(r) for r in rows))
+            if len(rows) == 1:
+                self.conn.execute(_INSERT, rows[0])
+            else:
+                self.conn.executemany(_INSERT, rows)
         except sqlite3.IntegrityError as exc:  # only a writer that bypassed the lock gets here
             raise ConcurrencyError(f"session {session_id!r}: {exc}") from None
+        except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:  # as _writing()
+            raise JournalError(f"cannot write to {self.path}: {exc}") from None
+        last = rows[-1]
+        self._heads[session_id] = Head(last[1], last[7])
+        self.on_rollback(self._heads.clear)  # a rolled-back append leaves no cached head
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
@@ -257,12 +284,25 @@ class SqliteRecorder:
         return str(self.path)
 
     def head(self, session_id: str) -> Head:
-        """The session's last version and hash (``0`` and the genesis hash when empty)."""
-        row = self.conn.execute(
-            "SELECT version, hash FROM events WHERE session_id = ? ORDER BY version DESC LIMIT 1",
-            (session_id,),
-        ).fetchone()
-        return Head(row[0], row[1]) if row else Head(0, GENESIS)
+        """The session's last version and hash (``0`` and the genesis hash when empty).
+
+        Remembered per session until another connection commits (``PRAGMA
+        data_version``, one cheap statement, tells): a live session's commit reads
+        no index.
+        """
+        (data_version,) = self.conn.execute("PRAGMA data_version").fetchone()
+        if data_version != self._data_version:
+            self._heads.clear()
+            self._data_version = data_version
+        head = self._heads.get(session_id)
+        if head is None:
+            row = self.conn.execute(
+                "SELECT version, hash FROM events WHERE session_id = ?"
+                " ORDER BY version DESC LIMIT 1",
+                (session_id,),
+            ).fetchone()
+            head = self._heads[session_id] = Head(row[0], row[1]) if row else Head(0, GENESIS)
+        return head
 
     def read(
         self, session_id: str, *, start: int = 1, stop: int | None = None

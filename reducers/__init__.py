@@ -42,6 +42,7 @@ from reducers._events import (
     require_span,
 )
 from reducers._fold import apply, fold
+from reducers._json import canonical_bytes, canonical_json
 from reducers._ledger import Ledger
 from reducers._state import (
     Marker,
@@ -52,7 +53,6 @@ from reducers._state import (
     SessionState,
     Spill,
     Truncation,
-    canonical_json,
     in_spans,
     merge_spans,
     span_covered,
@@ -98,6 +98,7 @@ __all__ = [
     "TurnRetracted",
     "Violation",
     "apply",
+    "canonical_bytes",
     "canonical_json",
     "fold",
     "handle_problem",

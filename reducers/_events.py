@@ -113,6 +113,7 @@ def _one_of(*allowed: object) -> _Validator:
         if type(value) not in (str, int) or value not in allowed:
             raise _fail(attribute, f"must be one of {', '.join(map(repr, allowed))}", value)
 
+    check.allowed = allowed  # type: ignore[attr-defined]  # read by eventstore's fast decoder
     return check
 
 

@@ -2,14 +2,15 @@
 
 ``fold`` runs a private accumulator over the events and freezes it once, so a
 replay is linear in the log length; ``apply`` is the same accumulator run for
-one event. Small mappings are copied on first write, the append-only parts
-share their buffer (see ``_ledger``), so no state a caller holds ever changes.
+one event (a turn skips it). The append-only parts share their buffer (see
+``_ledger``) and the mappings share one dict per family of versions (see
+``_pmap``), so no state a caller holds ever changes, and a fold that freezes its
+state before every event (``check``) still costs O(1) per event.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -38,6 +39,7 @@ from reducers._events import (
     TurnRetracted,
 )
 from reducers._ledger import Ledger, LedgerWriter
+from reducers._pmap import PMapWriter
 from reducers._state import (
     Marker,
     NegativeFact,
@@ -53,6 +55,47 @@ from reducers._state import (
 )
 
 _FIELDS = tuple(a.name for a in attrs.fields(SessionState))
+_SET = {name: getattr(SessionState, name).__set__ for name in _FIELDS}  # slot setters
+_set_version = _SET["version"]
+_set_config = _SET["config"]
+_set_tok_starts = _SET["tok_starts"]
+_set_turn_versions = _SET["turn_versions"]
+_set_call_ids = _SET["call_ids"]
+_set_truncations = _SET["truncations"]
+_set_spills = _SET["spills"]
+_set_checkpoints = _SET["checkpoints"]
+_set_truncated = _SET["truncated"]
+_set_nodes = _SET["nodes"]
+_set_markers = _SET["markers"]
+_set_open_calls = _SET["open_calls"]
+_set_constraints = _SET["constraints"]
+_set_dispositions = _SET["dispositions"]
+_set_withdrawn = _SET["withdrawn"]
+if len(_SET) != 15:  # pragma: no cover - a new field must be copied by _state_of too
+    raise ImportError("SessionState's fields changed: update reducers._fold._state_of")
+_new = object.__new__
+
+
+def _state_of(src: Any) -> SessionState:
+    """A SessionState holding ``src``'s fields as they are: ``SessionState(**fields)``
+    without the keyword and default handling (every field is given, and a frozen value)."""
+    state: SessionState = _new(SessionState)
+    _set_version(state, src.version)
+    _set_config(state, src.config)
+    _set_tok_starts(state, src.tok_starts)
+    _set_turn_versions(state, src.turn_versions)
+    _set_call_ids(state, src.call_ids)
+    _set_truncations(state, src.truncations)
+    _set_spills(state, src.spills)
+    _set_checkpoints(state, src.checkpoints)
+    _set_truncated(state, src.truncated)
+    _set_nodes(state, src.nodes)
+    _set_markers(state, src.markers)
+    _set_open_calls(state, src.open_calls)
+    _set_constraints(state, src.constraints)
+    _set_dispositions(state, src.dispositions)
+    _set_withdrawn(state, src.withdrawn)
+    return state
 
 
 class _Acc:
@@ -77,8 +120,8 @@ class _Acc:
     def __init__(self, state: SessionState) -> None:
         for name in _FIELDS:
             setattr(self, name, getattr(state, name))
-        self._owned: set[str] = set()
         self._writers: dict[str, LedgerWriter[Any]] = {}
+        self._maps: dict[str, PMapWriter[str, Any]] = {}
 
     def grow(self, name: str, item: object) -> None:
         """Append ``item`` to the ledger ``name`` (claimed on first use)."""
@@ -93,37 +136,42 @@ class _Acc:
         return writer
 
     def abort(self) -> None:
-        """Undo the appends of an unfinished fold so shared buffers stay as they were."""
+        """Undo the writes of an unfinished fold so shared buffers stay as they were."""
         for writer in self._writers.values():
             writer.abort()
+        for mapping in self._maps.values():
+            mapping.abort()
         self._writers.clear()
+        self._maps.clear()
 
-    def mut(self, name: str) -> dict[str, Any]:
-        """The mapping ``name``, copied on its first write."""
-        if name not in self._owned:
-            setattr(self, name, dict(getattr(self, name)))
-            self._owned.add(name)
-        out: dict[str, Any] = getattr(self, name)
-        return out
+    def mut(self, name: str) -> PMapWriter[str, Any]:
+        """The mapping ``name``, written in place (claimed on first write)."""
+        mapping = self._maps.get(name)
+        if mapping is None:
+            mapping = self._maps[name] = PMapWriter(getattr(self, name))
+            setattr(self, name, mapping)
+        return mapping
 
     def freeze(self, *, release: bool = True) -> SessionState:
-        """The current state; later writes copy again, so it never changes.
+        """The current state; later writes never change it.
 
-        With ``release=False`` the ledgers stay claimed for more appends (the
-        frozen state sees only the prefix it was frozen with).
+        With ``release=False`` the ledgers and mappings stay claimed for more writes
+        (the frozen state sees only what was written before): O(1), whatever their size.
         """
-        values = {name: getattr(self, name) for name in _FIELDS}
-        for name, writer in self._writers.items():
-            values[name] = writer.close() if release else writer.view()
         if release:
-            for name in self._writers:
-                setattr(self, name, values[name])
+            for name, writer in self._writers.items():
+                setattr(self, name, writer.close())
+            for name, mapping in self._maps.items():
+                setattr(self, name, mapping.close())
             self._writers.clear()
-        for name in self._owned:
-            values[name] = MappingProxyType(values[name])
-            setattr(self, name, values[name])
-        self._owned.clear()
-        return SessionState(**values)
+            self._maps.clear()
+            return _state_of(self)
+        state = _state_of(self)
+        for name, writer in self._writers.items():
+            _SET[name](state, writer.view())
+        for name, mapping in self._maps.items():
+            _SET[name](state, mapping.freeze())
+        return state
 
     @property
     def last_position(self) -> int:
@@ -312,21 +360,65 @@ def fold(
     """
     acc = _Acc(state if state is not None else SessionState())
     handlers = _HANDLERS
+    # Turns (most of any log) are folded inline: their two ledgers take the raw appends
+    # and count them (sync), and the version is counted here, before anything reads them.
+    tok: LedgerWriter[int] | None = None
+    versions: LedgerWriter[int] | None = None
+    unsynced, version = False, acc.version
     try:
         for event in events:
             if check is not None:
+                if unsynced:
+                    unsynced = _sync(tok, versions)
+                acc.version = version
                 check(acc.freeze(release=False), event)
-            handler = handlers.get(type(event))
-            if handler is None:
-                raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")
-            handler(acc, event)
-            acc.version += 1
+            if type(event) is TurnAppended:
+                if tok is None or versions is None:
+                    tok, versions = acc.writer("tok_starts"), acc.writer("turn_versions")
+                    push_tok, push_version, total = tok.pusher(), versions.pusher(), tok.last
+                total += event.tokens
+                push_tok(total)
+                version += 1
+                push_version(version)
+                unsynced = True
+            else:
+                if unsynced:
+                    unsynced = _sync(tok, versions)
+                handler = handlers.get(type(event))
+                if handler is None:
+                    raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")
+                acc.version = version
+                handler(acc, event)
+                version += 1
+        if unsynced:
+            _sync(tok, versions)
+        acc.version = version
     except BaseException:
         acc.abort()
         raise
     return acc.freeze()
 
 
+def _sync(*writers: LedgerWriter[Any] | None) -> bool:
+    for writer in writers:
+        if writer is not None:
+            writer.sync()
+    return False
+
+
 def apply(state: SessionState, event: Event) -> SessionState:
     """The state after one more event; ``state`` is unchanged."""
+    if type(event) is TurnAppended:
+        return _apply_turn(state, event)
     return fold((event,), state)
+
+
+def _apply_turn(state: SessionState, event: TurnAppended) -> SessionState:
+    """``fold((event,), state)`` for one turn, without the accumulator (the hot path of
+    a live session): two ledger appends and a new state sharing every other field."""
+    tok = state.tok_starts
+    after = _state_of(state)
+    _set_version(after, state.version + 1)
+    _set_tok_starts(after, tok.append(tok[-1] + event.tokens))
+    _set_turn_versions(after, state.turn_versions.append(state.version + 1))
+    return after

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import threading
 from array import array
-from collections.abc import Iterator, MutableSequence, Sequence
+from collections.abc import Callable, Iterator, MutableSequence, Sequence
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -27,10 +27,8 @@ class _Buffer:
     def __init__(self, items: MutableSequence[Any], indexed: bool) -> None:
         self.items = items
         self.index: dict[Any, int] | None = None
-        if indexed:
-            self.index = {}
-            for i, item in enumerate(items):
-                self.index.setdefault(item, i)
+        if indexed:  # each item's first position (the earliest assignment is the last made)
+            self.index = dict(zip(reversed(items), range(len(items) - 1, -1, -1), strict=True))
         self.lock = threading.Lock()
         self.claimed = False
 
@@ -56,6 +54,13 @@ class Ledger(Generic[T]):
 
     def append(self, item: T) -> Ledger[T]:
         """A ledger one item longer; this one is unchanged."""
+        buf = self._buf
+        with buf.lock:  # the tip, unclaimed: append in place (what writer() + close() do)
+            if len(buf.items) == self._n and not buf.claimed:
+                buf.items.append(item)
+                if buf.index is not None:
+                    buf.index.setdefault(item, self._n)
+                return Ledger(buf, self._n + 1)
         writer = self.writer()
         writer.append(item)
         return writer.close()
@@ -83,9 +88,7 @@ class Ledger(Generic[T]):
         return item
 
     def __iter__(self) -> Iterator[T]:
-        items = self._buf.items
-        for i in range(self._n):
-            yield items[i]
+        return iter(self._buf.items[: self._n])  # a C copy of the visible prefix
 
     def __contains__(self, item: object) -> bool:
         index = self._buf.index
@@ -136,6 +139,18 @@ class LedgerWriter(Ledger[T]):
         if self._index is not None:
             self._index.setdefault(item, self._n)
         self._n += 1
+
+    def pusher(self) -> Callable[[T], None]:
+        """The buffer's own ``append``, for a loop that appends many items at C speed
+        (unindexed ledgers only); call ``sync`` before this ledger is read again."""
+        if self._index is not None:
+            raise TypeError("an indexed ledger appends through append()")
+        push: Callable[[T], None] = self._items.append
+        return push
+
+    def sync(self) -> None:
+        """Count what ``pusher`` appended (the writer owns its buffer's tip)."""
+        self._n = len(self._items)
 
     @property
     def last(self) -> T:

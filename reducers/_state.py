@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import json
 from array import array
 from collections.abc import Iterable, Mapping
 from functools import cached_property
@@ -14,6 +13,7 @@ from typing import Any, Protocol
 import attrs
 
 from reducers._events import SessionConfig
+from reducers._json import canonical_bytes
 from reducers._ledger import Ledger
 
 Span = tuple[int, int]
@@ -340,7 +340,7 @@ class SessionState:
     @cached_property
     def sha256(self) -> str:
         """sha256 of the canonical JSON: equal states hash equal on any run."""
-        return hashlib.sha256(canonical_json(self.to_json())).hexdigest()
+        return hashlib.sha256(canonical_bytes(self.to_json())).hexdigest()
 
 
 def _plain(value: Any) -> dict[str, Any]:
@@ -351,11 +351,3 @@ def _serialize(_: Any, __: Any, value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(sorted(value.items()))
     return value
-
-
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def canonical_json(data: Any) -> bytes:
-    """Sorted keys, no whitespace, UTF-8: the bytes tierlog hashes."""
-    return _CANONICAL.encode(data).encode()

@@ -11,8 +11,10 @@ import contextlib
 import hashlib
 import itertools
 import json
+import re
 import sqlite3
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import attrs
@@ -24,7 +26,7 @@ import reducers as r
 from eventstore._chain import GENESIS, check_chain
 from eventstore._codec import to_payload
 from eventstore._recorder import Recorder
-from eventstore._sqlite import SqliteRecorder
+from eventstore._sqlite import SqliteRecorder, utc_now
 from tests import strategies
 
 TURN = r.TurnAppended(index=0, role="user", content="hello", tokens=3)
@@ -331,6 +333,32 @@ class TestSqliteRecorder(RecorderContract):
         path.write_bytes(bytes(data))
         with pytest.raises(eventstore.IntegrityError, match="is corrupt"):
             SqliteRecorder(path)
+
+    def test_head_sees_another_connections_commit(self, tmp_path: Path) -> None:
+        """A head this connection remembers is read again once another connection
+        commits (PRAGMA data_version), and its own appends move it."""
+        one, two = SqliteRecorder(tmp_path / "x.db"), SqliteRecorder(tmp_path / "x.db")
+        one.append("s", [TURN], expected_version=0)
+        assert one.head("s") == two.head("s")
+        assert one.head("s")[0] == 1
+        two.append("s", [TURN], expected_version=1)
+        assert one.head("s") == two.head("s") == (2, two.head("s")[1])
+        one.append("s", [TURN], expected_version=2)
+        assert two.head("s")[0] == one.head("s")[0] == 3
+        with pytest.raises(eventstore.ConcurrencyError):
+            two.append("s", [TURN], expected_version=2)
+        one.close()
+        two.close()
+
+    def test_clock_is_isoformat_utc_with_microseconds(self) -> None:
+        """utc_now writes datetime.isoformat's UTC form, to the microsecond, and the time."""
+        before = datetime.now(UTC)
+        stamp = utc_now()
+        after = datetime.now(UTC)
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", stamp)
+        parsed = datetime.fromisoformat(stamp)
+        assert parsed.isoformat(timespec="microseconds") == stamp
+        assert before - timedelta(milliseconds=1) <= parsed <= after
 
 
 class TestPostgresRecorder(RecorderContract):

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import reducers as r
+from reducers._fold import _HANDLERS, _Acc
 
 START = r.SessionStarted(
     window_tokens=1_000,
@@ -213,3 +216,96 @@ class TestWithdrawals:
         assert list(state.open_calls) == ["c"]
         grown = r.apply(state, r.TurnAppended(index=2, role="u", content="", tokens=4))
         assert grown.occupancy == 4
+
+
+def _plain_run(codes: list[int]) -> list[r.Event]:
+    """Valid plain events from op codes: turns, calls opened and resolved, constraints."""
+    out: list[r.Event] = []
+    turns, opened = 0, 0
+    open_now: list[str] = []
+    pending: list[str] = []
+    for code in codes:
+        kind = code % 6
+        if kind == 0 or (kind == 2 and not open_now) or (kind == 4 and not pending):
+            out.append(r.TurnAppended(index=turns, role="u", content="", tokens=code % 7))
+            turns += 1
+        elif kind == 1:
+            out.append(r.CallOpened(call_id=f"c{opened}", kind="tool_call", name="g"))
+            open_now.append(f"c{opened}")
+            opened += 1
+        elif kind == 2:
+            out.append(r.CallResolved(call_id=open_now.pop(code % len(open_now)), outcome="ok"))
+        elif kind == 3:
+            out.append(r.ConstraintStated(key=f"k{code % 5}", text=str(code)))
+            pending.append(f"k{code % 5}")
+        elif kind == 4:
+            out.append(r.ConstraintLifted(key=pending.pop()))
+            pending = [k for k in pending if k != out[-1].key]  # type: ignore[union-attr]
+        else:
+            out.append(r.ItemDisposed(key=f"d{code % 3}", disposition="rejected", reason=""))
+    return out
+
+
+class TestFastPaths:
+    @given(st.lists(st.integers(0, 60), max_size=40), st.integers(0, 9))
+    def test_apply_of_a_turn_is_the_fold_of_it(self, codes: list[int], tokens: int) -> None:
+        """apply()'s turn path gives the state the accumulator's turn handler gives."""
+        state = r.fold([START, *_plain_run(codes)])
+        turn = r.TurnAppended(index=state.turns, role="u", content="x", tokens=tokens)
+        acc = _Acc(state)
+        _HANDLERS[r.TurnAppended](acc, turn)
+        acc.version += 1
+        slow = acc.freeze()
+        fast = r.apply(state, turn)
+        assert fast == slow
+        assert fast.sha256 == slow.sha256
+        assert r.fold([START, *_plain_run(codes), turn]) == fast
+
+    @given(st.lists(st.integers(0, 60), max_size=60))
+    def test_states_a_check_saw_never_change(self, codes: list[int]) -> None:
+        """A checked fold hands the check a state before each event; every one of them
+        still reads as it did when the fold is over, and the result is the plain fold's."""
+        events = _plain_run(codes)
+        seen: list[tuple[r.SessionState, bytes]] = []
+
+        def check(before: r.SessionState, _: r.Event) -> None:
+            seen.append((before, r.canonical_json(before.to_json())))
+
+        start = r.fold([START])
+        after = r.fold(events, start, check=check)
+        assert after == r.fold(events, start)
+        assert [r.canonical_json(s.to_json()) for s, _ in seen] == [j for _, j in seen]
+        assert [s.version for s, _ in seen] == list(range(1, len(events) + 1))
+
+    def test_a_refused_event_leaves_the_state_it_started_from(self) -> None:
+        """A check that stops the fold midway leaves the input state (and what a later
+        fold from it sees) as it was."""
+        events = _plain_run(list(range(1, 40)))
+        base = r.fold([START, *events[:10]])
+        frozen = r.canonical_json(base.to_json())
+
+        def stop(before: r.SessionState, _: r.Event) -> None:
+            if before.version > 25:
+                raise r.InvalidEvent("stop")
+
+        with pytest.raises(r.InvalidEvent):
+            r.fold(events[10:], base, check=stop)
+        assert r.canonical_json(base.to_json()) == frozen
+        assert r.fold(events[10:], base) == r.fold([START, *events])
+
+
+class TestLedgerPusher:
+    def test_pushed_items_count_after_sync(self) -> None:
+        """Raw appends through pusher() are seen once synced; an older view never sees them."""
+        base = r.Ledger.of([1, 2])
+        writer = base.writer()
+        push = writer.pusher()
+        push(3)
+        push(4)
+        writer.sync()
+        assert (list(writer.close()), list(base)) == ([1, 2, 3, 4], [1, 2])
+
+    def test_indexed_ledgers_refuse_raw_appends(self) -> None:
+        """An indexed ledger's index must follow each append: no pusher."""
+        with pytest.raises(TypeError):
+            r.Ledger.of(["a"], indexed=True).writer().pusher()
