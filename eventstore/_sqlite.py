@@ -489,6 +489,7 @@ class SqliteRecorder:
         if not self._in_txn:
             raise JournalError("copy_session joins the caller's transaction; open one")
         columns = _COLUMNS.removeprefix("seq, ")
+        self._heads.pop(session_id, None)  # read again: these rows bypass _write_rows
         try:
             if self._attached is not source:
                 rows = (attrs_row(r) for r in source.read(session_id))
