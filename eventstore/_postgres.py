@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import unquote
 
 from eventstore import _pg_schema
@@ -31,15 +31,10 @@ from eventstore._errors import ConcurrencyError, IntegrityError
 from eventstore._pg_spills import SpillRow
 from eventstore._pg_wire import Wire, first_line
 from eventstore._recorder import (
-    AuditRows,
-    CompactionRefusalRow,
-    FallbackRow,
+    AuditQueries,
     Head,
-    InvalidationRow,
-    MarkerRefusalRow,
     QueryResult,
     Recorder,
-    SessionSummary,
     StoredSnapshot,
     seconds,
 )
@@ -93,8 +88,6 @@ _AUDIT_SQL = (
 
 _READ_ONLY_START = re.compile(r"\s*(\(\s*)*(select|with|values|table|explain)\b", re.I)
 
-_Row = TypeVar("_Row")
-
 
 def is_url(location: object) -> bool:
     """Whether ``location`` names a PostgreSQL journal rather than a file."""
@@ -137,8 +130,11 @@ def _driver() -> Any:
     return psycopg
 
 
-class PostgresRecorder:
+class PostgresRecorder(AuditQueries):
     """Append-only, hash-chained events of many sessions in one PostgreSQL schema."""
+
+    SUMMARIES_SQL = _SUMMARIES_SQL
+    AUDIT_SQL = _AUDIT_SQL
 
     def __init__(
         self,
@@ -340,22 +336,6 @@ class PostgresRecorder:
     def sessions(self) -> list[str]:
         """Every session id, sorted (a skip scan of the unique index)."""
         return [r[0] for r in self._run(_SESSIONS_SQL).fetchall()]
-
-    def summaries(self) -> list[SessionSummary]:
-        """Every session with its event, refusal and invalidation counts."""
-        return [SessionSummary(**row) for row in self._dicts(_SUMMARIES_SQL)]
-
-    def audit_rows(self, session_id: str) -> AuditRows:
-        """Refusals, invalidations and raw fallbacks of one session, in version order."""
-        return AuditRows(
-            compaction_refusals=self._typed(CompactionRefusalRow, _AUDIT_SQL[0], session_id),
-            marker_refusals=self._typed(MarkerRefusalRow, _AUDIT_SQL[1], session_id),
-            marker_invalidations=self._typed(InvalidationRow, _AUDIT_SQL[2], session_id),
-            raw_fallbacks=self._typed(FallbackRow, _AUDIT_SQL[3], session_id),
-        )
-
-    def _typed(self, cls: type[_Row], sql: str, session_id: str) -> tuple[_Row, ...]:
-        return tuple(cls(**row) for row in self._dicts(sql, (session_id,)))
 
     def _dicts(self, sql: str, params: tuple[object, ...] = ()) -> list[dict[str, Any]]:
         cursor = self._run(sql, params)

@@ -10,10 +10,11 @@ connection. ``SqliteRecorder`` is the embedded implementation,
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import NamedTuple, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 import attrs
 
@@ -239,3 +240,35 @@ def seconds(timeout: object, name: str = "timeout") -> float:
     if not math.isfinite(timeout) or timeout <= 0:
         raise InvalidEvent(f"{name} must be a positive, finite number of seconds, not {timeout}")
     return float(timeout)
+
+
+_Row = TypeVar("_Row")
+
+
+class AuditQueries(abc.ABC):
+    """``summaries`` and ``audit_rows`` for a backend that gives its SQL text and how
+    to run a query as dicts; the typed rows are the same for every backend."""
+
+    SUMMARIES_SQL: ClassVar[str]
+    AUDIT_SQL: ClassVar[tuple[str, str, str, str]]  # each takes the session id
+
+    @abc.abstractmethod
+    def _dicts(self, sql: str, params: tuple[object, ...] = ()) -> Iterable[dict[str, Any]]:
+        """The rows of ``sql`` as dicts keyed by column name."""
+
+    def summaries(self) -> list[SessionSummary]:
+        """Every session with its event, refusal and invalidation counts."""
+        return [SessionSummary(**row) for row in self._dicts(self.SUMMARIES_SQL)]
+
+    def audit_rows(self, session_id: str) -> AuditRows:
+        """Refusals, invalidations and raw fallbacks of one session, in version order."""
+        sql = self.AUDIT_SQL
+        return AuditRows(
+            compaction_refusals=self._typed(CompactionRefusalRow, sql[0], session_id),
+            marker_refusals=self._typed(MarkerRefusalRow, sql[1], session_id),
+            marker_invalidations=self._typed(InvalidationRow, sql[2], session_id),
+            raw_fallbacks=self._typed(FallbackRow, sql[3], session_id),
+        )
+
+    def _typed(self, cls: type[_Row], sql: str, session_id: str) -> tuple[_Row, ...]:
+        return tuple(cls(**row) for row in self._dicts(sql, (session_id,)))

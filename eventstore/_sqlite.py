@@ -13,22 +13,17 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 from eventstore import _schema
 from eventstore._chain import GENESIS, Recorded, check_links, link_rows
 from eventstore._errors import ConcurrencyError, IntegrityError
 from eventstore._recorder import (
-    AuditRows,
-    CompactionRefusalRow,
-    FallbackRow,
+    AuditQueries,
     Head,
-    InvalidationRow,
-    MarkerRefusalRow,
     QueryResult,
     Recorder,
-    SessionSummary,
     StoredSnapshot,
     seconds,
 )
@@ -80,7 +75,6 @@ _AUDIT_SQL = (
     " WHERE session_id = ? AND source = 'raw_checkpoint' ORDER BY version",
 )
 
-_Row = TypeVar("_Row")
 
 _READS = {
     sqlite3.SQLITE_SELECT,
@@ -122,8 +116,11 @@ def _connect(path: Path, *, readonly: bool, timeout: float) -> sqlite3.Connectio
     return sqlite3.connect(path, isolation_level=None, timeout=timeout)
 
 
-class SqliteRecorder:
+class SqliteRecorder(AuditQueries):
     """Append-only, hash-chained events of many sessions in one SQLite file."""
+
+    SUMMARIES_SQL = _SESSIONS_SQL
+    AUDIT_SQL = _AUDIT_SQL
 
     def __init__(
         self,
@@ -341,22 +338,6 @@ class SqliteRecorder:
         """Every session id, sorted."""
         rows = self.conn.execute("SELECT DISTINCT session_id FROM events ORDER BY session_id")
         return [r[0] for r in rows]
-
-    def summaries(self) -> list[SessionSummary]:
-        """Every session with its event, refusal and invalidation counts."""
-        return [SessionSummary(**row) for row in self._dicts(_SESSIONS_SQL)]
-
-    def audit_rows(self, session_id: str) -> AuditRows:
-        """Refusals, invalidations and raw fallbacks of one session, in version order."""
-        return AuditRows(
-            compaction_refusals=self._typed(CompactionRefusalRow, _AUDIT_SQL[0], session_id),
-            marker_refusals=self._typed(MarkerRefusalRow, _AUDIT_SQL[1], session_id),
-            marker_invalidations=self._typed(InvalidationRow, _AUDIT_SQL[2], session_id),
-            raw_fallbacks=self._typed(FallbackRow, _AUDIT_SQL[3], session_id),
-        )
-
-    def _typed(self, cls: type[_Row], sql: str, session_id: str) -> tuple[_Row, ...]:
-        return tuple(cls(**row) for row in self._dicts(sql, (session_id,)))
 
     def _dicts(self, sql: str, params: tuple[object, ...] = ()) -> Iterator[dict[str, Any]]:
         cursor = self.conn.execute(sql, params)
