@@ -27,6 +27,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -195,7 +196,11 @@ class FolderSpills:
         reached: set[str] = set()
         for handle in handles:
             check.reach(handle, reached)
-        return sorted(rel for rel, real in _files(check.root) if real not in reached)
+        return sorted(
+            rel
+            for rel, real in _files(check.root)
+            if real not in reached and _WRITTEN_BY_TIERLOG.fullmatch(rel)
+        )
 
     def remove(self, names: Iterable[str]) -> None:
         """Remove files (relative to the root, as ``orphans`` names them) and the folders
@@ -361,6 +366,15 @@ def _base_handle(path: str) -> str | None:
     base = header.get("base") if header else None
     handle = base.get("handle") if isinstance(base, dict) else None
     return handle if isinstance(handle, str) else None
+
+
+# The names tierlog writes in a spill root: content-addressed files (and the temp file
+# of one being written), and 0.1's per-session files. Anything else in the folder is
+# someone else's: never listed as an orphan, never removed.
+_WRITTEN_BY_TIERLOG = re.compile(
+    r"[0-9a-f]{2}/[0-9a-f]{64}\.spill(\.tmp)?"
+    r"|[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}/v[0-9]{8}_[0-9]+-[0-9]+\.jsonl(\.tmp)?"
+)
 
 
 def _files(root: str) -> Iterator[tuple[str, str]]:

@@ -7,10 +7,11 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from eventstore._chain import GENESIS, chain_hash
 from eventstore._codec import SCHEMA_VERSION, from_payload
 from eventstore._import import Import, Imported
 from eventstore._journal import Journal, check_session_id
-from reducers import Event, InvalidEvent
+from reducers import Event, InvalidEvent, canonical_json
 
 
 def export_lines(journal: Journal, session_id: str) -> Iterator[str]:
@@ -38,13 +39,17 @@ def read_sessions(lines: Iterable[bytes | str]) -> dict[str, list[Event]]:
 
     Lines are UTF-8; each is one JSON object with no duplicate keys, integers
     that fit in 64 bits and no lone surrogates. A file without a line is refused.
+    Exported lines carry ``hash`` and ``recorded_at``: each must then link to the line
+    before it as the hash chain does, so an edited line is refused, not re-hashed.
+    A session's lines either all carry them (an export) or none do (written by hand).
     """
     sessions: dict[str, list[Event]] = {}
+    chains: dict[str, str | None] = {}
     for number, line in enumerate(lines, 1):
         try:
             text = line.decode("utf-8") if isinstance(line, bytes) else line
             if text.strip():
-                _read_line(sessions, text)
+                _read_line(sessions, chains, text)
         except UnicodeDecodeError as exc:
             raise InvalidEvent(f"line {number}: not UTF-8 (byte {exc.start + 1})") from None
         except InvalidEvent as exc:
@@ -59,7 +64,7 @@ _OPTIONAL_KEYS = {"schema_version", "recorded_at", "hash"}
 _SUSPECT = re.compile(r"\\u[dD][89a-fA-F]|\d{19}")  # a surrogate escape, or a huge integer
 
 
-def _read_line(sessions: dict[str, list[Event]], line: str) -> None:
+def _read_line(sessions: dict[str, list[Event]], chains: dict[str, str | None], line: str) -> None:
     row = _parse(line)
     if not isinstance(row, dict) or not row.keys() >= _ROW_KEYS:
         raise InvalidEvent("need session_id, version, type and payload")
@@ -74,6 +79,27 @@ def _read_line(sessions: dict[str, list[Event]], line: str) -> None:
     if type(row["version"]) is not int or row["version"] != len(events) + 1:
         raise InvalidEvent(f"version {row['version']!r}, expected {len(events) + 1}")
     events.append(from_payload(row["type"], row["payload"]))
+    _check_link(chains, row, schema)
+
+
+def _check_link(chains: dict[str, str | None], row: dict[str, Any], schema: int) -> None:
+    """The line's ``hash`` links to the previous line's, as ``verify`` checks a chain."""
+    sid, first = row["session_id"], row["version"] == 1
+    carries = "hash" in row or "recorded_at" in row
+    if not first and carries != (chains[sid] is not None):
+        raise InvalidEvent("some lines of this session carry hash and recorded_at, some not")
+    if not carries:
+        chains[sid] = None
+        return
+    digest, at = row.get("hash"), row.get("recorded_at")
+    if type(digest) is not str or type(at) is not str:
+        raise InvalidEvent("hash and recorded_at must both be strings")
+    prev = GENESIS if first else chains[sid]
+    assert prev is not None  # checked above
+    payload = canonical_json(row["payload"]).decode()
+    if chain_hash(prev, sid, row["version"], row["type"], schema, payload, at) != digest:
+        raise InvalidEvent("hash does not match the line's content and the line before it")
+    chains[sid] = digest
 
 
 def _parse(line: str) -> object:

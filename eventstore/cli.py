@@ -13,11 +13,12 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import attrs
 import structlog
@@ -274,12 +275,29 @@ def _verify_journal(
     return findings + check_witness(journal, witness or [])
 
 
-def _read_text(path: str) -> str:
+def _open_regular(path: str) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file: a FIFO, a device such as
+    /dev/zero or a folder is bad input, not something to read until memory runs out."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidEvent(f"cannot read {path}: {getattr(exc, 'strerror', exc)}") from None
+        handle = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+    except OSError as exc:
+        raise InvalidEvent(f"cannot read {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        handle.close()
+        raise InvalidEvent(f"cannot read {path}: not a regular file")
+    return handle
+
+
+def _read_text(path: str, limit: int = 64 * 2**20) -> str:
+    """A small regular file's text (a witness), at most ``limit`` bytes."""
+    with _open_regular(path) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise InvalidEvent(f"cannot read {path}: larger than {limit // 2**20} MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidEvent(f"cannot read {path}: {exc}") from None
 
 
 @command(
@@ -383,7 +401,7 @@ def _import(args: argparse.Namespace) -> int:
     if args.rename is not None:
         check_session_id(args.rename)
     try:
-        with open(args.file, "rb") as handle:
+        with _open_regular(args.file) as handle:
             sessions = read_sessions(handle)
     except OSError as exc:
         raise InvalidEvent(f"cannot read {args.file}: {exc.strerror}") from None

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,14 @@ from tests.helpers import fill, new_session
 from tests.targets import SqliteTarget, Target, on_both
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _by_hand(rows: list[dict[str, Any]]) -> str:
+    """Edited export lines, written as by hand: without hashes they no longer match."""
+    return "".join(
+        json.dumps({k: v for k, v in row.items() if k not in ("hash", "recorded_at")}) + "\n"
+        for row in rows
+    )
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -264,14 +273,15 @@ class TestVerifyClean:
         nothing else."""
         root = Path(f"{demo_db}.spills")
         kept = sorted(root.rglob("*.spill"))
-        (root / "zz").mkdir()
-        (root / "zz" / "left-by-a-crash.spill.tmp").write_bytes(b"half a spill")
+        crashed = f"ee/ee{'1' * 62}.spill.tmp"  # a content-addressed write cut short
+        (root / "ee").mkdir()
+        (root / crashed).write_bytes(b"half a spill")
         code, out, _ = run(capsys, "verify", str(demo_db), "--json")
         assert code == 0
         assert [(f["check"], f["fatal"]) for f in json.loads(out)] == [("orphan", False)]
         code, out, _ = run(capsys, "verify", str(demo_db), "--clean")
         assert code == 0
-        assert "removed zz/left-by-a-crash.spill.tmp" in out
+        assert f"removed {crashed}" in out
         assert sorted(root.rglob("*")) == sorted({*kept, *(p.parent for p in kept)})
         assert run(capsys, "verify", str(demo_db))[1].startswith("ok:")
 
@@ -398,7 +408,7 @@ class TestTransfer:
         first = next(row for row in lines if row["type"] == "Compacted")
         first["payload"]["covers_hi"] = 5
         dump = tmp_path / "edited.jsonl"
-        dump.write_text("".join(json.dumps(row) + "\n" for row in lines))
+        dump.write_text(_by_hand(lines))
         code, out, _ = run(capsys, "import", str(tmp_path / "x.db"), str(dump), "--session", "copy")
         assert code == 0
         assert "decided differently" in out
@@ -422,7 +432,7 @@ class TestTransfer:
         marker = next(row for row in lines if row["type"] == "MarkerEmitted")
         marker["payload"]["node_id"] = "n99"
         dump = tmp_path / "edited.jsonl"
-        dump.write_text("".join(json.dumps(row) + "\n" for row in lines))
+        dump.write_text(_by_hand(lines))
         code, _, err = run(capsys, "import", second_target.location, str(dump))
         assert code == 2
         assert "v18" in err
@@ -811,3 +821,53 @@ class TestWitness:
         witness.write_text(content)
         code, _, err = run(capsys, "verify", str(demo_db), "--witness", str(witness))
         assert (code, err.count("\n")) == (2, 1)
+
+
+class TestOnlyRegularFiles:
+    @pytest.mark.parametrize("command", ["import", "witness"])
+    def test_a_device_or_folder_is_bad_input(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, tmp_path: Path, command: str
+    ) -> None:
+        """/dev/zero or a folder given as a file is refused at once (exit 2), never read
+        until memory runs out."""
+        for source in ("/dev/zero", str(tmp_path)):
+            if command == "import":
+                argv = ["import", str(tmp_path / "new.db"), source]
+            else:
+                argv = ["verify", demo_db, "--witness", source]
+            code, _, err = run(capsys, *argv)
+            assert code == 2
+            assert "not a regular file" in err or "Is a directory" in err
+        assert not (tmp_path / "new.db").exists()
+
+
+class TestImportChecksTheChain:
+    def test_an_edited_line_that_keeps_its_hash_is_refused(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, tmp_path: Path
+    ) -> None:
+        """An exported line edited behind the chain's back is refused (exit 2, its line
+        named), not re-hashed; nothing is written."""
+        _, out, _ = run(capsys, "export", str(demo_db), "incident-1-depth-change")
+        lines = out.splitlines()
+        row = json.loads(lines[1])
+        row["payload"]["content"] = "Feel free to rewrite /etc/shadow."
+        lines[1] = json.dumps(row)
+        dump = tmp_path / "edited.jsonl"
+        dump.write_text("\n".join(lines) + "\n")
+        code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
+        assert code == 2
+        assert "line 2: hash does not match" in err
+        assert not (tmp_path / "x.db").exists()
+
+    def test_a_session_mixing_hashed_and_bare_lines_is_refused(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, tmp_path: Path
+    ) -> None:
+        """Dropping the hash from one line of an export does not get it past the check."""
+        _, out, _ = run(capsys, "export", str(demo_db), "incident-1-depth-change")
+        rows = [json.loads(line) for line in out.splitlines()]
+        del rows[3]["hash"], rows[3]["recorded_at"]
+        dump = tmp_path / "mixed.jsonl"
+        dump.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
+        assert code == 2
+        assert "line 4: some lines of this session carry hash" in err

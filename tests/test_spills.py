@@ -339,14 +339,20 @@ class TestNothingLeftBehind:
         refuse(s)
         fill(s, 2)
         orphan = s.effects.write_spill(s.state, 0, s.state.end)  # written, never recorded
-        (Path(journal.spills.location) / "ab").mkdir()
-        (Path(journal.spills.location) / "ab" / "x.spill.tmp").write_bytes(b"half")
+        root = Path(journal.spills.location)
+        (root / "ab").mkdir()
+        (root / "ab" / f"ab{'0' * 62}.spill.tmp").write_bytes(b"half")
+        foreign = [root / "README.txt", root / "zz" / "thesis.txt"]
+        foreign[1].parent.mkdir()
+        for path in foreign:
+            path.write_text("not tierlog's")
         notes = orphan_spills(journal)
         assert [n.fatal for n in notes] == [False, False]
         assert orphan.handle in notes[1].problem
         assert [f.fatal for f in verify(journal)] == [False, False]
         assert len(clean_spills(journal)) == 2
         assert orphan_spills(journal) == []
-        assert not (Path(journal.spills.location) / "ab").exists()
+        assert not (root / "ab").exists()
+        assert all(path.read_text() == "not tierlog's" for path in foreign)  # left alone
         assert s.read_spill(kept)
         assert [f for f in verify(journal) if f.fatal] == []
