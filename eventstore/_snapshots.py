@@ -288,7 +288,10 @@ class Snapshots:
 
     def load(self, session_id: str) -> tuple[SessionState, dict[str, int] | None]:
         """The trusted snapshot state and its ledger lengths, or the empty state and
-        ``None`` (replay everything; the next snapshot rewrites every chunk)."""
+        ``None`` (replay everything; the next snapshot rewrites every chunk). A journal
+        opened with ``snapshot_every=0`` neither writes nor trusts snapshots."""
+        if not self.every:
+            return SessionState(), None
         checked = self.check(session_id)
         if checked is None:
             return SessionState(), None

@@ -17,7 +17,7 @@ import reducers
 from eventstore._audit import clean_spills, orphan_spills, verify
 from eventstore._sqlite import SqliteRecorder
 from eventstore._transfer import export_lines, import_file
-from tests.helpers import fill, refuse, refusing_session, rows
+from tests.helpers import config, fill, refuse, refusing_session, rows
 
 ROOT = Path(__file__).resolve().parent.parent
 LEGACY = ROOT / "tests" / "data" / "journal-0.1"
@@ -356,3 +356,18 @@ class TestNothingLeftBehind:
         assert all(path.read_text() == "not tierlog's" for path in foreign)  # left alone
         assert s.read_spill(kept)
         assert [f for f in verify(journal) if f.fatal] == []
+
+
+class TestNoSnapshots:
+    def test_snapshot_every_0_never_trusts_one(self, db_path: Path) -> None:
+        """With snapshot_every=0 a reopen replays the log, even over a snapshot that
+        (forged, with a matching sha256) says something else."""
+        with eventstore.open(db_path, snapshot_every=2) as journal:
+            s = journal.start_session("s", config())
+            fill(s, 5)
+            s.state_constraint("no-etc", "never modify /etc")
+            fill(s, 2)
+            assert journal.recorder.load_snapshot("s") is not None
+        with eventstore.open(db_path, snapshot_every=0) as journal:
+            journal.snapshots.check = None  # type: ignore[method-assign]  # never consulted
+            assert "no-etc" in journal.session("s").state.constraints
