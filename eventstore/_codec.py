@@ -91,7 +91,12 @@ def _fast_decoder(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:
     instance filled slot by slot. ``None`` (or an exception) sends the payload down the
     standard path, which words the error; equal results are property-tested."""
     fields = attrs.fields(cls)
-    scope: dict[str, Any] = {"new": object.__new__, "cls": cls, "MAX": MAX_COUNT}
+    scope: dict[str, Any] = {
+        "new": object.__new__,
+        "cls": cls,
+        "MAX": MAX_COUNT,
+        "utf8": _events._utf8,  # whoever calls it, a lone surrogate is never storable
+    }
     lines = ["def decode(data):", f"    if len(data) != {len(fields)}:", "        return None"]
     checks, sets = [], []
     for i, field in enumerate(fields):
@@ -101,9 +106,9 @@ def _fast_decoder(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:
         if validator is _events._count:
             checks.append(f"type({v}) is int and 0 <= {v} <= MAX")
         elif validator is _events._name:
-            checks.append(f"type({v}) is str and {v} != ''")
+            checks.append(f"type({v}) is str and {v} != '' and ({v}.isascii() or utf8({v}))")
         elif validator is _events._text:
-            checks.append(f"type({v}) is str")
+            checks.append(f"type({v}) is str and ({v}.isascii() or utf8({v}))")
         elif validator is _events._optional_count:
             checks.append(f"({v} is None or (type({v}) is int and 0 <= {v} <= MAX))")
         elif hasattr(validator, "allowed"):

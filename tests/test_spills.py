@@ -369,5 +369,5 @@ class TestNoSnapshots:
             fill(s, 2)
             assert journal.recorder.load_snapshot("s") is not None
         with eventstore.open(db_path, snapshot_every=0) as journal:
-            journal.snapshots.check = None  # type: ignore[method-assign]  # never consulted
+            journal.snapshots.check = None  # type: ignore[method-assign, assignment]  # never consulted
             assert "no-etc" in journal.session("s").state.constraints
