@@ -7,6 +7,7 @@ eventsourcing library's recorder test cases.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import hashlib
 import itertools
@@ -37,11 +38,12 @@ def _turns(n: int) -> list[r.Event]:
     return [r.TurnAppended(index=i, role="user", content=f"t{i}", tokens=2) for i in range(n)]
 
 
-class RecorderContract:
+class RecorderContract(abc.ABC):
     """What every Recorder does; subclasses provide ``create_recorder``."""
 
+    @abc.abstractmethod
     def create_recorder(self, tmp_path: Path) -> Recorder:
-        raise NotImplementedError
+        """A fresh, empty recorder of the backend under test."""
 
     @pytest.fixture(name="store")
     def _store(self, tmp_path: Path) -> Iterator[Recorder]:
