@@ -712,8 +712,15 @@ class TestSqlLimits:
         The signal is sent once the child logs (-vv) that it starts the query.
         """
         query = f"{ENDLESS} SELECT max(x) FROM c"
+        argv = ["tierlog", "-vv", "sql", str(demo_db), query, *NO_TIMEOUT]
+        # As at a terminal: Ctrl-C raises KeyboardInterrupt even when this test runs as
+        # a background job, whose children inherit SIGINT ignored.
+        start = (
+            "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler);"
+            f" sys.argv = {argv!r}; runpy.run_module('eventstore', run_name='__main__')"
+        )
         child = subprocess.Popen(
-            [sys.executable, "-m", "eventstore", "-vv", "sql", str(demo_db), query, *NO_TIMEOUT],
+            [sys.executable, "-c", start],
             cwd=ROOT,
             stderr=subprocess.PIPE,
             text=True,
