@@ -731,7 +731,11 @@ class TestSqlLimits:
                 break
         time.sleep(0.2)  # into SQLite's loop
         child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=10)
+        try:
+            _, err = child.communicate(timeout=10)
+        finally:
+            child.kill()  # never leave an endless query running, pass or fail
+            child.wait()
         assert (child.returncode, err.strip()) == (2, "tierlog sql: error: interrupted")
 
 
