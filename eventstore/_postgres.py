@@ -27,7 +27,7 @@ from urllib.parse import unquote
 
 from eventstore import _pg_schema
 from eventstore._chain import GENESIS, Recorded, check_links, link
-from eventstore._errors import ConcurrencyError, IntegrityError
+from eventstore._errors import IntegrityError
 from eventstore._pg_spills import SpillRow
 from eventstore._pg_wire import Wire, first_line
 from eventstore._recorder import (
@@ -36,6 +36,7 @@ from eventstore._recorder import (
     QueryResult,
     Recorder,
     StoredSnapshot,
+    expect_version,
     seconds,
 )
 from eventstore._sqlite import utc_now
@@ -236,10 +237,7 @@ class PostgresRecorder(AuditQueries):
             version, prev = self.head(session_id)
         else:
             version = expected_version
-        if version != expected_version:
-            raise ConcurrencyError(
-                f"session {session_id!r} is at version {version}, expected {expected_version}"
-            )
+        expect_version(session_id, version, expected_version)
         rows = link(session_id, version, prev, events, self._clock())
         self._write_rows(session_id, rows)
         return version + len(rows)

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 import attrs
 
 from eventstore._chain import Recorded
+from eventstore._errors import ConcurrencyError
 from reducers import Event, InvalidEvent
 
 
@@ -272,3 +273,11 @@ class AuditQueries(abc.ABC):
 
     def _typed(self, cls: type[_Row], sql: str, session_id: str) -> tuple[_Row, ...]:
         return tuple(cls(**row) for row in self._dicts(sql, (session_id,)))
+
+
+def expect_version(session_id: str, version: int, expected: int) -> None:
+    """ConcurrencyError unless the session is at the version the writer expects."""
+    if version != expected:
+        raise ConcurrencyError(
+            f"session {session_id!r} is at version {version}, expected {expected}"
+        )

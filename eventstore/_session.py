@@ -30,8 +30,8 @@ from eventstore._commands import (
 )
 from eventstore._decide import Decision, decide
 from eventstore._effects import Effects
-from eventstore._errors import ConcurrencyError, IntegrityError
-from eventstore._recorder import Recorder
+from eventstore._errors import IntegrityError
+from eventstore._recorder import Recorder, expect_version
 from eventstore._snapshots import Snapshots
 from eventstore._values import Context, Turn
 from reducers import (
@@ -163,11 +163,8 @@ class Session:
         with self._recorder.transaction():
             head = self._recorder.head(self.id)
             state = self._catch_up(head.version)
-            if expected_version is not None and expected_version != state.version:
-                raise ConcurrencyError(
-                    f"session {self.id!r} is at version {state.version}, "
-                    f"expected {expected_version}"
-                )
+            if expected_version is not None:
+                expect_version(self.id, state.version, expected_version)
             decision = decide(command, state, self.effects)
             self._recorder.append(
                 self.id, decision.events, expected_version=head.version, head_hash=head.hash

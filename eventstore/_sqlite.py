@@ -25,6 +25,7 @@ from eventstore._recorder import (
     QueryResult,
     Recorder,
     StoredSnapshot,
+    expect_version,
     seconds,
 )
 from reducers import Event, InvalidEvent, JournalError
@@ -216,10 +217,7 @@ class SqliteRecorder(AuditQueries):
             version, prev = self.head(session_id)
         else:
             version = expected_version
-        if version != expected_version:
-            raise ConcurrencyError(
-                f"session {session_id!r} is at version {version}, expected {expected_version}"
-            )
+        expect_version(session_id, version, expected_version)
         rows = link_rows(session_id, version, prev, events, self._clock())
         self._write_rows(session_id, rows)
         return version + len(rows)

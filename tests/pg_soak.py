@@ -28,7 +28,7 @@ from eventstore._chain import check_chain
 from tests.helpers import config
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = "shared"
+RACED = "raced"  # the one session every racing writer appends to
 
 
 @attrs.frozen(kw_only=True)
@@ -50,7 +50,7 @@ class SoakResult:
 def write(url: str, session_id: str, name: str, gate: str, seconds: float) -> None:
     """One writer process: say it is ready, wait for the gate to open, append for
     ``seconds``; print commits and conflicts."""
-    race = session_id == SHARED
+    race = session_id == RACED
     with eventstore.open(url, synchronous="normal") as journal:
         s = journal.session(session_id)
         Path(gate, f"{name}.ready").touch()
@@ -78,9 +78,9 @@ def soak(url: str, seconds: float, own: int = 8, racing: int = 4) -> SoakResult:
     """Run ``own`` + ``racing`` writer processes for ``seconds`` and check the result."""
     sessions = [f"own-{i}" for i in range(own)]
     with eventstore.open(url) as journal:
-        for sid in [*sessions, SHARED]:
+        for sid in [*sessions, RACED]:
             journal.start_session(sid, config())
-    plan = [(sid, sid) for sid in sessions] + [(SHARED, f"racer-{i}") for i in range(racing)]
+    plan = [(sid, sid) for sid in sessions] + [(RACED, f"racer-{i}") for i in range(racing)]
     with tempfile.TemporaryDirectory() as gate:
         writer = [sys.executable, "-m", "tests.pg_soak", "write", url]
         procs = [
@@ -102,13 +102,13 @@ def soak(url: str, seconds: float, own: int = 8, racing: int = 4) -> SoakResult:
         if out.strip():
             counts.setdefault(sid, []).append(json.loads(out))
     with eventstore.open(url, readonly=True) as journal:
-        for sid in [*sessions, SHARED]:
+        for sid in [*sessions, RACED]:
             problems += _check(journal, sid, sum(c["commits"] for c in counts.get(sid, [])))
     return SoakResult(
         seconds=seconds,
         own_commits=sum(c["commits"] for sid in sessions for c in counts.get(sid, [])),
-        shared_commits=sum(c["commits"] for c in counts.get(SHARED, [])),
-        conflicts=sum(c["conflicts"] for c in counts.get(SHARED, [])),
+        shared_commits=sum(c["commits"] for c in counts.get(RACED, [])),
+        conflicts=sum(c["conflicts"] for c in counts.get(RACED, [])),
         problems=tuple(problems),
     )
 
