@@ -36,6 +36,7 @@ from invariants import (
     check_compaction,
     check_marker,
     check_range,
+    check_turn,
     floor,
     invalidations,
     validate,
@@ -168,20 +169,21 @@ class _Suspect(Exception):
 
 def _fold_until_suspect(state: SessionState, batch: tuple[Event, ...]) -> tuple[int, SessionState]:
     """How many events of ``batch`` fold without a chance of breaking a marker, and the
-    state after them. With no valid marker (plain events never make one), all of them."""
+    state after them. With no valid marker (plain events never make one), all of them.
+    Turns are checked by ``check_turn``: a turn never breaks a marker."""
     if not any(m.valid for m in state.markers.values()):
-        return len(batch), fold(batch, state, check=validate)
+        return len(batch), fold(batch, state, check=validate, turn_check=check_turn)
     seen = 0
 
     def check(before: SessionState, event: Event) -> None:
         nonlocal seen
         validate(before, event)
         if _may_break(before, event):
+            seen = before.version - state.version
             raise _Suspect
-        seen += 1
 
     try:
-        return len(batch), fold(batch, state, check=check)
+        return len(batch), fold(batch, state, check=check, turn_check=check_turn)
     except _Suspect:
         return seen, fold(batch[:seen], state)  # already validated
 

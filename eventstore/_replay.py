@@ -18,7 +18,7 @@ import attrs
 from eventstore._commands import Command, Compact, EmitMarker, Record, Resume, WriteSpill
 from eventstore._decide import CAN_BREAK_MARKERS, Decision, decide, was_gated, would_invalidate
 from eventstore._effects import Effects, RecordedSpills, SpillCheck
-from invariants import validate
+from invariants import check_turn, validate
 from reducers import (
     PLAIN_EVENTS,
     Compacted,
@@ -106,6 +106,9 @@ class Divergence:
     check: str = "replay"
 
 
+_RUN = 1024  # plain events folded at a time: a long run is not held in memory whole
+
+
 def divergences(
     session_id: str,
     events: Iterable[Event],
@@ -127,7 +130,7 @@ def divergences(
     for command in commands(events):
         if len(command) == 1 and type(command[0]) in PLAIN_EVENTS:
             plain.append(command[0])
-            if state.version + len(plain) != watch:
+            if state.version + len(plain) != watch and len(plain) < _RUN:
                 continue
             command = []
         state, found = _fold_plain(session_id, state, plain)
@@ -156,19 +159,25 @@ def _fold_plain(
 ) -> tuple[SessionState, Divergence | None]:
     if not plain:
         return state, None
-    at = [state.version]
     markers = any(m.valid for m in state.markers.values())  # plain events make none
 
     def check(before: SessionState, event: Event) -> None:
-        at[0] = before.version
         validate(before, event)
         if markers and (due := would_invalidate(before, event)):
             raise InvalidEvent(_mismatch([event], (event, *due)))
 
     try:
-        return fold(plain, state, check=check), None
-    except InvalidEvent as exc:
-        return state, Divergence(session_id=session_id, version=at[0] + 1, problem=str(exc))
+        return fold(plain, state, check=check, turn_check=check_turn), None
+    except InvalidEvent:  # found in one pass; named event by event (a rare, slow path)
+        for event in plain:
+            try:
+                check(state, event)
+            except InvalidEvent as exc:
+                return state, Divergence(
+                    session_id=session_id, version=state.version + 1, problem=str(exc)
+                )
+            state = fold((event,), state)
+        raise  # pragma: no cover - the same checks on the same events fail again
 
 
 def _redecide(

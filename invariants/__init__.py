@@ -10,7 +10,7 @@ from invariants._compaction import carries_call, check_compaction, floor
 from invariants._context import Gap, context_gaps
 from invariants._errors import MarkerInvalid, UnrecoverableCompactionError
 from invariants._marker import check_marker, invalidations
-from invariants._validate import check_range, validate
+from invariants._validate import check_range, check_turn, validate
 from reducers import Violation
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "check_compaction",
     "check_marker",
     "check_range",
+    "check_turn",
     "context_gaps",
     "floor",
     "invalidations",

@@ -58,11 +58,17 @@ def check_range(state: SessionState, what: str, lo: int, hi: int) -> None:
             raise InvalidEvent(f"{what} [{lo}, {hi}): {pos} is not a turn boundary")
 
 
-def _turn(state: SessionState, e: TurnAppended) -> None:
-    if e.index != state.turns:
-        raise InvalidEvent(f"turn index {e.index}, expected {state.turns}")
-    if e.tokens > MAX_COUNT - state.tokens_total:
+def check_turn(turns: int, tokens_total: int, e: TurnAppended) -> None:
+    """``validate`` of a turn in a started session, from the two numbers it depends on:
+    the turns so far and their tokens (``reducers.fold`` takes it as ``turn_check``)."""
+    if e.index != turns:
+        raise InvalidEvent(f"turn index {e.index}, expected {turns}")
+    if e.tokens > MAX_COUNT - tokens_total:
         raise InvalidEvent(f"tokens: the session would hold more than 2**63-1 (got {e.tokens})")
+
+
+def _turn(state: SessionState, e: TurnAppended) -> None:
+    check_turn(state.turns, state.tokens_total, e)
 
 
 def _call_opened(state: SessionState, e: CallOpened) -> None:

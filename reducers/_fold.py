@@ -352,11 +352,15 @@ def fold(
     state: SessionState | None = None,
     *,
     check: Callable[[SessionState, Event], None] | None = None,
+    turn_check: Callable[[int, int, TurnAppended], None] | None = None,
 ) -> SessionState:
     """Fold ``events`` onto ``state`` (the empty state by default); linear in the events.
 
     ``check(state, event)``, if given, sees the state before each event and may
     raise to stop the fold (``eventstore`` validates batches this way).
+    ``turn_check(turns, tokens_total, turn)``, if given, stands in for ``check`` on
+    the turns of a started session: it sees the two numbers a turn's validity
+    depends on, so a checked fold of turns builds no state per turn.
     """
     acc = _Acc(state if state is not None else SessionState())
     handlers = _HANDLERS
@@ -367,27 +371,34 @@ def fold(
     unsynced, version = False, acc.version
     try:
         for event in events:
-            if check is not None:
-                if unsynced:
-                    unsynced = _sync(tok, versions)
-                acc.version = version
-                check(acc.freeze(release=False), event)
             if type(event) is TurnAppended:
                 if tok is None or versions is None:
                     tok, versions = acc.writer("tok_starts"), acc.writer("turn_versions")
                     push_tok, push_version, total = tok.pusher(), versions.pusher(), tok.last
+                    turns = len(tok) - 1
+                if check is not None:
+                    if turn_check is not None and acc.config is not None:
+                        turn_check(turns, total, event)
+                    else:
+                        if unsynced:
+                            unsynced = _sync(tok, versions)
+                        acc.version = version
+                        check(acc.freeze(release=False), event)
                 total += event.tokens
                 push_tok(total)
                 version += 1
                 push_version(version)
+                turns += 1
                 unsynced = True
             else:
                 if unsynced:
                     unsynced = _sync(tok, versions)
+                acc.version = version
+                if check is not None:
+                    check(acc.freeze(release=False), event)
                 handler = handlers.get(type(event))
                 if handler is None:
                     raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")
-                acc.version = version
                 handler(acc, event)
                 version += 1
         if unsynced:

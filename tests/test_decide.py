@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import io
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 import eventstore
+import invariants
 import reducers as r
 from eventstore._commands import AppendTurn, Command, Record
 from eventstore._decide import decide
-from eventstore._replay import commands, decide_again
+from eventstore._replay import commands, decide_again, divergences
 from eventstore._transfer import export_lines, import_file
 from tests import strategies
 from tests.helpers import config, run_step
@@ -95,3 +100,83 @@ class TestDecide:
 
         with pytest.raises(eventstore.InvalidEvent, match="not a tierlog command: Nonsense"):
             decide(Nonsense(), s.state, s.effects)
+
+
+# Codes for runs of plain events, some of them invalid where they stand: the next turn,
+# a skipped or repeated index, a token count that overflows the session, a call opened
+# (maybe twice) or resolved (maybe unknown), and a second SessionStarted.
+_CODES = ("turn", "turn", "turn", "skip", "again", "huge", "open", "resolve", "start")
+
+
+def _run_of(codes: list[tuple[str, int]]) -> list[r.Event]:
+    events: list[r.Event] = []
+    turn = 0
+    for code, n in codes:
+        if code in ("turn", "skip", "again", "huge"):
+            index = {"skip": turn + 1, "again": max(turn - 1, 0)}.get(code, turn)
+            tokens = r.MAX_COUNT if code == "huge" else n
+            events.append(r.TurnAppended(index=index, role="u", content="x", tokens=tokens))
+            turn += 1
+        elif code == "open":
+            events.append(r.CallOpened(call_id=f"c{n % 3}", kind="tool_call", name="t"))
+        elif code == "resolve":
+            events.append(r.CallResolved(call_id=f"c{n % 3}", outcome="ok"))
+        else:
+            events.append(r.SessionStarted(**attrs.asdict(config())))
+    return events
+
+
+def _one_by_one(state: r.SessionState, events: list[r.Event]) -> tuple[r.SessionState, str, int]:
+    """Validate and apply event by event: the state, and the first error and its version."""
+    for event in events:
+        try:
+            invariants.validate(state, event)
+        except r.InvalidEvent as exc:
+            return state, str(exc), state.version + 1
+        state = r.apply(state, event)
+    return state, "", 0
+
+
+_codes = st.lists(st.tuples(st.sampled_from(_CODES), st.integers(0, 50)), max_size=40)
+
+
+class TestCheckedFold:
+    @given(codes=_codes, started=st.booleans())
+    def test_turn_check_agrees_with_validating_each_event(
+        self, codes: list[tuple[str, int]], started: bool
+    ) -> None:
+        """A fold that checks turns by their count and token total (no state per turn)
+        accepts and refuses exactly what validating event by event does, with the same
+        message, and reaches the same state."""
+        start = r.fold([r.SessionStarted(**attrs.asdict(config()))]) if started else None
+        events = _run_of(codes)
+        state, error, _ = _one_by_one(start or r.SessionState(), events)
+        try:
+            folded = r.fold(
+                events, start, check=invariants.validate, turn_check=invariants.check_turn
+            )
+        except r.InvalidEvent as exc:
+            assert str(exc) == error
+        else:
+            assert error == ""
+            assert folded == state and folded.sha256 == state.sha256
+
+    @given(codes=_codes)
+    def test_replay_names_the_first_invalid_event(self, codes: list[tuple[str, int]]) -> None:
+        """verify's replay folds a run of plain events in one pass and still names the
+        version of the first event that cannot follow the state before it."""
+        started = r.SessionStarted(**attrs.asdict(config()))
+        events = _run_of(codes)
+        _, error, version = _one_by_one(r.fold([started]), events)
+        found = list(divergences("p", [started, *events], _NoEffects()))
+        assert [(d.version, d.problem) for d in found] == ([(version, error)] if error else [])
+
+
+class _NoEffects:
+    """Effects for a replay of plain events: none is ever asked for."""
+
+    def spill_checker(self) -> Callable[[object], str | None]:
+        return lambda _: None
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"a replay of plain events used effects.{name}")
