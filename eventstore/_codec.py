@@ -131,7 +131,7 @@ def _fast_decoder(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:
 
 
 # the fast decoders of the flat events, used on what orjson decoded
-_DECODE: dict[str, Callable[[dict[str, Any]], Any]] = (
+FAST_DECODERS: dict[str, Callable[[dict[str, Any]], Any]] = (
     {name: _fast_decoder(cls) for name, cls in _FLAT.items()} if FAST else {}
 )
 
@@ -159,7 +159,7 @@ def from_payload(type_name: str, payload: str | dict[str, Any]) -> Event:
 def from_fast_data(type_name: str, data: Any) -> Event | None:
     """The event that ``data``, as ``fast_loads`` decoded it, describes; ``None`` (or
     an exception) when only ``from_payload``'s standard path can say what is wrong."""
-    decode = _DECODE.get(type_name)
+    decode = FAST_DECODERS.get(type_name)
     if decode is not None:
         return decode(data) if type(data) is dict else None
     flat = _FLAT.get(type_name)
@@ -171,7 +171,7 @@ def from_fast_data(type_name: str, data: Any) -> Event | None:
 def from_rows(rows: Iterable[tuple[str, str]]) -> Iterator[Event]:
     """``from_payload`` of each ``(type, payload)`` row: the replay hot path, with the
     fast decoders' calls written out."""
-    decoders, loads = _DECODE, fast_loads
+    decoders, loads = FAST_DECODERS, fast_loads
     for type_name, payload in rows:
         event = None
         decode = decoders.get(type_name)

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 import reducers as r
 from eventstore._codec import (
-    _DECODE,
     _FLAT,
     _UNSTRUCTURE,
+    FAST_DECODERS,
     _from_payload,
     converter,
     from_payload,
@@ -89,7 +89,7 @@ class TestFastPaths:
         returns nothing (or raises) exactly when the class refuses it."""
         name, data = case
         kind, event = _outcome(lambda d: _FLAT[name](**d), data)
-        fast_kind, fast = _outcome(_DECODE[name], data)
+        fast_kind, fast = _outcome(FAST_DECODERS[name], data)
         if kind == "event":
             assert (fast_kind, fast) == ("event", event)
             assert hash(fast) == hash(event)

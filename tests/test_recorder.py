@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -279,8 +278,8 @@ class RecorderContract(abc.ABC):
             store.transaction(),
         ):
             store.copy_session(source, "s")
-        copied = [attrs.astuple(r)[1:] for r in store.read("s")]  # all but the global seq
-        assert copied == [attrs.astuple(r)[1:] for r in source.read("s")]
+        copied = [tuple(r)[1:] for r in store.read("s")]  # all but the global seq
+        assert copied == [tuple(r)[1:] for r in source.read("s")]
         assert check_chain(store, "s") is None
         with pytest.raises(eventstore.JournalError):
             store.copy_session(source, "s")  # outside a transaction
