@@ -9,6 +9,8 @@ faster, and is used for them. ``tests/test_json.py`` compares the two byte for
 byte. Anything orjson refuses (a bigger integer, another type) falls back to the
 standard library. ``canonical_json`` itself stays the standard library's, for any
 JSON data (floats included); ``canonical_bytes`` is for the data tierlog builds.
+``fast_dumps`` is ``canonical_bytes`` without the fallback (it raises
+``TypeError`` where orjson does), for loops that have a slow path of their own.
 ``fast_loads`` is orjson's decoder: its callers take its result only when the
 event it decodes to passes every check, and otherwise decode again with ``json``,
 so every error reads as before.
@@ -16,6 +18,7 @@ so every error reads as before.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +36,7 @@ try:
 except ImportError:  # pragma: no cover - the [fast] extra is installed by make install
     FAST = False
     canonical_bytes: Callable[[Any], bytes] = canonical_json
+    fast_dumps: Callable[[Any], bytes] = canonical_json
     fast_loads: Callable[[str], Any] = json.loads
 else:
     FAST = True
@@ -47,3 +51,4 @@ else:
             return canonical_json(data)
 
     fast_loads = orjson.loads
+    fast_dumps = functools.partial(_dumps, option=_SORT)  # canonical_bytes, or TypeError
