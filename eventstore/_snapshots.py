@@ -172,7 +172,8 @@ def _encode_chunk(name: str, ledger: Ledger[Any], k: int) -> bytes:
 def _decode_ledger(name: str, chunks: Sequence[bytes], length: object) -> Ledger[Any]:
     if name in INT_LEDGERS:
         ints = array("q")
-        ints.frombytes(b"".join(chunks))
+        for chunk in chunks:
+            ints.frombytes(chunk)
         if sys.byteorder == "big":  # pragma: no cover - stored little-endian
             ints.byteswap()
         ledger: Ledger[Any] = Ledger.of_ints(ints)

@@ -10,6 +10,7 @@ a million turns.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import threading
 from array import array
@@ -22,15 +23,24 @@ T = TypeVar("T")
 class _Buffer:
     """The shared items (a list, or an int64 array), an optional index, a lock."""
 
-    __slots__ = ("claimed", "index", "items", "lock")
+    __slots__ = ("claimed", "index", "indexed", "items", "lock")
 
     def __init__(self, items: MutableSequence[Any], indexed: bool) -> None:
         self.items = items
-        self.index: dict[Any, int] | None = None
-        if indexed:  # each item's first position (the earliest assignment is the last made)
-            self.index = dict(zip(reversed(items), range(len(items) - 1, -1, -1), strict=True))
+        self.indexed = indexed
+        self.index: dict[Any, int] | None = None  # built on first need (see build_index)
         self.lock = threading.Lock()
         self.claimed = False
+
+    def build_index(self) -> dict[Any, int] | None:
+        """The index of an indexed buffer, built now if it was not (call with ``lock``
+        held): each item's first position. Built before a writer claims the buffer, so
+        unlocked appends always find it; a snapshot's ledger that is only read never
+        pays for it."""
+        if self.indexed and self.index is None:
+            items = self.items  # the earliest assignment is the last made
+            self.index = dict(zip(reversed(items), range(len(items) - 1, -1, -1), strict=True))
+        return self.index
 
 
 class Ledger(Generic[T]):
@@ -70,9 +80,11 @@ class Ledger(Generic[T]):
         buf = self._buf
         with buf.lock:
             if len(buf.items) == self._n and not buf.claimed:
+                buf.build_index()
                 buf.claimed = True
                 return LedgerWriter(buf, self._n)
-        fresh = _Buffer(buf.items[: self._n], buf.index is not None)
+        fresh = _Buffer(buf.items[: self._n], buf.indexed)
+        fresh.build_index()
         fresh.claimed = True
         return LedgerWriter(fresh, self._n)
 
@@ -91,9 +103,14 @@ class Ledger(Generic[T]):
         return iter(self._buf.items[: self._n])  # a C copy of the visible prefix
 
     def __contains__(self, item: object) -> bool:
-        index = self._buf.index
-        if index is None:
+        buf = self._buf
+        if not buf.indexed:
             return any(x == item for x in self)
+        index = buf.index
+        if index is None:
+            with buf.lock:
+                index = buf.build_index()
+            assert index is not None
         at = index.get(item)
         return at is not None and at < self._n
 
@@ -112,6 +129,20 @@ class Ledger(Generic[T]):
         """A copy of the visible items ``lo <= i < hi`` (a list, or an int array)."""
         out: Sequence[T] = self._buf.items[max(lo, 0) : min(hi, self._n)]
         return out
+
+    def int_sha256(self) -> str:
+        """sha256 of ``int_bytes()``, without copying the items when it can: while the
+        lock is held and no writer holds a claim, nothing can resize the buffer."""
+        buf, items = self._buf, self._buf.items
+        if isinstance(items, array) and sys.byteorder == "little":
+            with buf.lock:
+                if not buf.claimed:
+                    with memoryview(items) as whole, whole[: self._n] as view:
+                        return hashlib.sha256(view).hexdigest()
+        out = items[: self._n] if isinstance(items, array) else array("q", items[: self._n])
+        if sys.byteorder == "big":  # pragma: no cover - canonical bytes are little-endian
+            out.byteswap()
+        return hashlib.sha256(out).hexdigest()
 
     def int_bytes(self) -> bytes:
         """The visible items as little-endian int64 bytes (integer ledgers only)."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+from array import array
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -309,3 +312,36 @@ class TestLedgerPusher:
         """An indexed ledger's index must follow each append: no pusher."""
         with pytest.raises(TypeError):
             r.Ledger.of(["a"], indexed=True).writer().pusher()
+
+
+class TestLedgerReadPaths:
+    def test_membership_holds_whenever_the_index_is_built(self) -> None:
+        """An indexed ledger answers ``in`` by its first position, whether its index was
+        built before appends (by a writer's claim) or after them (by a first lookup)."""
+        for look_first in (True, False):
+            base = r.Ledger.of(["a", "b", "a"], indexed=True)
+            if look_first:
+                assert "b" in base
+            longer = base.append("c").append("b")
+            writer = longer.writer()
+            writer.append("d")
+            after = writer.close()
+            assert ["c" in base, "c" in longer, "d" in longer, "d" in after] == [
+                False, True, False, True,
+            ]  # fmt: skip
+            assert "z" not in after
+            assert "a" in after
+
+    @given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50), st.integers(0, 50))
+    def test_int_sha256_is_the_hash_of_int_bytes(self, items: list[int], cut: int) -> None:
+        """For a whole buffer, a prefix view and a buffer a writer holds, ``int_sha256``
+        is ``sha256(int_bytes())``, and the buffer still takes appends afterwards."""
+        whole = r.Ledger.of_ints(array("q", items))
+        prefix = r.Ledger.of_ints(array("q", items)).writer().close()
+        prefix = r.Ledger(prefix._buf, min(cut, len(items)))
+        held = r.Ledger.of_ints(array("q", items))
+        writer = held.writer()
+        for ledger in (whole, prefix, held):
+            assert ledger.int_sha256() == hashlib.sha256(ledger.int_bytes()).hexdigest()
+        writer.append(7)  # no view of the buffer is left exported
+        assert list(whole.append(1)) == [*items, 1]
