@@ -20,6 +20,7 @@ from eventstore._codec import (
     from_fast_data,
     from_payload,
     to_payload,
+    unreadable,
 )
 from eventstore._errors import ConcurrencyError, IntegrityError
 from reducers import Event, InvalidEvent, canonical_bytes, canonical_json
@@ -208,7 +209,13 @@ def _check_row(row: Recorded, prev: str) -> tuple[Event | None, str]:
         data = json.loads(row.payload)
     except json.JSONDecodeError:
         return None, "payload is not JSON"
-    if canonical_json(data).decode() != row.payload:
+    except (ValueError, RecursionError) as exc:  # JSON text, but no value Python can hold
+        return None, unreadable(exc)
+    try:
+        canonical = canonical_json(data).decode()
+    except UnicodeEncodeError:  # an escaped lone surrogate: no UTF-8 text holds it
+        return None, "payload holds a lone surrogate (edited by hand?)"
+    if canonical != row.payload:
         return None, "payload is not in canonical form (edited by hand?)"
     digest = chain_hash(
         prev,

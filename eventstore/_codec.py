@@ -187,7 +187,12 @@ def from_rows(rows: Iterable[tuple[str, str]]) -> Iterator[Event]:
 def _from_payload(type_name: str, payload: str | dict[str, Any]) -> Event:
     """``from_payload`` with the standard library's decoder: every error worded."""
     try:
-        data = json.loads(payload) if type(payload) is str else payload
+        try:
+            data = json.loads(payload) if type(payload) is str else payload
+        except (RecursionError, ValueError) as exc:
+            if isinstance(exc, json.JSONDecodeError):
+                raise
+            raise InvalidEvent(f"{type_name}: {unreadable(exc)}") from None
         flat = _FLAT.get(type_name)
         if flat is not None and type(data) is dict:
             try:
@@ -201,6 +206,12 @@ def _from_payload(type_name: str, payload: str | dict[str, Any]) -> Event:
         if str(exc).startswith(f"{type_name}:"):
             raise
         raise InvalidEvent(f"{type_name}: {exc}") from None
+
+
+def unreadable(exc: ValueError | RecursionError) -> str:
+    """Why ``json.loads`` refused JSON text past its grammar (what a hand edit can do)."""
+    why = "nested too deeply" if isinstance(exc, RecursionError) else "an integer too long"
+    return f"payload is not JSON tierlog can decode ({why})"
 
 
 def _structure(type_name: str, data: object) -> Event:
