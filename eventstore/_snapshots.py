@@ -172,6 +172,8 @@ def _encode_chunk(name: str, ledger: Ledger[Any], k: int) -> bytes:
 def _decode_ledger(name: str, chunks: Sequence[bytes], length: object) -> Ledger[Any]:
     if name in INT_LEDGERS:
         ints = array("q")
+        if any(len(chunk) % ints.itemsize for chunk in chunks):  # cut inside an item
+            chunks = [b"".join(chunks)]  # read as the bytes they add up to, as ever
         for chunk in chunks:
             ints.frombytes(chunk)
         if sys.byteorder == "big":  # pragma: no cover - stored little-endian

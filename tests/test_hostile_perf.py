@@ -14,6 +14,7 @@ import pytest
 
 import eventstore
 from eventstore._chain import GENESIS, chain_hash
+from eventstore._snapshots import CHUNK
 from eventstore.cli import main
 from tests.helpers import fill, new_session
 
@@ -190,3 +191,53 @@ class TestOddPayloads:
         code = main(["export", str(db_path), SID, "-o", str(db_path.with_suffix(".jsonl"))])
         _, err = capsys.readouterr()
         assert (code, "internal error" in err) == (2, False)
+
+
+def _split_chunk(db: Path, ledger: str, at: int) -> None:
+    """Cut the first chunk of ``ledger`` in two at byte ``at`` (same bytes, in order)."""
+    conn = sqlite3.connect(db)
+    try:
+        ((data,),) = conn.execute(
+            "SELECT data FROM snapshot_chunks WHERE ledger = ? AND chunk = 0", (ledger,)
+        ).fetchall()
+        assert len(data) < CHUNK * 8  # one chunk: chunk 1 is free
+        conn.execute(
+            "UPDATE snapshot_chunks SET data = ? WHERE ledger = ? AND chunk = 0",
+            (data[:at], ledger),
+        )
+        conn.execute("INSERT INTO snapshot_chunks VALUES (?, ?, 1, ?)", (SID, ledger, data[at:]))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+class TestSnapshotChunks:
+    @pytest.mark.parametrize("at", [7, 8, 13])
+    @pytest.mark.parametrize("ledger", ["tok_starts", "turn_versions"])
+    def test_integer_chunks_cut_elsewhere_read_as_before(
+        self, db_path: Path, capsys: pytest.CaptureFixture[str], ledger: str, at: int
+    ) -> None:
+        """An integer ledger stored in chunks cut at another byte (even inside an item)
+        still decodes to the same, hash-checked state: trusted, as when the chunks were
+        joined before decoding."""
+        with eventstore.open(db_path, snapshot_every=30) as journal:
+            fill(new_session(journal, SID), 40)
+        _split_chunk(db_path, ledger, at)
+        with eventstore.open(db_path, snapshot_every=30) as journal:
+            checked = journal.snapshots.check(SID)
+            assert checked is not None
+            assert (checked.problem, checked.state is not None) == (None, True)
+        assert _verify(capsys, db_path) == (0, [])
+
+    def test_integer_chunks_that_lose_bytes_are_not_trusted(self, db_path: Path) -> None:
+        """Bytes missing from an integer ledger leave the snapshot untrusted."""
+        with eventstore.open(db_path, snapshot_every=30) as journal:
+            fill(new_session(journal, SID), 40)
+        _tamper(db_path, lambda c: c.execute(
+            "UPDATE snapshot_chunks SET data = substr(data, 1, length(data) - 3)"
+            " WHERE ledger = 'tok_starts'"), rehash=False)  # fmt: skip
+        with eventstore.open(db_path, snapshot_every=30) as journal:
+            checked = journal.snapshots.check(SID)
+            assert checked is not None
+            assert checked.state is None
+            assert journal.session(SID).state.turns == 40  # replayed instead
