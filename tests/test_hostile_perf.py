@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import eventstore
 from eventstore._chain import GENESIS, chain_hash
 from eventstore._snapshots import CHUNK
 from eventstore.cli import main
+from reducers import CallOpened, ConstraintStated, TurnAppended
 from tests.helpers import fill, new_session
 
 SID = "s"
@@ -241,3 +246,108 @@ class TestSnapshotChunks:
             assert checked is not None
             assert checked.state is None
             assert journal.session(SID).state.turns == 40  # replayed instead
+
+
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
+
+
+class TestWriterSkipsChecks:
+    @settings(max_examples=8)
+    @given(texts=st.lists(_TEXT, min_size=1, max_size=4), tokens=st.integers(0, 2**62))
+    def test_every_path_writes_json_valid_rows_from_version_1(
+        self, tmp_path_factory: pytest.TempPathFactory, texts: list[str], tokens: int
+    ) -> None:
+        """Rows written by append, extend, import and ship pass the CHECKs the writing
+        connection skips (json_valid(payload), version >= 1), read by another connection."""
+        tmp = tmp_path_factory.mktemp("checks")
+        src, dest, imported = tmp / "src.db", tmp / "dest.db", tmp / "imported.db"
+        with eventstore.open(src) as journal:
+            s = new_session(journal, SID)
+            for i, text in enumerate(texts):
+                s.append_turn("user", text, tokens if i == 0 else 0)
+                s.open_call(f"{text}{i}", "tool_call", text or "n")
+            n = s.state.turns
+            s.extend(
+                [
+                    ConstraintStated(key=texts[0] + "k", text=texts[-1]),
+                    CallOpened(call_id=texts[-1] + "x", kind="tool_call", name=texts[0] + "n"),
+                    TurnAppended(index=n, role="user", content="".join(texts), tokens=1),
+                ]
+            )
+        assert main(["ship", str(src), str(dest)]) == 0
+        jsonl = tmp / "s.jsonl"
+        assert main(["export", str(src), SID, "-o", str(jsonl)]) == 0
+        assert main(["import", str(imported), str(jsonl)]) == 0
+        for db in (src, dest, imported):
+            conn = sqlite3.connect(db)
+            try:
+                bad = conn.execute(
+                    "SELECT count(*) FROM events WHERE NOT json_valid(payload) OR version < 1"
+                ).fetchone()
+                total = conn.execute("SELECT count(*) FROM events").fetchone()
+            finally:
+                conn.close()
+            assert (bad, total) == ((0,), (3 + 2 * len(texts) + 1,))
+
+
+class TestSharedStates:
+    def test_old_states_answer_while_a_writer_extends(self, db_path: Path) -> None:
+        """States of a snapshot-loaded session (lazily indexed call ids) hash and answer
+        ``in`` the same from four reader threads while the writer thread extends."""
+        with eventstore.open(db_path, snapshot_every=100) as journal:
+            s = new_session(journal, SID)
+            s.extend([CallOpened(call_id=f"c{i}", kind="tool_call", name="n") for i in range(150)])
+            fill(s, 60)
+        states: list[eventstore.SessionState] = []
+        ready, done = threading.Event(), threading.Event()
+        problems: list[str] = []
+
+        def write() -> None:
+            try:
+                with eventstore.open(db_path, snapshot_every=100, synchronous="normal") as journal:
+                    s = journal.session(SID)
+                    states.append(s.state)
+                    ready.set()
+                    for k in range(200):
+                        n = s.state.turns
+                        s.extend(
+                            [
+                                CallOpened(call_id=f"w{k}", kind="tool_call", name="n"),
+                                TurnAppended(index=n, role="user", content="x", tokens=1),
+                            ]
+                        )
+                        states.append(s.state)
+            except Exception as exc:  # reported below, with the readers' problems
+                problems.append(repr(exc))
+            finally:
+                ready.set()
+                done.set()
+
+        def read(seed: int) -> None:
+            ready.wait()
+            seen: dict[int, str] = {}
+            k = seed
+            while not done.is_set() or k < seed + 50:
+                k += 1
+                time.sleep(0.0005)  # leave the writer some turns
+                state = states[(k * 7919) % len(states)]
+                digest = state.sha256
+                if seen.setdefault(state.version, digest) != digest:
+                    problems.append(f"v{state.version} hashed differently")
+                ids = list(state.call_ids)
+                for call_id in ("c0", "c149", f"w{k % 200}", "nope"):
+                    if (call_id in state.call_ids) != (call_id in ids):
+                        problems.append(f"{call_id!r} in v{state.version}")
+
+        threads = [threading.Thread(target=write)]
+        threads += [threading.Thread(target=read, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert not any(t.is_alive() for t in threads), "a thread hangs"
+        assert problems == []
+        with eventstore.open(db_path, snapshot_every=0) as journal:
+            s = journal.session(SID)
+            for state in states[::10]:
+                assert s.state_at(state.version).sha256 == state.sha256
