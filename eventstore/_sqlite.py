@@ -493,7 +493,8 @@ class SqliteRecorder(AuditQueries):
         caller's transaction. ``import`` decides a new session in a scratch journal and
         copies it here; the caller has checked under this transaction's lock that the
         session does not exist yet. From an attached source this is one INSERT ... SELECT
-        (its payloads passed CHECK(json_valid) there, and this connection skips it).
+        (the scratch's rows were written by tierlog's canonical encoder; like this one,
+        its writing connection skips CHECK(json_valid)).
         """
         if not self._in_txn:
             raise JournalError("copy_session joins the caller's transaction; open one")
