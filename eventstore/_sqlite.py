@@ -507,8 +507,15 @@ class SqliteRecorder(AuditQueries):
             raise JournalError(f"cannot write to {self.path}: {exc}") from None
 
     def integrity_problems(self) -> list[str]:
-        """What ``PRAGMA integrity_check`` reports (empty when the file is sound)."""
-        return [row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+        """What ``PRAGMA integrity_check`` reports (empty when the file is sound), the
+        CHECK constraints included (a writing connection skips them only to insert)."""
+        if self.readonly:
+            return [row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+        self.conn.execute("PRAGMA ignore_check_constraints = OFF")
+        try:
+            return [row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+        finally:
+            self.conn.execute("PRAGMA ignore_check_constraints = ON")
 
 
 class _Transaction:
