@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
-from typing import NamedTuple, Protocol
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, NamedTuple, Protocol
 
 import attrs
 
@@ -19,8 +19,8 @@ from eventstore._codec import (
     SCHEMA_VERSION,
     from_fast_data,
     from_payload,
-    to_payload,
     unreadable,
+    unstructurer,
 )
 from eventstore._errors import ConcurrencyError, IntegrityError
 from reducers import Event, InvalidEvent, canonical_bytes, canonical_json
@@ -79,47 +79,43 @@ def chain_hash(
     return _sha256(body.encode()).hexdigest()
 
 
-class _Hasher:
-    """``chain_hash`` for many rows of one session and one time: the parts that do not
-    change are encoded once (the same bytes as ``hash_bytes``, in the same order)."""
-
-    __slots__ = ("_middle", "_types")
-
-    def __init__(self, session_id: str, recorded_at: str, schema_version: int) -> None:
-        self._middle = self.encode(session_id, recorded_at, schema_version)
-        self._types: dict[str, str] = {}
-
-    @staticmethod
-    def encode(session_id: str, recorded_at: str, schema_version: int) -> str:
-        """The hashed bytes between the payload and the type's text, as text."""
-        return (
-            f',"recorded_at":{_text(recorded_at)},"schema_version":{int(schema_version)},'
-            f'"session_id":{_text(session_id)},"type":'
-        )
-
-    def __call__(self, prev: str, version: int, type_name: str, payload: str) -> str:
-        typed = self._types.get(type_name)
-        if typed is None:
-            typed = self._types[type_name] = _text(type_name)
-        body = f'{prev}{{"payload":{payload}{self._middle}{typed},"version":{int(version)}}}'
-        return _sha256(body.encode()).hexdigest()
+def _middle(session_id: str, recorded_at: str, schema_version: int) -> str:
+    """The hashed bytes between a row's payload and its type's text, as text: the
+    parts of ``hash_bytes`` that rows of one session and one commit share."""
+    return (
+        f',"recorded_at":{_text(recorded_at)},"schema_version":{int(schema_version)},'
+        f'"session_id":{_text(session_id)},"type":'
+    )
 
 
 def link_rows(
     session_id: str, version: int, prev: str, events: Sequence[Event], recorded_at: str
 ) -> list[tuple[str, int, str, int, str, str, str, str]]:
     """``link`` as plain tuples in column order: ``(session_id, version, type,
-    schema_version, payload, recorded_at, prev_hash, hash)`` (what a recorder inserts)."""
+    schema_version, payload, recorded_at, prev_hash, hash)`` (what a recorder inserts).
+
+    ``to_payload`` and ``chain_hash`` written out for a batch: the shared parts of the
+    hashed bytes are encoded once, and each event type's text and encoder looked up
+    once."""
     rows = []
-    hasher = _Hasher(session_id, recorded_at, SCHEMA_VERSION)
+    middle, sha, dumps = _middle(session_id, recorded_at, SCHEMA_VERSION), _sha256, fast_dumps
+    kinds: dict[type, tuple[str, str, Callable[[Event], Any]]] = {}
     for event in events:
+        kind = kinds.get(type(event))
+        if kind is None:
+            name = type(event).__name__
+            kind = kinds[type(event)] = (name, _text(name), unstructurer(type(event)))
+        name, typed, unstructure = kind
+        data = unstructure(event)
+        try:
+            payload = dumps(data).decode()
+        except TypeError:  # what orjson does not take (an integer beyond 64 bits)
+            payload = canonical_json(data).decode()
         version += 1
-        payload = to_payload(event)
-        type_name = type(event).__name__
-        digest = hasher(prev, version, type_name, payload)
-        rows.append(
-            (session_id, version, type_name, SCHEMA_VERSION, payload, recorded_at, prev, digest)
-        )
+        digest = sha(
+            f'{prev}{{"payload":{payload}{middle}{typed},"version":{version}}}'.encode()
+        ).hexdigest()
+        rows.append((session_id, version, name, SCHEMA_VERSION, payload, recorded_at, prev, digest))
         prev = digest
     return rows
 
@@ -159,7 +155,7 @@ class ChainWalk:
                     if dumps(data) == payload.encode():
                         if key != (session_id, at, schema_version):
                             key = (session_id, at, schema_version)
-                            middle = _Hasher.encode(*key)
+                            middle = _middle(*key)
                         typed = types.get(type_name)
                         if typed is None:
                             typed = types[type_name] = _text(type_name)

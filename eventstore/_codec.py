@@ -138,10 +138,15 @@ FAST_DECODERS: dict[str, Callable[[dict[str, Any]], Any]] = (
 
 def to_payload(event: Event) -> str:
     """The canonical JSON text of ``event``'s fields."""
-    unstructure = _UNSTRUCTURE.get(type(event))
+    return canonical_bytes(unstructurer(type(event))(event)).decode()
+
+
+def unstructurer(cls: type) -> Callable[[Any], Any]:
+    """The function that turns an event of type ``cls`` into its JSON data."""
+    unstructure = _UNSTRUCTURE.get(cls)
     if unstructure is None:
-        raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")
-    return canonical_bytes(unstructure(event)).decode()
+        raise InvalidEvent(f"not a tierlog event: {cls.__name__}")
+    return unstructure
 
 
 def from_payload(type_name: str, payload: str | dict[str, Any]) -> Event:

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from eventstore import _schema
 from eventstore._chain import GENESIS, Recorded, check_links, link_rows
-from eventstore._errors import ConcurrencyError, IntegrityError
+from eventstore._errors import ConcurrencyError, IntegrityError, StaleHead
 from eventstore._recorder import (
     AuditQueries,
     Head,
@@ -269,12 +269,16 @@ class SqliteRecorder(AuditQueries):
             return
         if self._in_txn and not self.conn.in_transaction:
             raise JournalError(f"cannot write to {self.path}: the transaction was rolled back")
+        changes = self.conn.total_changes
         try:
             if len(rows) == 1:
                 self.conn.execute(_INSERT, rows[0])
             else:
                 self.conn.executemany(_INSERT, rows)
-        except sqlite3.IntegrityError as exc:  # only a writer that bypassed the lock gets here
+        except sqlite3.IntegrityError as exc:  # the version is taken: the head had moved
+            if self.conn.total_changes == changes:  # the first row: nothing was written
+                self._heads.pop(session_id, None)
+                raise StaleHead(f"session {session_id!r} moved on: {exc}") from None
             raise ConcurrencyError(f"session {session_id!r}: {exc}") from None
         except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:  # as _writing()
             raise JournalError(f"cannot write to {self.path}: {exc}") from None
@@ -311,13 +315,19 @@ class SqliteRecorder(AuditQueries):
         """The journal file's path."""
         return str(self.path)
 
-    def head(self, session_id: str) -> Head:
+    def head(self, session_id: str, *, optimistic: bool = False) -> Head:
         """The session's last version and hash (``0`` and the genesis hash when empty).
 
         Remembered per session until another connection commits (``PRAGMA
-        data_version``, one cheap statement, tells): a live session's commit reads
-        no index.
+        data_version``, one statement, tells): a live session's commit reads no
+        index. ``optimistic`` skips even that statement when a head is remembered:
+        UNIQUE(session_id, version) then catches an append after a moved head
+        (:class:`StaleHead`, nothing written).
         """
+        if optimistic:
+            known = self._heads.get(session_id)
+            if known is not None:
+                return known
         (data_version,) = self.conn.execute("PRAGMA data_version").fetchone()
         if data_version != self._data_version:
             self._heads.clear()
@@ -516,8 +526,15 @@ class SqliteRecorder(AuditQueries):
             raise JournalError(f"cannot write to {self.path}: {exc}") from None
 
     def integrity_problems(self) -> list[str]:
-        """What ``PRAGMA integrity_check`` reports (empty when the file is sound)."""
-        return [row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+        """What ``PRAGMA integrity_check`` reports (empty when the file is sound), the
+        CHECK constraints included (a writing connection skips them only to insert)."""
+        if self.readonly:
+            return [row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+        self.conn.execute("PRAGMA ignore_check_constraints = OFF")
+        try:
+            return [row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+        finally:
+            self.conn.execute("PRAGMA ignore_check_constraints = ON")
 
 
 class _Transaction:

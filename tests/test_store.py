@@ -12,6 +12,7 @@ import pytest
 
 import eventstore
 import reducers as r
+from eventstore._audit import verify
 from eventstore._chain import check_chain
 from eventstore._sqlite import SqliteRecorder
 from tests.helpers import fill, new_session, rows
@@ -124,6 +125,30 @@ class TestImmutability:
             conn.execute(
                 "INSERT INTO events (session_id, version, type, schema_version, payload,"
                 " recorded_at, prev_hash, hash) VALUES ('x', 1, 'T', 1, 'not json', '', '', '')"
+            )
+
+    def test_verify_on_a_writing_journal_checks_the_checks(
+        self, db_path: Path, journal: eventstore.Journal
+    ) -> None:
+        """tierlog's writing connection skips CHECK(json_valid) for the rows it encodes
+        itself; a row that bypassed the CHECK elsewhere is still an integrity finding of
+        verify on that connection, which goes on writing afterwards."""
+        s = new_session(journal)
+        conn = sqlite3.connect(db_path)
+        conn.execute("PRAGMA ignore_check_constraints = ON")
+        conn.execute(
+            "INSERT INTO events (session_id, version, type, schema_version, payload,"
+            " recorded_at, prev_hash, hash) VALUES ('x', 1, 'T', 1, 'not json', '', '', '')"
+        )
+        conn.commit()
+        conn.close()
+        found = [f for f in verify(journal, ["s"]) if f.check == "integrity"]
+        assert any("CHECK constraint failed" in f.problem for f in found)
+        s.append_turn("user", "still writing", 1)
+        with pytest.raises(sqlite3.IntegrityError):  # the pragma is this connection's only
+            sqlite3.connect(db_path).execute(
+                "INSERT INTO events (session_id, version, type, schema_version, payload,"
+                " recorded_at, prev_hash, hash) VALUES ('y', 1, 'T', 1, 'nope', '', '', '')"
             )
 
     def test_duplicate_version_is_rejected_by_sqlite(
