@@ -9,6 +9,7 @@ from typing import Any
 
 from eventstore._chain import GENESIS, chain_hash
 from eventstore._codec import SCHEMA_VERSION, from_payload
+from eventstore._errors import IntegrityError
 from eventstore._import import Import, Imported
 from eventstore._journal import Journal, check_session_id
 from reducers import Event, InvalidEvent, canonical_json
@@ -19,6 +20,12 @@ def export_lines(journal: Journal, session_id: str) -> Iterator[str]:
     if not journal.has_session(session_id):
         raise InvalidEvent(f"no session {session_id!r} in {journal.recorder.location}")
     for row in journal.recorder.read(session_id):
+        try:  # a row edited into something that is no event is not written out
+            from_payload(row.type, row.payload)
+        except InvalidEvent as exc:
+            raise IntegrityError(
+                f"session {session_id!r} v{row.version}: malformed stored event: {exc}"
+            ) from None
         yield json.dumps(
             {
                 "session_id": row.session_id,

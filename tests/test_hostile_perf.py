@@ -178,11 +178,6 @@ class TestOddPayloads:
         assert code in (1, 2)
         assert "internal error" not in err
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="export_lines decodes payloads with json.loads unguarded and writes lone"
-        " surrogates to a UTF-8 stream: a tampered row is exit 3 (pre-existing, not issue 15)",
-    )
     @pytest.mark.parametrize(
         "payload", [*_ODD.values(), '{"content":'], ids=[*_ODD.keys(), "not JSON"]
     )
