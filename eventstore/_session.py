@@ -31,7 +31,7 @@ from eventstore._commands import (
 from eventstore._decide import Decision, decide
 from eventstore._effects import Effects
 from eventstore._errors import IntegrityError, StaleHead
-from eventstore._recorder import Head, Recorder, expect_version
+from eventstore._recorder import Recorder, expect_version
 from eventstore._snapshots import Snapshots
 from eventstore._values import Context, Turn
 from reducers import (
@@ -42,7 +42,6 @@ from reducers import (
     Event,
     InvalidEvent,
     ItemDisposed,
-    JournalError,
     Marker,
     MarkerInvalidated,
     Node,
@@ -180,27 +179,14 @@ class Session:
         """Decide ``command`` on the state at the head and append its events (in the
         caller's transaction)."""
         head = self._recorder.head(self.id, optimistic=optimistic)
-        try:
-            state = self._catch_up(head.version)
-            if expected_version is not None:
-                expect_version(self.id, state.version, expected_version)
-            decision = decide(command, state, self.effects)
-        except JournalError:
-            self._still_at(head, optimistic)
-            raise
-        if not decision.events:
-            self._still_at(head, optimistic)
+        state = self._catch_up(head.version)
+        if expected_version is not None:
+            expect_version(self.id, state.version, expected_version)
+        decision = decide(command, state, self.effects)
         self._recorder.append(
             self.id, decision.events, expected_version=head.version, head_hash=head.hash
         )
         return decision
-
-    def _still_at(self, head: Head, optimistic: bool) -> None:
-        """Raise :class:`StaleHead` if an optimistic ``head`` has moved. A decision that
-        writes nothing (or fails) meets no UNIQUE(session_id, version) to tell it was
-        made on a stale state: a call another connection opened is not unknown."""
-        if optimistic and self._recorder.head(self.id) != head:
-            raise StaleHead(f"session {self.id!r} moved on since this connection looked")
 
     def _do(self, command: Command[R], expected_version: int | None) -> R:
         decision = self.run(command, expected_version)

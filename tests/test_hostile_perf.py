@@ -21,7 +21,7 @@ from eventstore._chain import GENESIS, chain_hash
 from eventstore._snapshots import CHUNK
 from eventstore.cli import main
 from reducers import CallOpened, ConstraintStated, TurnAppended
-from tests.helpers import config, fill, new_session
+from tests.helpers import fill, new_session
 
 SID = "s"
 T = TypeVar("T")
@@ -346,44 +346,3 @@ class TestSharedStates:
             s = journal.session(SID)
             for state in states[::10]:
                 assert s.state_at(state.version).sha256 == state.sha256
-
-
-class TestOptimisticHead:
-    """A live session decides on the head its connection last saw (7917bc4); another
-    connection's commit must not make a decision that writes nothing stale."""
-
-    def _two(self, db: Path) -> tuple[eventstore.Journal, eventstore.Journal]:
-        a = eventstore.open(db)
-        a.start_session(SID, config()).append_turn("user", "x", 1)
-        return a, eventstore.open(db)
-
-    def test_a_call_another_connection_opened_can_be_resolved(self, db_path: Path) -> None:
-        """Resolving a call opened by another connection is not 'unknown call'."""
-        a, b = self._two(db_path)
-        with a, b:
-            mine = a.session(SID)
-            mine.append_turn("user", "y", 1)  # this connection now remembers its head
-            b.session(SID).open_call("c9", "tool_call", "grep")
-            mine.resolve_call("c9", "done")
-            assert "c9" not in mine.state.open_calls
-            assert mine.state.version == b.session(SID).state.version == 5
-
-    def test_expected_version_is_checked_against_the_true_head(self, db_path: Path) -> None:
-        """``expected_version`` equal to the version another connection committed holds."""
-        a, b = self._two(db_path)
-        with a, b:
-            mine = a.session(SID)
-            mine.append_turn("user", "y", 1)
-            theirs = b.session(SID)
-            theirs.append_turn("user", "z", 1)
-            mine.append_turn("user", "w", 1, expected_version=theirs.state.version)
-            assert mine.state.version == 5
-
-    def test_an_empty_extend_returns_the_current_state(self, db_path: Path) -> None:
-        """``extend([])`` (which writes nothing) returns the state at the true head."""
-        a, b = self._two(db_path)
-        with a, b:
-            mine = a.session(SID)
-            mine.append_turn("user", "y", 1)
-            fill(b.session(SID), 3)
-            assert mine.extend([]).version == 6
