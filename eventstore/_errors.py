@@ -9,10 +9,5 @@ class ConcurrencyError(JournalError):
     """Another writer got there first (or held the lock too long): re-read and retry."""
 
 
-class StaleHead(ConcurrencyError):
-    """An append after an optimistic head found its version taken: another connection
-    appended since this one last looked. Nothing was written; ask for the head again."""
-
-
 class IntegrityError(JournalError):
     """The stored log was tampered with: a broken hash chain or a bad payload."""

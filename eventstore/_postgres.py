@@ -203,10 +203,9 @@ class PostgresRecorder(AuditQueries):
         """One transaction: commit on success, roll back on error; nested, a savepoint."""
         return self.wire.transaction()
 
-    def head(self, session_id: str, *, optimistic: bool = False) -> Head:
+    def head(self, session_id: str) -> Head:
         """The session's last version and hash; inside a write transaction, first lock
-        the session against other writers until that transaction ends (so a head is
-        never stale here, and ``optimistic`` changes nothing)."""
+        the session against other writers until that transaction ends."""
         wire = self.wire
         lock = wire.depth and session_id not in wire.locked
         statements = [(_LOCK, (_pg_schema.LOCK_SPACE, session_id))] if lock else []

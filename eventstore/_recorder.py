@@ -146,14 +146,8 @@ class Recorder(Protocol):
     def transaction(self) -> AbstractContextManager[None]:
         """One write transaction; nested, a savepoint. Commits on success."""
 
-    def head(self, session_id: str, *, optimistic: bool = False) -> Head:
-        """The session's last version and hash.
-
-        ``optimistic`` (inside a write transaction) lets a backend answer from what
-        this connection last read or wrote without asking the database. An append
-        after such a head that finds its version taken raises :class:`StaleHead` and
-        writes nothing; the caller then asks again, without ``optimistic``.
-        """
+    def head(self, session_id: str) -> Head:
+        """The session's last version and hash."""
 
     def append(
         self,

@@ -30,7 +30,7 @@ from eventstore._commands import (
 )
 from eventstore._decide import Decision, decide
 from eventstore._effects import Effects
-from eventstore._errors import IntegrityError, StaleHead
+from eventstore._errors import IntegrityError
 from eventstore._recorder import Recorder, expect_version
 from eventstore._snapshots import Snapshots
 from eventstore._values import Context, Turn
@@ -161,31 +161,20 @@ class Session:
             require_count("expected_version", expected_version)
         lengths = self._snapshot_lengths
         with self._recorder.transaction():
-            try:  # decided on the head this connection last saw; moved, it is read again
-                decision = self._commit(command, expected_version, optimistic=True)
-            except StaleHead:
-                decision = self._commit(command, expected_version, optimistic=False)
+            head = self._recorder.head(self.id)
+            state = self._catch_up(head.version)
+            if expected_version is not None:
+                expect_version(self.id, state.version, expected_version)
+            decision = decide(command, state, self.effects)
+            self._recorder.append(
+                self.id, decision.events, expected_version=head.version, head_hash=head.hash
+            )
             if self._snapshots.due(decision.state, self._snapshot_version):
                 lengths = self._snapshots.save(self.id, decision.state, lengths)
         if lengths is not self._snapshot_lengths:  # saved, and now committed
             self._snapshot_lengths, self._snapshot_version = lengths, decision.state.version
         self._state = decision.state
         self._log_decision(decision)
-        return decision
-
-    def _commit(
-        self, command: Command[R], expected_version: int | None, *, optimistic: bool
-    ) -> Decision[R]:
-        """Decide ``command`` on the state at the head and append its events (in the
-        caller's transaction)."""
-        head = self._recorder.head(self.id, optimistic=optimistic)
-        state = self._catch_up(head.version)
-        if expected_version is not None:
-            expect_version(self.id, state.version, expected_version)
-        decision = decide(command, state, self.effects)
-        self._recorder.append(
-            self.id, decision.events, expected_version=head.version, head_hash=head.hash
-        )
         return decision
 
     def _do(self, command: Command[R], expected_version: int | None) -> R:

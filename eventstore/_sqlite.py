@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from eventstore import _schema
 from eventstore._chain import GENESIS, Recorded, check_links, link_rows
-from eventstore._errors import ConcurrencyError, IntegrityError, StaleHead
+from eventstore._errors import ConcurrencyError, IntegrityError
 from eventstore._recorder import (
     AuditQueries,
     Head,
@@ -269,16 +269,12 @@ class SqliteRecorder(AuditQueries):
             return
         if self._in_txn and not self.conn.in_transaction:
             raise JournalError(f"cannot write to {self.path}: the transaction was rolled back")
-        changes = self.conn.total_changes
         try:
             if len(rows) == 1:
                 self.conn.execute(_INSERT, rows[0])
             else:
                 self.conn.executemany(_INSERT, rows)
-        except sqlite3.IntegrityError as exc:  # the version is taken: the head had moved
-            if self.conn.total_changes == changes:  # the first row: nothing was written
-                self._heads.pop(session_id, None)
-                raise StaleHead(f"session {session_id!r} moved on: {exc}") from None
+        except sqlite3.IntegrityError as exc:  # only a writer that bypassed the lock gets here
             raise ConcurrencyError(f"session {session_id!r}: {exc}") from None
         except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:  # as _writing()
             raise JournalError(f"cannot write to {self.path}: {exc}") from None
@@ -315,19 +311,13 @@ class SqliteRecorder(AuditQueries):
         """The journal file's path."""
         return str(self.path)
 
-    def head(self, session_id: str, *, optimistic: bool = False) -> Head:
+    def head(self, session_id: str) -> Head:
         """The session's last version and hash (``0`` and the genesis hash when empty).
 
         Remembered per session until another connection commits (``PRAGMA
-        data_version``, one statement, tells): a live session's commit reads no
-        index. ``optimistic`` skips even that statement when a head is remembered:
-        UNIQUE(session_id, version) then catches an append after a moved head
-        (:class:`StaleHead`, nothing written).
+        data_version``, one cheap statement, tells): a live session's commit reads
+        no index.
         """
-        if optimistic:
-            known = self._heads.get(session_id)
-            if known is not None:
-                return known
         (data_version,) = self.conn.execute("PRAGMA data_version").fetchone()
         if data_version != self._data_version:
             self._heads.clear()

@@ -25,7 +25,6 @@ import eventstore
 import reducers as r
 from eventstore._chain import GENESIS, check_chain
 from eventstore._codec import to_payload
-from eventstore._errors import StaleHead
 from eventstore._recorder import Recorder
 from eventstore._sqlite import SqliteRecorder, utc_now
 from tests import strategies
@@ -62,29 +61,6 @@ class RecorderContract(abc.ABC):
         with pytest.raises(eventstore.ConcurrencyError, match="at version 1, expected 0"):
             store.append("s", [TURN, TURN], expected_version=0)
         assert store.head("s")[0] == 1
-
-    def test_an_append_after_a_stale_optimistic_head_writes_nothing(
-        self, store: Recorder, tmp_path: Path
-    ) -> None:
-        """After another connection appended, an append on an optimistic head either
-        lands at the true head or raises StaleHead having written nothing, and the
-        transaction goes on with a head read again."""
-        store.append("s", [TURN], expected_version=0)
-        assert store.head("s")[0] == 1  # remembered by this connection
-        other = self.create_recorder(tmp_path)  # a second connection to the same store
-        other.append("s", _turns(2), expected_version=1)
-        with store.transaction():
-            head = store.head("s", optimistic=True)
-            try:
-                store.append("s", [TURN], expected_version=head[0], head_hash=head[1])
-            except StaleHead:
-                assert head[0] == 1
-                assert store.head("s")[0] == 3  # nothing of ours was written
-                head = store.head("s")
-                store.append("s", [TURN], expected_version=head[0], head_hash=head[1])
-        assert [r.version for r in store.read("s")] == [1, 2, 3, 4]
-        assert check_chain(store, "s") is None
-        other.close()
 
     def test_batch_is_atomic(self, store: Recorder) -> None:
         """A batch with one bad event writes none of its events."""
@@ -372,21 +348,6 @@ class TestSqliteRecorder(RecorderContract):
         assert two.head("s")[0] == one.head("s")[0] == 3
         with pytest.raises(eventstore.ConcurrencyError):
             two.append("s", [TURN], expected_version=2)
-        one.close()
-        two.close()
-
-    def test_an_optimistic_head_is_the_remembered_one(self, tmp_path: Path) -> None:
-        """An optimistic head costs no statement: it is what this connection last saw,
-        even after another connection appended; the append on it is a StaleHead."""
-        one, two = SqliteRecorder(tmp_path / "x.db"), SqliteRecorder(tmp_path / "x.db")
-        one.append("s", [TURN], expected_version=0)
-        remembered = one.head("s")
-        two.append("s", [TURN], expected_version=1)
-        with one.transaction():
-            assert one.head("s", optimistic=True) == remembered
-            with pytest.raises(StaleHead):
-                one.append("s", [TURN], expected_version=1, head_hash=remembered[1])
-            assert one.head("s", optimistic=True)[0] == 2  # forgotten, then read again
         one.close()
         two.close()
 
