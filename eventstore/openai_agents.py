@@ -28,42 +28,37 @@ the one that opened it.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import inspect
-import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, TypeAlias, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
-import attrs
 import structlog
 
+from eventstore._agents_compaction import Plan, plan_compaction, summary_tokens
+from eventstore._agents_items import CALL_OUTPUTS as CALL_OUTPUTS
+from eventstore._agents_items import SUMMARY_ROLE as SUMMARY_ROLE
+from eventstore._agents_items import Item, decode, encode, plan_items, summary_item
+from eventstore._agents_summary import (
+    Summarizer,
+    SummarizerError,
+    Summary,
+    SummaryRequest,
+    check_claims,
+)
+from eventstore._agents_tokens import UsageMeter
+from eventstore._agents_view import Entry, TurnTexts, budget_gone, entries, view
 from eventstore._errors import ConcurrencyError
 from eventstore._journal import Journal, check_session_id
 from eventstore._journal import open as open_journal
 from eventstore._session import Session
 from eventstore._values import Turn
 from invariants import UnrecoverableCompactionError
-from reducers import (
-    CallOpened,
-    CallResolved,
-    Event,
-    InvalidEvent,
-    JournalError,
-    NegativeFact,
-    Node,
-    OpenCall,
-    PendingConstraint,
-    SessionConfig,
-    SessionState,
-    TurnAppended,
-    in_spans,
-    merge_spans,
-)
+from reducers import Event, InvalidEvent, JournalError, Node, SessionConfig, SessionState
 
 try:
     from agents import RunContextWrapper, TResponseInputItem
@@ -84,8 +79,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-Item: TypeAlias = dict[str, Any]
-Span = tuple[int, int]
 
 DEFAULT_CONFIG: Final = SessionConfig(
     window_tokens=128_000,
@@ -97,122 +90,7 @@ DEFAULT_CONFIG: Final = SessionConfig(
 )
 """The configuration of a session a ``TierlogSession`` starts without one."""
 
-# tool call item type -> the item type that answers it (the SDK's own pairing)
-CALL_OUTPUTS: Final = {
-    "function_call": "function_call_output",
-    "custom_tool_call": "custom_tool_call_output",
-    "computer_call": "computer_call_output",
-    "local_shell_call": "local_shell_call_output",
-    "shell_call": "shell_call_output",
-    "apply_patch_call": "apply_patch_call_output",
-}
-_OUTPUT_CALLS: Final = {output: call for call, output in CALL_OUTPUTS.items()}
-_NOT_MODEL_OUTPUT: Final = frozenset({"mcp_approval_response", "item_reference"})
-SUMMARY_ROLE: Final = "system"
 _RETRIES: Final = 3
-_OUTCOME_CHARS: Final = 200
-
-
-def _ids(value: Iterable[str]) -> tuple[str, ...]:
-    if isinstance(value, str):
-        raise InvalidEvent(f"expected a sequence of ids, got the string {value!r}")
-    return tuple(value)
-
-
-def _dispositions(value: Mapping[str, str]) -> dict[str, str]:
-    return dict(value)
-
-
-@attrs.frozen(kw_only=True)
-class Summary:
-    """A summarizer's answer: the text, and what it carries.
-
-    ``resolved_ids``/``unresolved_ids`` list the open calls it accounts for,
-    ``constraints`` the pending constraint keys, ``dispositions`` the negative
-    facts (key -> "rejected", "failed" or "superseded"). ``tokens`` defaults to an
-    estimate of the summary item.
-    """
-
-    text: str = attrs.field(validator=attrs.validators.instance_of(str))
-    resolved_ids: tuple[str, ...] = attrs.field(default=(), converter=_ids)
-    unresolved_ids: tuple[str, ...] = attrs.field(default=(), converter=_ids)
-    constraints: tuple[str, ...] = attrs.field(default=(), converter=_ids)
-    dispositions: Mapping[str, str] = attrs.field(factory=dict, converter=_dispositions)
-    tokens: int | None = None
-
-
-@attrs.frozen(kw_only=True)
-class SummaryRequest:
-    """What a summarizer is asked to fold into one summary.
-
-    ``items`` is the context the summary replaces, in order: the previous summary
-    first (if any), then the raw items, reaching back far enough that the session's
-    recovery floor is among them. ``retained`` is the tail kept verbatim after it.
-    ``open_calls``, ``constraints`` and ``negative_facts`` are the obligations the
-    summary must carry: an open call in ``resolved_ids`` or ``unresolved_ids``, a
-    constraint key in ``constraints``, a negative fact in ``dispositions`` with its
-    disposition. A summary that leaves one out is refused.
-    """
-
-    session_id: str
-    items: tuple[Item, ...]
-    retained: tuple[Item, ...]
-    open_calls: tuple[OpenCall, ...]
-    constraints: tuple[PendingConstraint, ...]
-    negative_facts: tuple[NegativeFact, ...]
-
-    def carry_all(self, text: str, *, tokens: int | None = None) -> Summary:
-        """A summary of ``text`` that carries every obligation handed over (open calls
-        as unresolved): for a summarizer whose prompt includes them all."""
-        return Summary(
-            text=text,
-            unresolved_ids=[c.call_id for c in self.open_calls],
-            constraints=[c.key for c in self.constraints],
-            dispositions={f.key: f.disposition for f in self.negative_facts},
-            tokens=tokens,
-        )
-
-
-class SummarizerError(JournalError):
-    """The summarizer raised; nothing was written. Its exception is the ``__cause__``."""
-
-
-Summarizer: TypeAlias = Callable[[SummaryRequest], Summary | Awaitable[Summary]]
-
-
-@attrs.frozen
-class _Entry:
-    """One item of the view: the turn ``index``, or a live summary ``node``."""
-
-    index: int | None
-    item: Item
-    node: Node | None = None
-
-
-@attrs.frozen
-class _Slot:
-    """A run of the view: one live summary node, or the resident turns ``[lo, hi)``."""
-
-    node: Node | None
-    lo: int
-    hi: int
-
-    @property
-    def size(self) -> int:
-        return 1 if self.node is not None else self.hi - self.lo
-
-
-@attrs.frozen(kw_only=True)
-class _Plan:
-    """A compaction worked out on the state at ``version``, waiting for its summary."""
-
-    version: int
-    request: SummaryRequest
-    tier: int
-    input: Span
-    covers: Span
-    tail_start: int
-    replaces: tuple[str, ...]
 
 
 class TierlogSession:
@@ -256,8 +134,7 @@ class TierlogSession:
             logging.getLogger("tierlog"), wrapper_class=structlog.stdlib.BoundLogger
         ).bind(session_id=session_id)
         self._closed = False
-        self._usage_entries: list[Any] | None = None
-        self._usage_seen = 0
+        self._usage = UsageMeter(self._log)
         self._executor: ThreadPoolExecutor | None = None
         self._owner = threading.get_ident()
         if isinstance(db, Journal):
@@ -299,8 +176,8 @@ class TierlogSession:
         if n == 0:
             return []
         keep = n if n is not None and n > 0 else None  # SQLite's LIMIT -1 is no limit
-        entries = await self._ado(lambda: self._entries(self._session.state, keep))
-        return [cast(TResponseInputItem, e.item) for e in entries]
+        shown = await self._ado(lambda: self._entries(self._session.state, keep))
+        return [cast(TResponseInputItem, e.item) for e in shown]
 
     async def add_items(
         self, items: list[TResponseInputItem], *, wrapper: RunContextWrapper[Any] | None = None
@@ -315,12 +192,14 @@ class TierlogSession:
         self._check_open()
         if not items:
             return
-        texts = [_encode(i, item) for i, item in enumerate(items)]
+        texts = [encode(i, item) for i, item in enumerate(items)]
         data = cast(list[Item], items)
-        reported = self._reported(data, wrapper)
+        reported = self._usage.reported(data, wrapper)
 
         def plan(state: SessionState) -> list[Event]:
-            return self._plan_items(state, data, texts, self._tokens(state, data, texts, reported))
+            tokens = self._usage.tokens(state, data, texts, reported)
+            away = budget_gone(state)
+            return plan_items(state, data, texts, tokens, away=away, turn_at=self._turn_at)
 
         await self._ado(lambda: self._retry(plan))
 
@@ -492,116 +371,18 @@ class TierlogSession:
                     raise
 
     # -- items <-> turns -------------------------------------------------------------------
-    def _reported(self, items: list[Item], wrapper: object) -> int | None:
-        """The output tokens the runner's usage reports for responses not yet counted,
-        or ``None`` (no model item, no usage, or a count that is not an integer >= 0)."""
-        if not any(_is_model_output(item) for item in items):
-            return None
-        entries = getattr(getattr(wrapper, "usage", None), "request_usage_entries", None)
-        if not isinstance(entries, list):
-            return None
-        seen = self._usage_seen if entries is self._usage_entries else 0
-        fresh = entries[seen:]
-        self._usage_entries, self._usage_seen = entries, len(entries)
-        counts = [getattr(e, "output_tokens", None) for e in fresh]
-        junk = [c for c in counts if c is not None and not _is_count(c)]
-        if junk:
-            self._log.warning(
-                "usage_ignored", output_tokens=repr(junk[0])[:80], reason="not an integer >= 0"
-            )
-            return None
-        return sum(cast(int, c) for c in counts if c is not None)
-
-    def _tokens(
-        self, state: SessionState, items: list[Item], texts: list[str], reported: int | None
-    ) -> list[int]:
-        """Per item: its share of the new responses' output tokens, else an estimate.
-
-        A reported count above the session's ``window_tokens`` is clamped to it: one
-        response cannot put more in the context than the context holds."""
-        tokens = [_estimate(text) for text in texts]
-        if not reported:
-            return tokens
-        window = state.config.window_tokens if state.config is not None else reported
-        if reported > window:
-            self._log.warning("usage_clamped", output_tokens=reported, window_tokens=window)
-            reported = window
-        produced = [i for i, item in enumerate(items) if _is_model_output(item)]
-        shares = _split(reported, [tokens[i] for i in produced])
-        for i, share in zip(produced, shares, strict=True):
-            tokens[i] = share
-        return tokens
-
-    def _plan_items(
-        self, state: SessionState, items: list[Item], texts: list[str], tokens: list[int]
-    ) -> list[Event]:
-        """The turns (and call events) for ``items`` appended after ``state``."""
-        events: list[Event] = []
-        seen = set(state.call_ids)
-        open_now = dict(state.open_calls)
-        away = _budget_gone(state)
-        index = state.turns
-
-        def turn(role: str, content: str, count: int) -> None:
-            nonlocal index
-            events.append(TurnAppended(index=index, role=role, content=content, tokens=count))
-            index += 1
-
-        for item, text, count in zip(items, texts, tokens, strict=True):
-            kind = item.get("type")
-            call_id = item.get("call_id")
-            if kind in _OUTPUT_CALLS and isinstance(call_id, str) and call_id in open_now:
-                again = self._call_away(state, away, open_now[call_id], _OUTPUT_CALLS[kind])
-                if again is not None:  # its call was summarized or truncated: show it again
-                    turn(again.role, again.content, again.tokens)
-                turn(_role(item), text, count)
-                events.append(CallResolved(call_id=call_id, outcome=_outcome(item)))
-                del open_now[call_id]
-                continue
-            turn(_role(item), text, count)
-            if (
-                kind in CALL_OUTPUTS
-                and isinstance(call_id, str)
-                and call_id
-                and call_id not in seen
-            ):
-                name = item.get("name")
-                label = name if isinstance(name, str) and name else str(kind)
-                events.append(CallOpened(call_id=call_id, kind="tool_call", name=label))
-                seen.add(call_id)
-                open_now[call_id] = OpenCall(
-                    call_id=call_id, kind="tool_call", name=label, position=-1
-                )
-        return events
-
-    def _call_away(
-        self, state: SessionState, away: tuple[Span, ...], call: OpenCall, kind: str
-    ) -> Turn | None:
-        """The turn holding ``call``'s item, if a summary or truncation took it away."""
-        if call.position < 0 or not state.turns:  # opened in this batch: still resident
-            return None
-        index = state.turn_index(call.position)
-        if not 0 <= index < state.turns or not in_spans(away, index):
-            return None
+    def _turn_at(self, index: int) -> Turn:
+        """The turn ``index``, truncated or not."""
         (held,) = self._session.turns(index, index + 1)
-        item = _decode(held.role, held.content)
-        if item.get("type") != kind or item.get("call_id") != call.call_id:
-            return None  # not an item this adapter wrote: nothing to show again
         return held
 
-    def _entries(self, state: SessionState, limit: int | None) -> list[_Entry]:
+    def _entries(self, state: SessionState, limit: int | None) -> list[Entry]:
         """The view: live summaries and resident items, the latest ``limit`` of them."""
-        slots = _view(state)
-        if limit is not None:
-            slots = _last(slots, limit)
-        out: list[_Entry] = []
-        for slot in slots:
-            if slot.node is not None:
-                out.append(_Entry(None, _summary_item(slot.node), slot.node))
-            else:
-                texts = self._texts(state, slot.lo, slot.hi)
-                out += [_Entry(index, _decode(role, content)) for index, role, content in texts]
-        return out
+        return entries(state, limit, self._reader(state))
+
+    def _reader(self, state: SessionState) -> TurnTexts:
+        """Reads ``(index, role, content)`` of ``state``'s turns ``[lo, hi)``."""
+        return lambda lo, hi: self._texts(state, lo, hi)
 
     def _texts(self, state: SessionState, lo: int, hi: int) -> Iterator[tuple[int, str, str]]:
         """``(index, role, content)`` of the turns ``lo <= index < hi``."""
@@ -613,7 +394,7 @@ class TierlogSession:
     def _pop(self) -> Item | None:
         for attempt in range(_RETRIES):
             state = self._session.state
-            slots = _view(state)
+            slots = view(state)
             if not slots:
                 return None
             last = slots[-1]
@@ -623,7 +404,7 @@ class TierlogSession:
                     self._session.retract_turn(
                         last.hi - 1, "pop_item", expected_version=state.version
                     )
-                    return _decode(turn[1], turn[2])
+                    return decode(turn[1], turn[2])
                 if len(slots) > 1:
                     raise JournalError(
                         f"pop_item: the latest item is summary {last.node.node_id} with items"
@@ -632,7 +413,7 @@ class TierlogSession:
                 self._session.clear_context(
                     "pop_item took the summary, the only item", expected_version=state.version
                 )
-                return _summary_item(last.node)
+                return summary_item(last.node.summary)
             except ConcurrencyError:
                 if attempt == _RETRIES - 1:
                     raise
@@ -641,7 +422,7 @@ class TierlogSession:
     def _clear(self) -> None:
         for attempt in range(_RETRIES):
             state = self._session.state
-            if not _view(state):
+            if not view(state):
                 return
             try:
                 self._session.clear_context("clear_session", expected_version=state.version)
@@ -651,66 +432,19 @@ class TierlogSession:
                     raise
 
     # -- compaction ------------------------------------------------------------------------
-    def _plan_compaction(self, force: bool) -> _Plan | None:
+    def _plan_compaction(self, force: bool) -> Plan | None:
         state = self._session.state
-        cfg = state.config
-        if cfg is None or (not force and state.occupancy < cfg.trigger_tokens):
-            return None
-        entries = self._entries(state, None)
-        t = _tail_index(entries, self.keep_items)
-        before, tail = entries[:t], entries[t:]
-        raw = [e.index for e in before if e.index is not None]
-        if not raw or any(e.index is None for e in tail):
-            return None  # nothing new to fold, or a summary inside the tail (not ours)
-        first_tail = tail[0].index if tail else None
-        tail_start = state.end if first_tail is None else state.position_of_turn(first_tail)
-        nodes = [e.node for e in before if e.node is not None]
-        first_raw = state.position_of_turn(raw[0])
-        covers_lo = min([first_raw, *(n.covers_lo for n in nodes)])
-        # the summarizer must see the recovery floor raw (C2), even where the previous
-        # summary covers it; withdrawn turns are not handed over (they left the context)
-        input_lo = min(first_raw, _floor_start(state, tail_start))
-        items = [_summary_item(n) for n in nodes]
-        items += self._raw_items(state, input_lo, tail_start)
-
-        evicted = state.evicted
-
-        def owed(position: int) -> bool:  # not resident once the summary replaces the rest
-            return position < tail_start or in_spans(evicted, position)
-
-        request = SummaryRequest(
+        return plan_compaction(
+            state,
             session_id=self.session_id,
-            items=tuple(items),
-            retained=tuple(e.item for e in tail),
-            open_calls=tuple(c for _, c in sorted(state.open_calls.items()) if owed(c.position)),
-            constraints=tuple(c for _, c in sorted(state.constraints.items()) if owed(c.position)),
-            negative_facts=tuple(
-                f for _, f in sorted(state.dispositions.items()) if owed(f.position)
-            ),
-        )
-        return _Plan(
-            version=state.version,
-            request=request,
-            tier=2 if nodes else 1,
-            input=(input_lo, tail_start),
-            covers=(covers_lo, tail_start),
-            tail_start=tail_start,
-            replaces=tuple(n.node_id for n in nodes),
+            keep_items=self.keep_items,
+            force=force,
+            texts=self._reader(state),
         )
 
-    def _raw_items(self, state: SessionState, lo: int, hi: int) -> list[Item]:
-        """Raw items of ``[lo, hi)`` neither withdrawn nor truncated, read from the log."""
-        cut = merge_spans([*state.withdrawn, *_index_spans(state, state.truncated)])
-        first = state.turn_index(lo)
-        stop = state.turn_stop(hi)
-        texts = self._texts(state, first, stop)
-        return [_decode(role, text) for index, role, text in texts if not in_spans(cut, index)]
-
-    def _commit_compaction(self, plan: _Plan, summary: Summary) -> Node | None:
-        _check_claims(self._session.state, summary)
-        item = {"role": SUMMARY_ROLE, "content": summary.text}
-        estimate = _estimate(json.dumps(item, ensure_ascii=False))
-        tokens = summary.tokens if summary.tokens is not None else estimate
+    def _commit_compaction(self, plan: Plan, summary: Summary) -> Node | None:
+        check_claims(self._session.state, summary)
+        tokens = summary_tokens(summary)
         try:
             return self._session.compact(
                 tier=plan.tier,
@@ -732,7 +466,7 @@ class TierlogSession:
             return None
 
 
-# -- pure helpers -------------------------------------------------------------------------
+# -- opening the journal session -------------------------------------------------------
 def _open_session(journal: Journal, session_id: str, config: SessionConfig | None) -> Session:
     """The journal session ``session_id``, started with ``config`` if it is new."""
     if journal.has_session(session_id):
@@ -743,189 +477,7 @@ def _open_session(journal: Journal, session_id: str, config: SessionConfig | Non
         return journal.session(session_id)
 
 
-def _check_claims(state: SessionState, summary: Summary) -> None:
-    """InvalidEvent unless every claim of ``summary`` is about something the session
-    has: a call it saw (never both resolved and unresolved), a pending constraint, a
-    negative fact with the disposition it was recorded with."""
-    problems: list[str] = []
-    unknown = [
-        c for c in (*summary.resolved_ids, *summary.unresolved_ids) if c not in state.call_ids
-    ]
-    if unknown:
-        problems.append(f"unknown call(s) {', '.join(map(repr, unknown))}")
-    both = sorted(set(summary.resolved_ids) & set(summary.unresolved_ids))
-    if both:
-        problems.append(f"call(s) {', '.join(map(repr, both))} both resolved and unresolved")
-    loose = [k for k in summary.constraints if k not in state.constraints]
-    if loose:
-        problems.append(f"no pending constraint(s) {', '.join(map(repr, loose))}")
-    for key, disposition in summary.dispositions.items():
-        fact = state.dispositions.get(key)
-        if fact is None:
-            problems.append(f"no negative fact {key!r}")
-        elif fact.disposition != disposition:
-            problems.append(f"negative fact {key!r} is {fact.disposition!r}, not {disposition!r}")
-    if problems:
-        raise InvalidEvent("the summary claims " + "; ".join(problems))
-
-
 def _on_unsafe(session: Session) -> str:
     """The session's ``on_unsafe`` ("spill" or "halt"); it never changes."""
     config = session.state.config
     return config.on_unsafe if config is not None else DEFAULT_CONFIG.on_unsafe
-
-
-def _summary_item(node: Node) -> Item:
-    """The item a live summary node shows the runner: a system message with its text."""
-    return {"role": SUMMARY_ROLE, "content": node.summary}
-
-
-def _encode(position: int, item: object) -> str:
-    """The item's JSON text (key order kept), or InvalidEvent."""
-    if not isinstance(item, dict):
-        raise InvalidEvent(f"item {position}: expected a JSON object, got {type(item).__name__}")
-    try:
-        text = json.dumps(item, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidEvent(f"item {position} is not JSON data: {exc}") from None
-    try:
-        text.encode()
-    except UnicodeEncodeError:  # a lone surrogate: keep it escaped
-        text = json.dumps(item)
-    return text
-
-
-def _decode(role: str, content: str) -> Item:
-    """The item a turn holds; a turn that holds no JSON object shows as a message."""
-    try:
-        item = json.loads(content)
-    except ValueError:
-        item = None
-    if isinstance(item, dict):
-        return item
-    return {"role": role, "content": content}
-
-
-def _role(item: Item) -> str:
-    for key in ("role", "type"):
-        value = item.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return "item"
-
-
-def _outcome(item: Item) -> str:
-    output = item.get("output")
-    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-    return text if len(text) <= _OUTCOME_CHARS else text[: _OUTCOME_CHARS - 1] + "…"
-
-
-def _estimate(text: str) -> int:
-    """About one token per four bytes of UTF-8, at least one."""
-    return max(1, (len(text.encode("utf-8", "surrogatepass")) + 3) // 4)
-
-
-def _is_count(value: object) -> bool:
-    """Whether ``value`` is a token count: an integer >= 0 (not a bool)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _is_model_output(item: Item) -> bool:
-    """Whether a model produced the item (an assistant message, a call, reasoning...)."""
-    role = item.get("role")
-    if role is not None:
-        return bool(role == "assistant")
-    kind = item.get("type")
-    return (
-        isinstance(kind, str)
-        and kind not in _NOT_MODEL_OUTPUT
-        and kind not in _OUTPUT_CALLS
-        and not kind.endswith("_output")
-    )
-
-
-def _split(total: int, weights: list[int]) -> list[int]:
-    """``total`` split in proportion to ``weights`` (largest remainders), each at least 1."""
-    whole = sum(weights)
-    exact = [total * w / whole for w in weights]
-    shares = [int(x) for x in exact]
-    order = sorted(range(len(weights)), key=lambda i: (shares[i] - exact[i], i))
-    for i in order[: total - sum(shares)]:
-        shares[i] += 1
-    return [max(1, s) for s in shares]
-
-
-def _index_spans(state: SessionState, spans: Iterable[Span]) -> list[Span]:
-    """Position spans as turn-index spans."""
-    return [(state.turn_index(lo), state.turn_stop(hi)) for lo, hi in spans]
-
-
-def _budget_gone(state: SessionState) -> tuple[Span, ...]:
-    """Turn indices a live summary or a truncation took out of the context."""
-    covered = ((n.covers_lo, n.covers_hi) for n in state.live_nodes)
-    return merge_spans(_index_spans(state, [*state.truncated, *covered]))
-
-
-def _view(state: SessionState) -> list[_Slot]:
-    """Live summaries and runs of resident turns, in the order the runner sees them."""
-    gone = merge_spans([*_budget_gone(state), *state.withdrawn])
-    keyed = [
-        ((state.turn_index(n.covers_lo), 0), _Slot(node=n, lo=0, hi=0)) for n in state.live_nodes
-    ]
-    lo = 0
-    for gone_lo, gone_hi in (*gone, (state.turns, state.turns)):
-        if lo < gone_lo:
-            keyed.append(((lo, 1), _Slot(node=None, lo=lo, hi=gone_lo)))
-        lo = max(lo, gone_hi)
-    return [slot for _, slot in sorted(keyed, key=lambda pair: pair[0])]
-
-
-def _last(slots: list[_Slot], limit: int) -> list[_Slot]:
-    """The slots holding the latest ``limit`` items (the first one cut if needed)."""
-    out: list[_Slot] = []
-    for slot in reversed(slots):
-        if limit <= 0:
-            break
-        if slot.size > limit:
-            slot = attrs.evolve(slot, lo=slot.hi - limit)
-        out.append(slot)
-        limit -= slot.size
-    return out[::-1]
-
-
-def _tail_index(entries: Sequence[_Entry], keep: int) -> int:
-    """Where the retained tail starts in the view: the latest ``keep`` items, moved
-    earlier until no tool output in it is cut from its call and no call from the
-    reasoning item before it; never on a summary."""
-    n = len(entries)
-    t = max(0, n - keep)
-    while t < n and entries[t].index is None:
-        t += 1
-    moved = True
-    while moved:
-        moved = False
-        calls: dict[str, int] = {}
-        for j in range(t):
-            item = entries[j].item
-            if item.get("type") in CALL_OUTPUTS and isinstance(item.get("call_id"), str):
-                calls[item["call_id"]] = j
-        for j in range(t, n):
-            item = entries[j].item
-            call_id = item.get("call_id")
-            at = calls.get(call_id) if item.get("type") in _OUTPUT_CALLS and call_id else None
-            if at is not None and at < t:
-                t, moved = at, True
-        if t > 0 and entries[t - 1].item.get("type") == "reasoning":
-            t, moved = t - 1, True
-    return t
-
-
-def _floor_start(state: SessionState, tail_start: int) -> int:
-    """The start of the recovery floor before ``tail_start``, on a turn boundary."""
-    cfg = state.config
-    if cfg is None or cfg.floor_unit != cfg.truncator_unit:
-        return tail_start  # C1 refuses such a session's compactions anyway
-    start = max(0, tail_start - cfg.floor_span)
-    if state.unit == "turns":
-        return start
-    return state.tok_starts[bisect.bisect_right(state.tok_starts, start) - 1]
