@@ -27,12 +27,9 @@ the one that opened it.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
-import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar, cast
@@ -50,11 +47,11 @@ from eventstore._agents_summary import (
     SummaryRequest,
     check_claims,
 )
+from eventstore._agents_thread import JournalThread
 from eventstore._agents_tokens import UsageMeter
 from eventstore._agents_view import Entry, TurnTexts, budget_gone, entries, view
 from eventstore._errors import ConcurrencyError
 from eventstore._journal import Journal, check_session_id
-from eventstore._journal import open as open_journal
 from eventstore._session import Session
 from eventstore._values import Turn
 from invariants import UnrecoverableCompactionError
@@ -133,32 +130,14 @@ class TierlogSession:
         self._log = structlog.wrap_logger(
             logging.getLogger("tierlog"), wrapper_class=structlog.stdlib.BoundLogger
         ).bind(session_id=session_id)
-        self._closed = False
         self._usage = UsageMeter(self._log)
-        self._executor: ThreadPoolExecutor | None = None
-        self._owner = threading.get_ident()
-        if isinstance(db, Journal):
-            self._journal = db
-            self._session = self._do(lambda: _open_session(db, session_id, config))
-            self._on_unsafe = self._do(lambda: _on_unsafe(self._session))
-            return
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tierlog")
-
-        def start() -> tuple[Journal, Session]:
-            self._owner = threading.get_ident()
-            journal = open_journal(db)
-            try:
-                return journal, _open_session(journal, session_id, config)
-            except BaseException:
-                journal.close()
-                raise
-
-        try:
-            self._journal, self._session = self._executor.submit(start).result()
-        except BaseException:
-            self._executor.shutdown(wait=True)
-            raise
-        self._on_unsafe = self._do(lambda: _on_unsafe(self._session))
+        self._thread = JournalThread(
+            f"TierlogSession {session_id!r}",
+            db,
+            lambda journal: _open_session(journal, session_id, config),
+        )
+        self._journal, self._session = self._thread.journal, self._thread.session
+        self._on_unsafe = self._thread.do(lambda: _on_unsafe(self._session))
 
     def __repr__(self) -> str:
         return f"TierlogSession({self.session_id!r}, {self._journal.recorder.location!r})"
@@ -171,12 +150,12 @@ class TierlogSession:
 
         ``limit`` (else ``session_settings.limit``) keeps the latest ``limit`` items.
         """
-        self._check_open()
+        self._thread.check_open()
         n = resolve_session_limit(limit, self.session_settings)
         if n == 0:
             return []
         keep = n if n is not None and n > 0 else None  # SQLite's LIMIT -1 is no limit
-        shown = await self._ado(lambda: self._entries(self._session.state, keep))
+        shown = await self._thread.ado(lambda: self._entries(self._session.state, keep))
         return [cast(TResponseInputItem, e.item) for e in shown]
 
     async def add_items(
@@ -189,7 +168,7 @@ class TierlogSession:
         an integer >= 0 is ignored, with a warning); the others, and the model's items
         without a usable count, one token per four bytes of JSON.
         """
-        self._check_open()
+        self._thread.check_open()
         if not items:
             return
         texts = [encode(i, item) for i, item in enumerate(items)]
@@ -201,7 +180,7 @@ class TierlogSession:
             away = budget_gone(state)
             return plan_items(state, data, texts, tokens, away=away, turn_at=self._turn_at)
 
-        await self._ado(lambda: self._retry(plan))
+        await self._thread.ado(lambda: self._retry(plan))
 
     async def pop_item(
         self, *, wrapper: RunContextWrapper[Any] | None = None
@@ -210,14 +189,14 @@ class TierlogSession:
 
         A summary that is the only item left goes with a ``ContextCleared``.
         """
-        self._check_open()
-        item = await self._ado(self._pop)
+        self._thread.check_open()
+        item = await self._thread.ado(self._pop)
         return cast(TResponseInputItem | None, item)
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Take every item out of the context (``ContextCleared``); the log keeps them."""
-        self._check_open()
-        await self._ado(self._clear)
+        self._thread.check_open()
+        await self._thread.ado(self._clear)
 
     async def run_compaction(
         self,
@@ -235,7 +214,7 @@ class TierlogSession:
         sees its items unchanged either way. With ``on_unsafe="halt"`` the refusal
         (UnrecoverableCompactionError), the SummarizerError or the InvalidEvent ends
         the run."""
-        self._check_open()
+        self._thread.check_open()
         try:
             await self.compact(force=bool((args or {}).get("force", False)))
         except UnrecoverableCompactionError as refused:
@@ -265,11 +244,11 @@ class TierlogSession:
         pending constraint or a negative fact the session does not hold, or a call as
         both resolved and unresolved (nothing written for either).
         """
-        self._check_open()
+        self._thread.check_open()
         summarizer = self.summarizer
         if summarizer is None:
             return None
-        plan = await self._ado(lambda: self._plan_compaction(force))
+        plan = await self._thread.ado(lambda: self._plan_compaction(force))
         if plan is None:
             return None
         try:
@@ -281,30 +260,30 @@ class TierlogSession:
             ) from exc
         if not isinstance(summary, Summary):
             raise InvalidEvent(f"the summarizer returned {type(summary).__name__}, not a Summary")
-        return await self._ado(lambda: self._commit_compaction(plan, summary))
+        return await self._thread.ado(lambda: self._commit_compaction(plan, summary))
 
     # -- what runtimes state through the session -------------------------------------------
     def state_constraint(self, key: str, text: str) -> None:
         """Record a user constraint the context must keep until it is lifted."""
-        self._do(lambda: self._session.state_constraint(key, text))
+        self._thread.do(lambda: self._session.state_constraint(key, text))
 
     def lift_constraint(self, key: str) -> None:
         """Lift a pending constraint."""
-        self._do(lambda: self._session.lift_constraint(key))
+        self._thread.do(lambda: self._session.lift_constraint(key))
 
     def dispose(self, key: str, disposition: str, reason: str) -> None:
         """Record a negative fact: ``key`` was rejected, failed or superseded."""
-        self._do(lambda: self._session.dispose(key, disposition, reason))
+        self._thread.do(lambda: self._session.dispose(key, disposition, reason))
 
     @property
     def state(self) -> SessionState:
         """The journal session's state (a frozen value)."""
-        return self._do(lambda: self._session.state)
+        return self._thread.do(lambda: self._session.state)
 
     def run(self, fn: Callable[[Session], T]) -> T:
         """``fn(session)`` on the journal's thread: for the rest of the tierlog API
         (``emit_marker``, ``resume``, ``events``...)."""
-        return self._do(lambda: fn(self._session))
+        return self._thread.do(lambda: fn(self._session))
 
     def close(self) -> None:
         """Close the journal if this session opened it (idempotent).
@@ -312,17 +291,7 @@ class TierlogSession:
         Called on the journal's own thread (from a ``run(fn)`` callback), it closes
         the journal right there and lets the thread end once the callback returns.
         """
-        if self._closed:
-            return
-        self._closed = True
-        if self._executor is None:
-            return
-        if threading.get_ident() == self._owner:  # waiting on our own thread would hang
-            self._journal.close()
-            self._executor.shutdown(wait=False)
-            return
-        self._executor.submit(self._journal.close).result()
-        self._executor.shutdown(wait=True)
+        self._thread.close()
 
     def __enter__(self) -> TierlogSession:
         return self
@@ -336,29 +305,6 @@ class TierlogSession:
         self.close()
 
     # -- running on the journal's thread ---------------------------------------------------
-    def _check_open(self) -> None:
-        if self._closed:
-            raise JournalError(f"TierlogSession {self.session_id!r} is closed")
-
-    def _do(self, fn: Callable[[], T]) -> T:
-        """``fn()`` on the journal's thread, from any thread."""
-        self._check_open()
-        if threading.get_ident() == self._owner:
-            return fn()
-        if self._executor is None:
-            raise JournalError(
-                "this TierlogSession runs on the Journal it was given, which belongs to the"
-                " thread that opened it: give it a path to let it own a journal thread"
-            )
-        return self._executor.submit(fn).result()
-
-    async def _ado(self, fn: Callable[[], T]) -> T:
-        """``fn()`` on the journal's thread, awaited without blocking the event loop."""
-        self._check_open()
-        if self._executor is None:
-            return self._do(fn)
-        return await asyncio.wrap_future(self._executor.submit(fn))
-
     def _retry(self, plan: Callable[[SessionState], Sequence[Event]]) -> None:
         """Commit ``plan(state)`` at that state's version; re-plan if another process wrote."""
         for attempt in range(_RETRIES):
