@@ -1,61 +1,46 @@
 """tierlog as the session store of the OpenAI Agents SDK (``pip install tierlog[openai-agents]``).
 
 ``TierlogSession`` implements the SDK's ``Session`` protocol (and its
-``run_compaction`` hook) on one journal session:
-
-- every item the runner adds is one L0 turn holding the item's exact JSON, so
-  ``get_items`` returns what ``add_items`` was given; a ``function_call`` (or
-  any other tool call item) opens a call, its ``*_output`` resolves it;
-- ``pop_item`` and ``clear_session`` append ``TurnRetracted`` / ``ContextCleared``:
-  the items leave ``get_items`` and stay in the log;
-- ``run_compaction`` hands a summarizer the items before a retained tail plus
-  every obligation the summary must carry, and proposes the result through
-  ``Session.compact`` with the marker gate on: a summary that drops an open
-  call, a pending constraint or a negative fact is refused (recorded, the raw
-  transcript spilled) and the runner sees its items unchanged.
-
-Threads: a journal connection belongs to the thread that opened it. Given a
-path, a ``TierlogSession`` opens the journal on a worker thread of its own and
-runs every journal call there, so the event loop never waits on an fsync and
-the runtime methods (``state_constraint``, ...) work from any thread, sync
-tools included; one thread also serialises the calls, so each method is one
-consistent step (``compact`` is two: the plan, then, after the summarizer, a
-commit at the planned version, dropped if another writer moved the session).
-Given an open ``Journal``, the calls run in the calling thread, which must be
-the one that opened it.
+``run_compaction`` hook) on one journal session; this module is its public face
+and imperative shell. Every item the runner adds is one L0 turn holding the item's
+exact JSON, so ``get_items`` returns what ``add_items`` was given (a tool call item
+opens a call, its ``*_output`` resolves it); ``pop_item`` and ``clear_session``
+append ``TurnRetracted`` / ``ContextCleared``, so the items leave ``get_items`` and
+stay in the log; ``run_compaction`` hands a summarizer the items before a retained
+tail plus every obligation the summary must carry, and proposes the result through
+``Session.compact`` with the marker gate on: a summary that drops an open call, a
+pending constraint or a negative fact is refused (recorded, the raw transcript
+spilled) and the runner sees its items unchanged. Every journal call runs on the
+journal's thread (``_agents_thread``), one consistent step each (``compact`` is two:
+the plan, then, after the summarizer, a commit at the planned version, dropped if
+another writer moved the session). The work is done by the private ``_agents_*``
+modules: items as turns (``_items``), token counts (``_tokens``), the view
+(``_view``), the summarizer's values (``_summary``), compaction planning
+(``_compaction``) and the journal side (``_journal``).
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar, cast
 
 import structlog
 
-from eventstore._agents_compaction import Plan, plan_compaction, summary_tokens
 from eventstore._agents_items import CALL_OUTPUTS as CALL_OUTPUTS
 from eventstore._agents_items import SUMMARY_ROLE as SUMMARY_ROLE
-from eventstore._agents_items import Item, decode, encode, plan_items, summary_item
-from eventstore._agents_summary import (
-    Summarizer,
-    SummarizerError,
-    Summary,
-    SummaryRequest,
-    check_claims,
-)
+from eventstore._agents_items import Item, encode
+from eventstore._agents_journal import ItemJournal, open_session
+from eventstore._agents_summary import Summarizer, SummarizerError, Summary, SummaryRequest
 from eventstore._agents_thread import JournalThread
 from eventstore._agents_tokens import UsageMeter
-from eventstore._agents_view import Entry, TurnTexts, budget_gone, entries, view
-from eventstore._errors import ConcurrencyError
 from eventstore._journal import Journal, check_session_id
 from eventstore._session import Session
-from eventstore._values import Turn
 from invariants import UnrecoverableCompactionError
-from reducers import Event, InvalidEvent, JournalError, Node, SessionConfig, SessionState
+from reducers import InvalidEvent, Node, SessionConfig, SessionState
 
 try:
     from agents import RunContextWrapper, TResponseInputItem
@@ -86,8 +71,6 @@ DEFAULT_CONFIG: Final = SessionConfig(
     on_unsafe="spill",
 )
 """The configuration of a session a ``TierlogSession`` starts without one."""
-
-_RETRIES: Final = 3
 
 
 class TierlogSession:
@@ -134,9 +117,10 @@ class TierlogSession:
         self._thread = JournalThread(
             f"TierlogSession {session_id!r}",
             db,
-            lambda journal: _open_session(journal, session_id, config),
+            lambda journal: open_session(journal, session_id, config or DEFAULT_CONFIG),
         )
         self._journal, self._session = self._thread.journal, self._thread.session
+        self._items = ItemJournal(self._session, self._log)
         self._on_unsafe = self._thread.do(lambda: _on_unsafe(self._session))
 
     def __repr__(self) -> str:
@@ -155,7 +139,7 @@ class TierlogSession:
         if n == 0:
             return []
         keep = n if n is not None and n > 0 else None  # SQLite's LIMIT -1 is no limit
-        shown = await self._thread.ado(lambda: self._entries(self._session.state, keep))
+        shown = await self._thread.ado(lambda: self._items.entries(keep))
         return [cast(TResponseInputItem, e.item) for e in shown]
 
     async def add_items(
@@ -175,12 +159,10 @@ class TierlogSession:
         data = cast(list[Item], items)
         reported = self._usage.reported(data, wrapper)
 
-        def plan(state: SessionState) -> list[Event]:
-            tokens = self._usage.tokens(state, data, texts, reported)
-            away = budget_gone(state)
-            return plan_items(state, data, texts, tokens, away=away, turn_at=self._turn_at)
+        def tokens(state: SessionState) -> list[int]:
+            return self._usage.tokens(state, data, texts, reported)
 
-        await self._thread.ado(lambda: self._retry(plan))
+        await self._thread.ado(lambda: self._items.append(data, texts, tokens))
 
     async def pop_item(
         self, *, wrapper: RunContextWrapper[Any] | None = None
@@ -190,13 +172,13 @@ class TierlogSession:
         A summary that is the only item left goes with a ``ContextCleared``.
         """
         self._thread.check_open()
-        item = await self._thread.ado(self._pop)
+        item = await self._thread.ado(self._items.pop)
         return cast(TResponseInputItem | None, item)
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Take every item out of the context (``ContextCleared``); the log keeps them."""
         self._thread.check_open()
-        await self._thread.ado(self._clear)
+        await self._thread.ado(self._items.clear)
 
     async def run_compaction(
         self,
@@ -248,7 +230,9 @@ class TierlogSession:
         summarizer = self.summarizer
         if summarizer is None:
             return None
-        plan = await self._thread.ado(lambda: self._plan_compaction(force))
+        plan = await self._thread.ado(
+            lambda: self._items.plan_compaction(self.session_id, self.keep_items, force)
+        )
         if plan is None:
             return None
         try:
@@ -260,7 +244,7 @@ class TierlogSession:
             ) from exc
         if not isinstance(summary, Summary):
             raise InvalidEvent(f"the summarizer returned {type(summary).__name__}, not a Summary")
-        return await self._thread.ado(lambda: self._commit_compaction(plan, summary))
+        return await self._thread.ado(lambda: self._items.commit_compaction(plan, summary))
 
     # -- what runtimes state through the session -------------------------------------------
     def state_constraint(self, key: str, text: str) -> None:
@@ -303,124 +287,6 @@ class TierlogSession:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-    # -- running on the journal's thread ---------------------------------------------------
-    def _retry(self, plan: Callable[[SessionState], Sequence[Event]]) -> None:
-        """Commit ``plan(state)`` at that state's version; re-plan if another process wrote."""
-        for attempt in range(_RETRIES):
-            state = self._session.state
-            try:
-                self._session.extend(plan(state), expected_version=state.version)
-                return
-            except ConcurrencyError:
-                if attempt == _RETRIES - 1:
-                    raise
-
-    # -- items <-> turns -------------------------------------------------------------------
-    def _turn_at(self, index: int) -> Turn:
-        """The turn ``index``, truncated or not."""
-        (held,) = self._session.turns(index, index + 1)
-        return held
-
-    def _entries(self, state: SessionState, limit: int | None) -> list[Entry]:
-        """The view: live summaries and resident items, the latest ``limit`` of them."""
-        return entries(state, limit, self._reader(state))
-
-    def _reader(self, state: SessionState) -> TurnTexts:
-        """Reads ``(index, role, content)`` of ``state``'s turns ``[lo, hi)``."""
-        return lambda lo, hi: self._texts(state, lo, hi)
-
-    def _texts(self, state: SessionState, lo: int, hi: int) -> Iterator[tuple[int, str, str]]:
-        """``(index, role, content)`` of the turns ``lo <= index < hi``."""
-        if lo >= hi:
-            return iter(())
-        turns = self._session.effects.turns(state, [(lo, hi)])
-        return ((t["index"], t["role"], t["content"]) for t in turns)
-
-    def _pop(self) -> Item | None:
-        for attempt in range(_RETRIES):
-            state = self._session.state
-            slots = view(state)
-            if not slots:
-                return None
-            last = slots[-1]
-            try:
-                if last.node is None:
-                    (turn,) = self._texts(state, last.hi - 1, last.hi)
-                    self._session.retract_turn(
-                        last.hi - 1, "pop_item", expected_version=state.version
-                    )
-                    return decode(turn[1], turn[2])
-                if len(slots) > 1:
-                    raise JournalError(
-                        f"pop_item: the latest item is summary {last.node.node_id} with items"
-                        " before it; clear_session takes them all"
-                    )
-                self._session.clear_context(
-                    "pop_item took the summary, the only item", expected_version=state.version
-                )
-                return summary_item(last.node.summary)
-            except ConcurrencyError:
-                if attempt == _RETRIES - 1:
-                    raise
-        return None  # pragma: no cover - the loop returns or raises
-
-    def _clear(self) -> None:
-        for attempt in range(_RETRIES):
-            state = self._session.state
-            if not view(state):
-                return
-            try:
-                self._session.clear_context("clear_session", expected_version=state.version)
-                return
-            except ConcurrencyError:
-                if attempt == _RETRIES - 1:
-                    raise
-
-    # -- compaction ------------------------------------------------------------------------
-    def _plan_compaction(self, force: bool) -> Plan | None:
-        state = self._session.state
-        return plan_compaction(
-            state,
-            session_id=self.session_id,
-            keep_items=self.keep_items,
-            force=force,
-            texts=self._reader(state),
-        )
-
-    def _commit_compaction(self, plan: Plan, summary: Summary) -> Node | None:
-        check_claims(self._session.state, summary)
-        tokens = summary_tokens(summary)
-        try:
-            return self._session.compact(
-                tier=plan.tier,
-                input=plan.input,
-                covers=plan.covers,
-                tail_start=plan.tail_start,
-                summary=summary.text,
-                tokens=tokens,
-                dispositions=summary.dispositions,
-                resolved_ids=summary.resolved_ids,
-                unresolved_ids=summary.unresolved_ids,
-                constraints=summary.constraints,
-                replaces=plan.replaces,
-                expected_version=plan.version,
-                require_marker=True,
-            )
-        except ConcurrencyError:
-            self._log.info("compaction dropped: the session moved while the summarizer ran")
-            return None
-
-
-# -- opening the journal session -------------------------------------------------------
-def _open_session(journal: Journal, session_id: str, config: SessionConfig | None) -> Session:
-    """The journal session ``session_id``, started with ``config`` if it is new."""
-    if journal.has_session(session_id):
-        return journal.session(session_id)
-    try:
-        return journal.start_session(session_id, config or DEFAULT_CONFIG)
-    except InvalidEvent:  # another process started it in between
-        return journal.session(session_id)
 
 
 def _on_unsafe(session: Session) -> str:
