@@ -22,7 +22,7 @@ from eventstore._codec import (
     unreadable,
     unstructurer,
 )
-from eventstore._errors import ConcurrencyError, IntegrityError
+from eventstore._errors import ConcurrencyError, IntegrityError, UnreadableRow
 from reducers import Event, InvalidEvent, canonical_bytes, canonical_json
 from reducers._json import fast_dumps, fast_loads
 
@@ -139,17 +139,30 @@ class ChainWalk:
         self.problem: ChainProblem | None = None
 
     def __iter__(self) -> Iterator[Event]:
+        next_version = [1]
+        try:
+            yield from self._walk(next_version)
+        except UnreadableRow as exc:  # a row the database cannot hand over ends the walk
+            self.problem = ChainProblem(
+                session_id=self.session_id,
+                version=min(exc.version, next_version[0]),
+                problem="a stored text is not UTF-8 (edited by hand?)",
+            )
+
+    def _walk(self, next_version: list[int]) -> Iterator[Event]:
         """The rows' events: ``check_row``'s fast path written out (orjson decodes and
         re-encodes each payload, the hash's fixed parts are encoded once per commit
-        time); on any doubt ``check_row`` decides, and words the problem."""
+        time); on any doubt ``check_row`` decides, and words the problem.
+        ``next_version[0]`` follows the walk, for a row the database cannot hand over."""
         prev, expected = GENESIS, 1
         loads, dumps, sha, decoders = fast_loads, fast_dumps, _sha256, FAST_DECODERS
+        SCHEMA = SCHEMA_VERSION  # noqa: N806 - a local of the hot loop
         key: tuple[str, str, int] | None = None
         middle, types = "", dict[str, str]()
         for row in self._rows:
             _, session_id, version, type_name, schema_version, payload, at, prev_hash, digest = row
             event: Event | None = None
-            if version == expected and prev_hash == prev:
+            if version == expected and prev_hash == prev and 1 <= schema_version <= SCHEMA:
                 try:
                     data = loads(payload)
                     if dumps(data) == payload.encode():
@@ -178,6 +191,7 @@ class ChainWalk:
                     return
             yield event
             prev, expected = digest, expected + 1
+            next_version[0] = expected
 
 
 def check_row(row: Recorded, prev: str, expected: int) -> tuple[Event | None, str]:
@@ -186,6 +200,11 @@ def check_row(row: Recorded, prev: str, expected: int) -> tuple[Event | None, st
         return None, f"version sequence broken: expected {expected}, found {row.version}"
     if row.prev_hash != prev:
         return None, "prev_hash does not match the previous event's hash"
+    if not 1 <= row.schema_version <= SCHEMA_VERSION:
+        return None, (
+            f"schema_version {row.schema_version}: this tierlog reads events of schema"
+            f" 1 to {SCHEMA_VERSION}"
+        )
     try:  # the fast decoder and encoder; on any doubt the standard path below decides
         data = fast_loads(row.payload)
         if canonical_bytes(data) == row.payload.encode() and row.hash == chain_hash(

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from eventstore import _schema
 from eventstore._chain import GENESIS, Recorded, check_links, link_rows
-from eventstore._errors import ConcurrencyError, IntegrityError
+from eventstore._errors import ConcurrencyError, IntegrityError, UnreadableRow
 from eventstore._recorder import (
     AuditQueries,
     Head,
@@ -107,15 +107,19 @@ def attrs_row(r: Recorded) -> tuple[object, ...]:
     )
 
 
-def _stream(run: Callable[[int], sqlite3.Cursor], size: int = 512) -> Iterator[Any]:
+def _stream(
+    run: Callable[[int], sqlite3.Cursor],
+    unreadable: Callable[[int], JournalError],
+    size: int = 512,
+) -> Iterator[Any]:
     """The rows of the query ``run(0)`` executes (``run(k)`` runs it again from its
     ``k``-th row), fetched ``size`` at a time: still streamed, and about a tenth cheaper
     per row on a long read than stepping the cursor row by row.
 
     A row that cannot be fetched (text that is not UTF-8, written behind tierlog's back)
     fails its whole batch; the batch is then read again a row at a time, so every row
-    before the bad one reaches the reader before the error, as with a plain cursor:
-    ``verify`` names the first bad row, not an error further on.
+    before the bad one reaches the reader first, and the bad one raises
+    ``unreadable(k)`` (its offset ``k``): ``verify`` names the first bad row.
     """
     cursor, done, step = run(0), 0, size
 
@@ -123,11 +127,13 @@ def _stream(run: Callable[[int], sqlite3.Cursor], size: int = 512) -> Iterator[A
         nonlocal cursor, done, step
         try:
             rows = cursor.fetchmany(step)
-        except sqlite3.DatabaseError:
-            if step == 1:
+        except sqlite3.OperationalError as exc:
+            if not str(exc).startswith("Could not decode to UTF-8"):
                 raise
+            if step == 1:
+                raise unreadable(done) from None
             cursor, step = run(done), 1
-            rows = cursor.fetchmany(1)  # raises if the bad row is the batch's first
+            return batch()  # the rows before the bad one, one at a time
         done += len(rows)
         return rows
 
@@ -346,12 +352,22 @@ class SqliteRecorder(AuditQueries):
 
     def _rows(self, columns: str, session_id: str, start: int, stop: int | None) -> Iterator[Any]:
         """``columns`` of a session's rows ``start..stop`` in version order, streamed."""
-        sql = (
-            f"SELECT {columns} FROM events WHERE session_id = ? AND version >= ?"
-            " AND version <= ? ORDER BY version LIMIT -1 OFFSET ?"
-        )
+        where = "FROM events WHERE session_id = ? AND version >= ? AND version <= ?"
+        sql = f"SELECT {columns} {where} ORDER BY version LIMIT -1 OFFSET ?"
         last = stop if stop is not None else 2**62
-        return _stream(lambda skip: self.conn.execute(sql, (session_id, start, last, skip)))
+
+        def unreadable(skip: int) -> JournalError:  # its version, an integer, reads
+            found = self.conn.execute(
+                f"SELECT version {where} ORDER BY version LIMIT 1 OFFSET ?",
+                (session_id, start, last, skip),
+            ).fetchone()
+            if found is None:  # pragma: no cover - the row was there a moment ago
+                return JournalError(f"session {session_id!r}: a stored row cannot be read")
+            return UnreadableRow(session_id, found[0])
+
+        return _stream(
+            lambda skip: self.conn.execute(sql, (session_id, start, last, skip)), unreadable
+        )
 
     def turn_payloads(self, session_id: str, first: int, last: int) -> Iterator[str]:
         """The payloads of the turns stored at versions ``first..last``, in order."""

@@ -81,9 +81,9 @@ def _journal(db: Path, turns: int = 20) -> None:
 
 
 def _until_error(items: Iterable[T]) -> list[T]:
-    """The items read before a ``sqlite3.Error``, which must come."""
+    """The items read before an ``IntegrityError`` (a row not UTF-8), which must come."""
     seen: list[T] = []
-    with pytest.raises(sqlite3.Error):  # noqa: PT012 - what came before the error counts
+    with pytest.raises(eventstore.IntegrityError, match="not UTF-8"):  # noqa: PT012 - what came before the error counts
         for item in items:
             seen.append(item)
     return seen
@@ -109,6 +109,20 @@ class TestStreamedReads:
         _tamper(db_path, _not_utf8(17), rehash=False)
         assert _verify(capsys, db_path) == (1, [("chain", 5)])
 
+    def test_a_row_that_is_not_utf8_is_a_finding_at_its_version(
+        self, db_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A row SQLite cannot hand over as text is a chain finding (exit 1) naming its
+        version, not a database error; reading the session is an IntegrityError."""
+        _journal(db_path)
+        _tamper(db_path, _not_utf8(17), rehash=False)
+        assert _verify(capsys, db_path) == (1, [("chain", 17)])
+        with (
+            eventstore.open(db_path, snapshot_every=0) as journal,
+            pytest.raises(eventstore.IntegrityError, match="v17: a stored text is not UTF-8"),
+        ):
+            list(journal.session(SID).events())
+
     def test_the_rows_before_an_undecodable_row_are_read_before_the_error(
         self, db_path: Path
     ) -> None:
@@ -128,6 +142,25 @@ class TestStreamedReads:
         with eventstore.open(db_path, snapshot_every=0) as journal:
             seen = _until_error(r.version for r in journal.recorder.read(SID))
         assert seen == list(range(1, 513))
+
+
+class TestSchemaVersions:
+    @pytest.mark.parametrize("schema", [0, 2, -1])
+    def test_a_schema_this_tierlog_does_not_read_is_a_finding(
+        self, db_path: Path, capsys: pytest.CaptureFixture[str], schema: int
+    ) -> None:
+        """An event row claiming a schema version this tierlog does not read is a chain
+        finding at its version, even with the chain forged again over it."""
+        _journal(db_path)
+
+        def edit(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE events SET schema_version = ? WHERE session_id = ? AND version = 6",
+                (schema, SID),
+            )
+
+        _tamper(db_path, edit, rehash=True)
+        assert _verify(capsys, db_path) == (1, [("chain", 6)])
 
 
 # An escaped lone surrogate, nesting deeper than any decoder recurses, an integer past
