@@ -82,9 +82,12 @@ class JournalThread:
         return self._executor.submit(fn).result()
 
     async def ado(self, fn: Callable[[], T]) -> T:
-        """``fn()`` on the journal's thread, awaited without blocking the event loop."""
+        """``fn()`` on the journal's thread, awaited without blocking the event loop.
+
+        Awaited on the journal's thread itself (a loop a ``run(fn)`` callback started),
+        ``fn()`` runs right there: queued behind the running call it would never run."""
         self.check_open()
-        if self._executor is None:
+        if self._executor is None or threading.get_ident() == self._owner:
             return self.do(fn)
         return await asyncio.wrap_future(self._executor.submit(fn))
 

@@ -178,6 +178,34 @@ class TestJournalThread:
                 "TurnAppended",
             ]
 
+    def test_a_session_coroutine_run_on_the_journal_thread_does_not_hang(
+        self, tmp_path: Path
+    ) -> None:
+        """A run(fn) callback that runs the session's coroutines in a loop of its own (on
+        the journal thread) gets them done there, not a thread waiting on itself."""
+        session = TierlogSession(SID, tmp_path / "t.db")
+        asyncio.run(session.add_items([_msg("user", "hi")]))
+
+        def inside(_: eventstore.Session) -> object:
+            async def steps() -> object:
+                await session.add_items([_msg("user", "from the journal thread")])
+                popped = await session.pop_item()
+                return popped, await session.get_items()
+
+            async def bounded() -> object:
+                return await asyncio.wait_for(steps(), timeout=3)
+
+            try:
+                return asyncio.run(bounded())
+            except TimeoutError:
+                return "hung"
+
+        assert session.run(inside) == (
+            _msg("user", "from the journal thread"),
+            [_msg("user", "hi")],
+        )
+        session.close()
+
     def test_a_copy_of_a_closed_session_is_closed_too(self, tmp_path: Path) -> None:
         """A shallow copy shares the journal thread, so it is closed with the original:
         JournalError (before the split its own flag said open and the executor raised
