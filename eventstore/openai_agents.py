@@ -98,8 +98,7 @@ class TierlogSession:
         keep_items: int = 4,
     ) -> None:
         check_session_id(session_id)
-        if type(keep_items) is not int or keep_items < 0:
-            raise InvalidEvent(f"keep_items must be an integer >= 0, not {keep_items!r}")
+        self.keep_items = keep_items
         if config is not None and not isinstance(config, SessionConfig):
             raise InvalidEvent(f"config must be a SessionConfig, not {type(config).__name__}")
         self.session_id = session_id
@@ -109,7 +108,6 @@ class TierlogSession:
             else SessionSettings()
         )
         self.summarizer = summarizer
-        self.keep_items = keep_items
         self._log = structlog.wrap_logger(
             logging.getLogger("tierlog"), wrapper_class=structlog.stdlib.BoundLogger
         ).bind(session_id=session_id)
@@ -122,6 +120,18 @@ class TierlogSession:
         self._journal, self._session = self._thread.journal, self._thread.session
         self._items = ItemJournal(self._session, self._log)
         self._on_unsafe = self._thread.do(lambda: _on_unsafe(self._session))
+
+    @property
+    def keep_items(self) -> int:
+        """How many of the latest items a compaction retains verbatim (an integer >= 0);
+        set to anything else, InvalidEvent and it keeps its value."""
+        return self._keep_items
+
+    @keep_items.setter
+    def keep_items(self, keep_items: int) -> None:
+        if type(keep_items) is not int or keep_items < 0:
+            raise InvalidEvent(f"keep_items must be an integer >= 0, not {keep_items!r}")
+        self._keep_items = keep_items
 
     def __repr__(self) -> str:
         return f"TierlogSession({self.session_id!r}, {self._journal.recorder.location!r})"

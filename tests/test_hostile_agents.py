@@ -281,3 +281,47 @@ class TestWriters:
         assert _types(session).count("TurnRetracted") == 6
         session.close()
         assert main(["verify", str(db)]) == 0
+
+
+class TestKeepItems:
+    @pytest.mark.parametrize("keep", [0, 1, 3, 10**6])
+    def test_any_count_compacts_or_declines_cleanly(self, tmp_path: Path, keep: int) -> None:
+        """keep_items 0 folds every item, one past the view folds none (None)."""
+        session = TierlogSession(
+            SID, tmp_path / "t.db", config=EAGER, keep_items=keep,
+            summarizer=lambda request: request.carry_all(f"{len(request.items)} items"),
+        )  # fmt: skip
+        items = [_msg("user", "a"), _call("c1"), _output("c1"), _msg("assistant", "b")]
+        asyncio.run(session.add_items(items))
+        node = asyncio.run(session.compact(force=True))
+        shown = asyncio.run(session.get_items())
+        if keep >= len(items):
+            assert node is None
+            assert shown == items
+        else:
+            assert node is not None
+            assert shown[0] == {"role": "system", "content": node.summary}
+            assert shown[1:] == items[len(items) - keep :]
+        session.close()
+
+    @pytest.mark.parametrize("keep", [-1, True, 1.0, "2", None])
+    def test_a_bad_count_set_later_is_refused_like_one_given(
+        self, tmp_path: Path, keep: object
+    ) -> None:
+        """Setting keep_items to what the constructor refuses is the same InvalidEvent,
+        not an IndexError or TypeError out of the next compaction."""
+        message = f"keep_items must be an integer >= 0, not {keep!r}"
+        with pytest.raises(eventstore.InvalidEvent) as given:
+            TierlogSession(SID, tmp_path / "t.db", keep_items=keep)  # type: ignore[arg-type]
+        assert str(given.value) == message
+        session = TierlogSession(
+            SID, tmp_path / "t.db", config=EAGER, keep_items=2,
+            summarizer=lambda request: request.carry_all("x"),
+        )  # fmt: skip
+        asyncio.run(session.add_items([_msg("user", str(n)) for n in range(4)]))
+        with pytest.raises(eventstore.InvalidEvent) as set_later:
+            session.keep_items = keep  # type: ignore[assignment]
+        assert str(set_later.value) == message
+        assert session.keep_items == 2
+        assert asyncio.run(session.compact(force=True)) is not None
+        session.close()
