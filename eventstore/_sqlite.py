@@ -11,7 +11,7 @@ import itertools
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from eventstore._recorder import (
     expect_version,
     seconds,
 )
+from eventstore._sqlite_guard import QueryGuard, is_corruption
 from reducers import Event, InvalidEvent, JournalError
 
 SYNCHRONOUS = ("full", "normal")
@@ -76,21 +77,6 @@ _AUDIT_SQL = (
     "SELECT version, marker_id, checkpoint_at, reason FROM resumes"
     " WHERE session_id = ? AND source = 'raw_checkpoint' ORDER BY version",
 )
-
-
-_READS = {
-    sqlite3.SQLITE_SELECT,
-    sqlite3.SQLITE_READ,
-    sqlite3.SQLITE_FUNCTION,
-    sqlite3.SQLITE_RECURSIVE,
-    sqlite3.SQLITE_SAVEPOINT,
-    sqlite3.SQLITE_TRANSACTION,
-}
-
-
-def _read_only(action: int, *_: object) -> int:
-    """Authorizer: reads only (ATTACH, PRAGMA and every write are denied)."""
-    return sqlite3.SQLITE_OK if action in _READS else sqlite3.SQLITE_DENY
 
 
 def attrs_row(r: Recorded) -> tuple[object, ...]:
@@ -460,7 +446,7 @@ class SqliteRecorder(AuditQueries):
         if not sql.strip():
             raise InvalidEvent("empty query")
         timeout = None if timeout is None else seconds(timeout)
-        guard = _QueryGuard(self.conn, self.readonly, timeout=timeout, heap_limit=heap_limit)
+        guard = QueryGuard(self.conn, self.readonly, timeout=timeout, heap_limit=heap_limit)
         guard.install()
         try:
             cursor = self.conn.execute(sql)
@@ -612,88 +598,3 @@ def _commit(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise JournalError(f"commit failed, nothing was written: {exc}") from None
-
-
-def is_corruption(exc: BaseException) -> bool:
-    """Whether SQLite found the file damaged (a malformed page, a torn header)."""
-    return getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT"
-
-
-def is_database_fault(exc: BaseException) -> bool:
-    """Whether ``exc`` is SQLite failing (I/O, lock, full disk, corruption), not misuse."""
-    faults = (sqlite3.OperationalError, sqlite3.DataError, sqlite3.IntegrityError)
-    return isinstance(exc, faults) or type(exc) is sqlite3.DatabaseError
-
-
-class _QueryGuard:
-    """One query's limits on a connection: installed, turned into errors, lifted once."""
-
-    def __init__(
-        self,
-        conn: sqlite3.Connection,
-        readonly: bool,
-        *,
-        timeout: float | None,
-        heap_limit: int | None,
-    ) -> None:
-        self.conn, self.readonly = conn, readonly
-        self.timeout, self.heap_limit = timeout, heap_limit
-        self.deadline = time.monotonic() + timeout if timeout else float("inf")
-        self._undo: list[Callable[[], object]] = []
-
-    def install(self) -> None:
-        """Read-only, the memory limits, and a progress handler for the clock and Ctrl-C."""
-        conn = self.conn
-        if self.heap_limit:
-            conn.execute(f"PRAGMA hard_heap_limit = {int(self.heap_limit)}")
-            before = conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
-            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(before, int(self.heap_limit)))
-            self._undo.append(lambda: conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, before))
-        conn.execute("PRAGMA query_only = ON")
-        if not self.readonly:
-            self._undo.append(lambda: conn.execute("PRAGMA query_only = OFF"))
-        conn.set_authorizer(_read_only)
-        self._undo.append(lambda: conn.set_authorizer(None))
-        # Python code runs in the handler, so a pending Ctrl-C is raised there and
-        # aborts the statement as SQLITE_INTERRUPT before the deadline: see error()
-        conn.set_progress_handler(lambda: time.monotonic() > self.deadline, 10_000)
-        self._undo.append(lambda: conn.set_progress_handler(None, 0))
-
-    def undo_last(self, undo: Callable[[], object]) -> None:
-        """Also run ``undo`` when lifting, after everything else."""
-        self._undo.insert(0, undo)
-
-    def lift(self) -> None:
-        """Undo everything ``install`` did (idempotent)."""
-        while self._undo:
-            self._undo.pop()()
-
-    def rows(self, cursor: sqlite3.Cursor) -> Generator[tuple[object, ...], None, None]:
-        """The cursor's rows, failures turned into tierlog errors; lifts the limits at the end."""
-        try:
-            while True:
-                try:
-                    row = next(cursor, None)
-                except (MemoryError, sqlite3.Error) as exc:
-                    raise self.error(exc) from None
-                if row is None:
-                    return
-                yield row
-        finally:
-            self.lift()
-
-    def error(self, exc: MemoryError | sqlite3.Error) -> BaseException:
-        """The tierlog error (or the Ctrl-C) that a failed step means."""
-        name = getattr(exc, "sqlite_errorname", "")
-        memory = f"its memory limit of {self.heap_limit / 2**20:g} MB" if self.heap_limit else ""
-        if isinstance(exc, MemoryError) or (name == "SQLITE_TOOBIG" and memory):
-            return InvalidEvent(f"query stopped: it needs more than {memory or 'memory'}")
-        if name == "SQLITE_INTERRUPT":
-            if time.monotonic() <= self.deadline:
-                return KeyboardInterrupt()
-            return InvalidEvent(f"query stopped after {self.timeout:g} s (--timeout)")
-        if is_corruption(exc):
-            return IntegrityError(f"database is corrupt: {exc}")
-        denied = "not authorized" in str(exc) or "readonly" in str(exc)
-        hint = " (tierlog sql is read-only: SELECT and WITH queries only)" if denied else ""
-        return InvalidEvent(f"query failed: {exc}{hint}")

@@ -34,7 +34,7 @@ from eventstore._journal import Journal, check_session_id
 from eventstore._postgres import is_url
 from eventstore._report import collect
 from eventstore._ship import ship
-from eventstore._sqlite import is_corruption, is_database_fault
+from eventstore._sqlite_guard import is_corruption, is_database_fault
 from eventstore._transfer import export_lines, read_sessions
 from eventstore._witness import SessionHead, check_witness, heads, read_witness
 from reducers import InvalidEvent, JournalError

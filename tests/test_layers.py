@@ -33,7 +33,14 @@ IMPURE = {
 }
 
 
-RECORDERS = {"_sqlite", "_schema", "_postgres", "_pg_schema", "_pg_wire"}  # behind the port
+RECORDERS = {
+    "_sqlite",
+    "_sqlite_guard",
+    "_schema",
+    "_postgres",
+    "_pg_schema",
+    "_pg_wire",
+}  # behind the port
 CONNECTION = {"conn", "execute", "executemany", "executescript", "cursor"}
 
 
