@@ -10,7 +10,6 @@ import pickle
 import subprocess
 import sys
 import threading
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -120,23 +119,6 @@ class TestPublicModule:
         error = pickle.loads(OLD_ERROR_PICKLE)
         assert type(error) is public.SummarizerError
         assert str(error) == "boom"
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason="the split moved Summary, SummaryRequest and SummarizerError to"
-        " eventstore._agents_summary: tracebacks, log lines with exc_info, type-hint reprs"
-        " and new pickles now name the private module (old pickles still load). Setting"
-        " __module__ back would make typing.get_type_hints resolve their annotations in"
-        " openai_agents, which lacks the names, and the package leaves every other public"
-        " class in its private module too (eventstore.JournalError is reducers._errors'):"
-        " left to the lead",
-    )
-    def test_a_summarizer_error_is_printed_under_the_public_module(self) -> None:
-        """A SummarizerError's traceback names eventstore.openai_agents, as before the split."""
-        error = public.SummarizerError("boom")
-        (line,) = traceback.format_exception_only(type(error), error)
-        assert line == "eventstore.openai_agents.SummarizerError: boom\n"
-        assert Summary.__module__ == SummaryRequest.__module__ == "eventstore.openai_agents"
 
     def test_summaries_pickle_and_copy_to_equal_values(self) -> None:
         """A Summary survives pickle and deepcopy equal, its odd text included."""
