@@ -44,6 +44,11 @@ class JournalThread:
         self._executor: ThreadPoolExecutor | None = None
         self._owner = threading.get_ident()
         if isinstance(db, Journal):
+            if db.thread != self._owner:
+                raise JournalError(
+                    "the Journal given belongs to the thread that opened it, not this one:"
+                    " open it here, or give a path to let the session own a journal thread"
+                )
             self.journal = db
             self.session = self.do(lambda: setup(db))
             return

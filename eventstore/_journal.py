@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -74,6 +75,7 @@ class Journal:
         self.recorder = recorder
         self.spills = spills
         self.path = None
+        self.thread = threading.get_ident()  # the thread that opened it, and may use it
         self.logger = logging.getLogger("tierlog")
         self.snapshots = Snapshots(self.recorder, snapshot_every, self.logger)
 

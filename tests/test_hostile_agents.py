@@ -188,6 +188,19 @@ class TestJournalThread:
         )
         session.close()
 
+    def test_a_journal_of_another_thread_is_a_clear_error(self, tmp_path: Path) -> None:
+        """A Journal opened on another thread cannot be used here: JournalError, as the
+        README says, not SQLite's ProgrammingError; opened here, it works."""
+        opened: list[eventstore.Journal] = []
+        opener = threading.Thread(target=lambda: opened.append(eventstore.open(tmp_path / "j.db")))
+        opener.start()
+        opener.join()
+        with pytest.raises(eventstore.JournalError, match="belongs to the thread that opened it"):
+            TierlogSession("s", opened[0])
+        with eventstore.open(tmp_path / "j.db") as here, TierlogSession("s", here) as session:
+            asyncio.run(session.add_items([_msg("user", "hi")]))
+            assert session.state.turns == 1
+
     def test_a_copy_of_a_closed_session_is_closed_too(self, tmp_path: Path) -> None:
         """A shallow copy shares the journal thread, so it is closed with the original:
         JournalError (before the split its own flag said open and the executor raised
