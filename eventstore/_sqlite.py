@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 from eventstore import _schema
@@ -126,6 +126,17 @@ def _stream(
     return itertools.chain.from_iterable(iter(batch, []))
 
 
+class _Closed:
+    """What a closed recorder's connection becomes: any use of it is a JournalError,
+    where SQLite's own would be a ProgrammingError."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __getattr__(self, name: str) -> Any:
+        raise JournalError(f"{self.path}: the journal is closed")
+
+
 def _connect(path: Path, *, readonly: bool, timeout: float) -> sqlite3.Connection:
     if readonly:
         if not path.is_file():
@@ -202,8 +213,10 @@ class SqliteRecorder(AuditQueries):
         self.conn.execute("PRAGMA ignore_check_constraints = ON")
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
-        self.conn.close()
+        """Close the connection (idempotent); any later use is a JournalError."""
+        if isinstance(self.conn, sqlite3.Connection):
+            self.conn.close()
+        self.conn = cast(sqlite3.Connection, _Closed(self.path))
 
     # -- writing -----------------------------------------------------------------------
     def transaction(self) -> _Transaction:

@@ -62,6 +62,22 @@ class RecorderContract(abc.ABC):
             store.append("s", [TURN, TURN], expected_version=0)
         assert store.head("s")[0] == 1
 
+    def test_a_closed_store_is_a_journal_error(self, tmp_path: Path) -> None:
+        """After close (idempotent), reading and writing are each a JournalError,
+        never the driver's own error."""
+        store = self.create_recorder(tmp_path)
+        store.append("s", [TURN], expected_version=0)
+        store.close()
+        store.close()
+        for use in (
+            lambda: store.head("s"),
+            lambda: list(store.read("s")),
+            lambda: store.append("s", [TURN], expected_version=1),
+            lambda: store.sessions(),
+        ):
+            with pytest.raises(eventstore.JournalError):
+                use()
+
     def test_batch_is_atomic(self, store: Recorder) -> None:
         """A batch with one bad event writes none of its events."""
         with pytest.raises(eventstore.InvalidEvent):
