@@ -19,20 +19,12 @@ pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 
 import eventstore
 import eventstore.openai_agents as public
-from eventstore import SessionConfig
 from eventstore.cli import main
 from eventstore.openai_agents import Summary, SummaryRequest, TierlogSession
+from tests.test_openai_agents import EAGER
 
 ROOT = Path(__file__).resolve().parent.parent
 SID = "s"
-EAGER = SessionConfig(
-    window_tokens=100_000,
-    trigger_tokens=1,
-    truncator_unit="turns",
-    floor_span=2,
-    floor_unit="turns",
-    on_unsafe="spill",
-)
 
 # pickle.dumps of these values by tierlog before the split (commit 4705a6d), when the
 # classes lived in eventstore.openai_agents itself.
