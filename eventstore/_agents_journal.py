@@ -11,8 +11,8 @@ journal's thread (``_agents_thread``); it knows nothing of the SDK.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import Final
+from collections.abc import Callable, Iterator
+from typing import Final, TypeVar
 
 import structlog
 
@@ -27,6 +27,7 @@ from eventstore._values import Turn
 from reducers import Event, InvalidEvent, JournalError, Node, SessionConfig, SessionState
 
 _RETRIES: Final = 3
+T = TypeVar("T")
 
 
 def open_session(journal: Journal, session_id: str, config: SessionConfig) -> Session:
@@ -62,18 +63,18 @@ class ItemJournal:
             away = budget_gone(state)
             return plan_items(state, items, texts, counts, away=away, turn_at=self._turn_at)
 
-        self._retry(plan)
+        self._again(lambda state: self.session.extend(plan(state), expected_version=state.version))
 
-    def _retry(self, plan: Callable[[SessionState], Sequence[Event]]) -> None:
-        """Commit ``plan(state)`` at that state's version; re-plan if another process wrote."""
+    def _again(self, step: Callable[[SessionState], T]) -> T:
+        """``step(state)`` on the session's state, which commits at that state's version;
+        run again on a fresh state (up to three times) if another process wrote first."""
         for attempt in range(_RETRIES):
-            state = self.session.state
             try:
-                self.session.extend(plan(state), expected_version=state.version)
-                return
+                return step(self.session.state)
             except ConcurrencyError:
                 if attempt == _RETRIES - 1:
                     raise
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _turn_at(self, index: int) -> Turn:
         """The turn ``index``, truncated or not."""
@@ -82,45 +83,34 @@ class ItemJournal:
 
     def pop(self) -> Item | None:
         """Retract the latest item (or clear a summary that is the only one); return it."""
-        for attempt in range(_RETRIES):
-            state = self.session.state
-            slots = view(state)
-            if not slots:
-                return None
-            last = slots[-1]
-            try:
-                if last.node is None:
-                    (turn,) = self._texts(state, last.hi - 1, last.hi)
-                    self.session.retract_turn(
-                        last.hi - 1, "pop_item", expected_version=state.version
-                    )
-                    return decode(turn[1], turn[2])
-                if len(slots) > 1:
-                    raise JournalError(
-                        f"pop_item: the latest item is summary {last.node.node_id} with items"
-                        " before it; clear_session takes them all"
-                    )
-                self.session.clear_context(
-                    "pop_item took the summary, the only item", expected_version=state.version
-                )
-                return summary_item(last.node.summary)
-            except ConcurrencyError:
-                if attempt == _RETRIES - 1:
-                    raise
-        return None  # pragma: no cover - the loop returns or raises
+        return self._again(self._pop)
+
+    def _pop(self, state: SessionState) -> Item | None:
+        slots = view(state)
+        if not slots:
+            return None
+        last = slots[-1]
+        if last.node is None:
+            (turn,) = self._texts(state, last.hi - 1, last.hi)
+            self.session.retract_turn(last.hi - 1, "pop_item", expected_version=state.version)
+            return decode(turn[1], turn[2])
+        if len(slots) > 1:
+            raise JournalError(
+                f"pop_item: the latest item is summary {last.node.node_id} with items"
+                " before it; clear_session takes them all"
+            )
+        self.session.clear_context(
+            "pop_item took the summary, the only item", expected_version=state.version
+        )
+        return summary_item(last.node.summary)
 
     def clear(self) -> None:
         """Take every item out of the context, unless there is none."""
-        for attempt in range(_RETRIES):
-            state = self.session.state
-            if not view(state):
-                return
-            try:
-                self.session.clear_context("clear_session", expected_version=state.version)
-                return
-            except ConcurrencyError:
-                if attempt == _RETRIES - 1:
-                    raise
+        self._again(self._clear)
+
+    def _clear(self, state: SessionState) -> None:
+        if view(state):
+            self.session.clear_context("clear_session", expected_version=state.version)
 
     def plan_compaction(self, session_id: str, keep_items: int, force: bool) -> Plan | None:
         """The compaction due now retaining ``keep_items``, or ``None``."""
