@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eventstore._views import COMMON, render
 from reducers import JournalError
 
 SCHEMA_VERSION = 1
@@ -101,8 +102,6 @@ JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.pr
 WHERE n.nspname = current_schema() AND p.proname = 'tierlog_immutable' AND p.pronargs = 0
 """
 
-_COMMON = "session_id, version, seq, recorded_at"
-
 # PostgreSQL text cannot hold NUL, so ``->>`` refuses a payload's ``\u0000`` escape
 # ("unsupported Unicode escape sequence"). The views and the recorder's queries read
 # the payload with each such escape (not ``\\u0000``, an escaped backslash) as
@@ -146,15 +145,6 @@ def _field(name: str, path: tuple[str, ...] = ()) -> str:
     return f"{text}::bigint" if name in _INTS else text
 
 
-def _view(type_name: str, columns: dict[str, str]) -> str:
-    cols = ", ".join(f"{expr} AS {name}" for name, expr in columns.items())
-    return f"SELECT {_COMMON}, {cols} FROM events WHERE type = '{type_name}'"
-
-
-def _fields(*names: str, path: tuple[str, ...] = ()) -> dict[str, str]:
-    return {name: _field(name, path) for name in names}
-
-
 _RULES = (
     "(SELECT string_agg(v.value ->> 'rule', ',' ORDER BY v.n)"
     f" FROM json_array_elements({PAYLOAD} -> 'violations') WITH ORDINALITY AS v(value, n))"
@@ -168,7 +158,7 @@ _AFTER_TURN = (
 )
 
 _OBLIGATIONS = f"""
-SELECT {_COMMON},
+SELECT {COMMON},
     CASE type WHEN 'CallOpened' THEN 'open_call'
               WHEN 'ConstraintStated' THEN 'constraint'
               ELSE 'negative_fact' END AS kind,
@@ -189,54 +179,11 @@ SELECT {_COMMON},
 FROM events WHERE type IN ('CallOpened', 'ConstraintStated', 'ItemDisposed')
 """
 
-_COMPACTION = (
-    "node_id",
-    "tier",
-    "input_lo",
-    "input_hi",
-    "covers_lo",
-    "covers_hi",
-    "tail_start",
-    "summary",
-    "tokens",
-    "dispositions",
-    "resolved_ids",
-    "unresolved_ids",
-    "constraints",
-    "replaces",
-)
-
 VIEWS: dict[str, str] = {
-    "turns": _view(
-        "TurnAppended",
-        {"turn_index": _field("index"), **_fields("role", "content", "tokens")},
-    ),
-    "truncations": _view("Truncated", _fields("lo", "hi", "reason")),
-    "spills": _view("Spilled", _fields("lo", "hi", "handle", "sha256", "bytes")),
-    "compactions": _view("Compacted", _fields(*_COMPACTION)),
-    "compaction_refusals": _view(
-        "CompactionRefused",
-        {
-            **_fields(*_COMPACTION[:8], path=("proposal",)),
-            "action": _field("action"),
-            "rules": _RULES,
-            "violations": _VIOLATIONS,
-        },
-    ),
-    "markers": _view(
-        "MarkerEmitted", _fields("marker_id", "node_id", "tier_depth", "resolved_ids")
-    ),
-    "marker_refusals": _view(
-        "MarkerRefused",
-        {**_fields("marker_id", "node_id"), "rules": _RULES, "violations": _VIOLATIONS},
-    ),
-    "marker_invalidations": _view("MarkerInvalidated", _fields("marker_id", "rule", "reason")),
-    "resumes": _view(
-        "Resumed", _fields("marker_id", "source", "checkpoint_at", "context_sha256", "reason")
-    ),
+    **render(_field, rules=_RULES, violations=_VIOLATIONS),
     "obligations": _OBLIGATIONS,
     # not a SPEC view: turns the runtime took back (pop_item) and context clears
-    "withdrawals": f"""SELECT {_COMMON},
+    "withdrawals": f"""SELECT {COMMON},
     CASE type WHEN 'TurnRetracted' THEN 'retracted' ELSE 'cleared' END AS kind,
     coalesce({_field("index")}, 0) AS from_turn,
     coalesce({_field("index")} + 1, {_field("before")}) AS to_turn,

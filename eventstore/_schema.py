@@ -11,6 +11,7 @@ import sqlite3
 
 import sqlite_utils
 
+from eventstore._views import COMMON, render
 from reducers import JournalError
 
 APPLICATION_ID = 0x74696572  # "tier"
@@ -48,20 +49,10 @@ TABLES = (
     ) STRICT, WITHOUT ROWID""",
 )
 
-_COMMON = "session_id, version, seq, recorded_at"
 
-
-def _view(type_name: str, columns: dict[str, str]) -> str:
-    cols = ", ".join(f"{expr} AS {name}" for name, expr in columns.items())
-    return f"SELECT {_COMMON}, {cols} FROM events WHERE type = '{type_name}'"
-
-
-def _fields(*names: str, prefix: str = "$.") -> dict[str, str]:
-    return {name: f"payload ->> '{prefix}{name}'" for name in names}
-
-
-def _rules(path: str) -> str:
-    return f"(SELECT group_concat(value ->> '$.rule', ',') FROM json_each(payload, '{path}'))"
+def _field(name: str, path: tuple[str, ...] = ()) -> str:
+    """``payload``'s field (its own JSON text for arrays and objects)."""
+    return f"payload ->> '$.{''.join(p + '.' for p in path)}{name}'"
 
 
 _AFTER_TURN = (
@@ -70,7 +61,7 @@ _AFTER_TURN = (
 )
 
 _OBLIGATIONS = f"""
-SELECT {_COMMON},
+SELECT {COMMON},
     CASE type WHEN 'CallOpened' THEN 'open_call'
               WHEN 'ConstraintStated' THEN 'constraint'
               ELSE 'negative_fact' END AS kind,
@@ -89,58 +80,17 @@ SELECT {_COMMON},
 FROM events WHERE type IN ('CallOpened', 'ConstraintStated', 'ItemDisposed')
 """
 
-_COMPACTION = (
-    "node_id",
-    "tier",
-    "input_lo",
-    "input_hi",
-    "covers_lo",
-    "covers_hi",
-    "tail_start",
-    "summary",
-    "tokens",
-    "dispositions",
-    "resolved_ids",
-    "unresolved_ids",
-    "constraints",
-    "replaces",
-)
-
 VIEWS: dict[str, str] = {
-    "turns": _view(
-        "TurnAppended",
-        {"turn_index": "payload ->> '$.index'", **_fields("role", "content", "tokens")},
-    ),
-    "truncations": _view("Truncated", _fields("lo", "hi", "reason")),
-    "spills": _view("Spilled", _fields("lo", "hi", "handle", "sha256", "bytes")),
-    "compactions": _view("Compacted", _fields(*_COMPACTION)),
-    "compaction_refusals": _view(
-        "CompactionRefused",
-        {
-            **_fields(*_COMPACTION[:8], prefix="$.proposal."),
-            "action": "payload ->> '$.action'",
-            "rules": _rules("$.violations"),
-            "violations": "payload -> '$.violations'",
-        },
-    ),
-    "markers": _view(
-        "MarkerEmitted", _fields("marker_id", "node_id", "tier_depth", "resolved_ids")
-    ),
-    "marker_refusals": _view(
-        "MarkerRefused",
-        {
-            **_fields("marker_id", "node_id"),
-            "rules": _rules("$.violations"),
-            "violations": "payload -> '$.violations'",
-        },
-    ),
-    "marker_invalidations": _view("MarkerInvalidated", _fields("marker_id", "rule", "reason")),
-    "resumes": _view(
-        "Resumed", _fields("marker_id", "source", "checkpoint_at", "context_sha256", "reason")
+    **render(
+        _field,
+        rules=(
+            "(SELECT group_concat(value ->> '$.rule', ',') FROM json_each(payload, '$.violations'))"
+        ),
+        violations="payload -> '$.violations'",
     ),
     "obligations": _OBLIGATIONS,
     # not a SPEC view: turns the runtime took back (pop_item) and context clears
-    "withdrawals": f"""SELECT {_COMMON},
+    "withdrawals": f"""SELECT {COMMON},
     CASE type WHEN 'TurnRetracted' THEN 'retracted' ELSE 'cleared' END AS kind,
     coalesce(payload ->> '$.index', 0) AS from_turn,
     coalesce((payload ->> '$.index') + 1, payload ->> '$.before') AS to_turn,

@@ -1,0 +1,89 @@
+"""The audit views both recorders create, as data: each view's event type and the
+payload fields it shows as columns.
+
+The SPEC's views (``turns``, ``truncations``, ``spills``, ``compactions``,
+``compaction_refusals``, ``markers``, ``marker_refusals``, ``marker_invalidations``,
+``resumes``) are one row per event of their type, a column per payload field; each
+schema renders them in its own SQL dialect with ``render``, handing in how it reads
+a field and a refusal's rules and violations. The views that need more than fields
+(``obligations``, ``withdrawals``) stay written out in each schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import attrs
+
+COMMON = "session_id, version, seq, recorded_at"
+
+Field = tuple[str, tuple[str, ...]]
+"""A payload key, under the object keys of its path: ``("lo", ())``,
+``("tier", ("proposal",))``."""
+
+COMPACTION = (
+    "node_id",
+    "tier",
+    "input_lo",
+    "input_hi",
+    "covers_lo",
+    "covers_hi",
+    "tail_start",
+    "summary",
+    "tokens",
+    "dispositions",
+    "resolved_ids",
+    "unresolved_ids",
+    "constraints",
+    "replaces",
+)
+
+
+def fields(*names: str, path: tuple[str, ...] = ()) -> dict[str, Field]:
+    """Columns named as the payload keys they show."""
+    return {name: (name, path) for name in names}
+
+
+@attrs.frozen
+class View:
+    """One row per event of ``type_name``; ``refusal`` adds ``rules`` and ``violations``."""
+
+    type_name: str
+    columns: Mapping[str, Field]
+    refusal: bool = False
+
+
+VIEWS: dict[str, View] = {
+    "turns": View(
+        "TurnAppended", {"turn_index": ("index", ()), **fields("role", "content", "tokens")}
+    ),
+    "truncations": View("Truncated", fields("lo", "hi", "reason")),
+    "spills": View("Spilled", fields("lo", "hi", "handle", "sha256", "bytes")),
+    "compactions": View("Compacted", fields(*COMPACTION)),
+    "compaction_refusals": View(
+        "CompactionRefused",
+        {**fields(*COMPACTION[:8], path=("proposal",)), **fields("action")},
+        refusal=True,
+    ),
+    "markers": View("MarkerEmitted", fields("marker_id", "node_id", "tier_depth", "resolved_ids")),
+    "marker_refusals": View("MarkerRefused", fields("marker_id", "node_id"), refusal=True),
+    "marker_invalidations": View("MarkerInvalidated", fields("marker_id", "rule", "reason")),
+    "resumes": View(
+        "Resumed", fields("marker_id", "source", "checkpoint_at", "context_sha256", "reason")
+    ),
+}
+
+
+def render(
+    field: Callable[[str, tuple[str, ...]], str], rules: str, violations: str
+) -> dict[str, str]:
+    """Every view of ``VIEWS`` as a ``SELECT``: ``field(key, path)`` reads a payload
+    field in the dialect, ``rules`` and ``violations`` are a refusal's columns."""
+    out = {}
+    for name, view in VIEWS.items():
+        columns = {column: field(key, path) for column, (key, path) in view.columns.items()}
+        if view.refusal:
+            columns |= {"rules": rules, "violations": violations}
+        shown = ", ".join(f"{expr} AS {column}" for column, expr in columns.items())
+        out[name] = f"SELECT {COMMON}, {shown} FROM events WHERE type = '{view.type_name}'"
+    return out
