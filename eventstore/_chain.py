@@ -60,6 +60,15 @@ class ChainProblem:
     problem: str
 
 
+def _middle(session_id: str, recorded_at: str, schema_version: int) -> str:
+    """The hashed bytes between a row's payload and its type's text, as text: the
+    parts of ``hash_bytes`` that rows of one session and one commit share."""
+    return (
+        f',"recorded_at":{_text(recorded_at)},"schema_version":{int(schema_version)},'
+        f'"session_id":{_text(session_id)},"type":'
+    )
+
+
 def chain_hash(
     prev: str,
     session_id: str,
@@ -70,22 +79,10 @@ def chain_hash(
     recorded_at: str,
 ) -> str:
     """``sha256(prev_hash + canonical event bytes)``: ``prev.encode() + hash_bytes(...)``,
-    formatted in one step."""
-    body = (
-        f'{prev}{{"payload":{payload},"recorded_at":{_text(recorded_at)},'
-        f'"schema_version":{int(schema_version)},"session_id":{_text(session_id)},'
-        f'"type":{_text(type_name)},"version":{int(version)}}}'
-    )
+    formatted in one step (``link_rows`` and ``ChainWalk`` write the same out inline)."""
+    middle = _middle(session_id, recorded_at, schema_version)
+    body = f'{prev}{{"payload":{payload}{middle}{_text(type_name)},"version":{int(version)}}}'
     return _sha256(body.encode()).hexdigest()
-
-
-def _middle(session_id: str, recorded_at: str, schema_version: int) -> str:
-    """The hashed bytes between a row's payload and its type's text, as text: the
-    parts of ``hash_bytes`` that rows of one session and one commit share."""
-    return (
-        f',"recorded_at":{_text(recorded_at)},"schema_version":{int(schema_version)},'
-        f'"session_id":{_text(session_id)},"type":'
-    )
 
 
 def link_rows(
