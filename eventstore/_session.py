@@ -108,13 +108,15 @@ class Session:
         return fold(self.events(stop=version))
 
     def events(self, *, start: int = 1, stop: int | None = None) -> Iterator[Event]:
-        """The session's decoded events in version order, streamed."""
+        """The session's decoded events in version order, streamed: without ``stop``,
+        up to the version committed when it is called (however the session grows while
+        they are read)."""
         require_count("start", start)
-        if stop is not None:
-            require_count("stop", stop)
-        return self._events(start, stop)
+        if stop is None:
+            stop = self._recorder.head(self.id).version
+        return self._events(start, require_count("stop", stop))
 
-    def _events(self, start: int, stop: int | None) -> Iterator[Event]:
+    def _events(self, start: int, stop: int) -> Iterator[Event]:
         rows = self._recorder.read_payloads(self.id, start=start, stop=stop)
         try:
             yield from from_rows(rows)
@@ -147,7 +149,7 @@ class Session:
         if head < state.version:
             raise IntegrityError(f"session {self.id!r} went back from {state.version} to {head}")
         if head > state.version:
-            self._state = fold(self.events(start=state.version + 1), state)
+            self._state = fold(self._events(state.version + 1, head), state)
         return self._state
 
     # -- the Decider loop ----------------------------------------------------------------

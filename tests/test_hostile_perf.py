@@ -143,6 +143,27 @@ class TestStreamedReads:
             seen = _until_error(r.version for r in journal.recorder.read(SID))
         assert seen == list(range(1, 513))
 
+    def test_gaps_in_the_versions_are_read_past_at_once(
+        self, db_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Rows deleted, and one moved to a version far beyond the rest, are read as
+        stored (no page scan of the empty versions between), and verify names the
+        first missing version."""
+        _journal(db_path, turns=1_200)
+
+        def edit(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM events WHERE session_id = ? AND version BETWEEN 5 AND 600",
+                         (SID,))  # fmt: skip
+            conn.execute("UPDATE events SET version = ? WHERE session_id = ? AND version = 700",
+                         (2**62 - 1, SID))  # fmt: skip
+
+        _tamper(db_path, edit, rehash=False)
+        with eventstore.open(db_path) as journal:
+            versions = [r.version for r in journal.recorder.read(SID)]
+            assert len(list(journal.recorder.read_payloads(SID))) == len(versions)
+        assert versions == [*range(1, 5), *range(601, 700), *range(701, 1_202), 2**62 - 1]
+        assert _verify(capsys, db_path) == (1, [("chain", 5)])
+
 
 class TestSchemaVersions:
     @pytest.mark.parametrize("schema", [0, 2, -1])

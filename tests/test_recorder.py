@@ -155,6 +155,7 @@ class RecorderContract(abc.ABC):
         store.append("s", [*_turns(3), r.Checkpointed(at=3)], expected_version=0)
         full = [(row.type, row.payload) for row in store.read("s", start=2)]
         assert list(store.read_payloads("s", start=2)) == full
+        assert list(store.read_payloads("s", start=2, stop=3)) == full[:2]
 
     def test_turn_payloads_skip_other_events(self, store: Recorder) -> None:
         """turn_payloads reads only the turns between two versions."""

@@ -93,6 +93,21 @@ class TestCommands:
             s.append_turn("user", "x", 1, expected_version=3)
         s.append_turn("user", "x", 1, expected_version=s.version)
 
+    def test_events_are_those_committed_when_asked(self, target: Target, s: Session) -> None:
+        """``events()`` yields the events committed when it was called, however the
+        session grows while they are read: from this session or another writer."""
+        fill(s, 1_500)
+        head = s.version
+        seen = 0
+        with target.open() as other:
+            elsewhere = other.session("s")
+            for seen, _ in enumerate(s.events(), 1):
+                s.append_turn("user", "while reading", 1)
+                if seen % 100 == 0:
+                    elsewhere.append_turn("user", "from elsewhere", 1)
+        assert seen == head
+        assert s.version == 2 * head + head // 100
+
     def test_state_at_replays_a_prefix(self, s: Session) -> None:
         """state_at(v) equals folding the first v events."""
         events = list(s.events())
