@@ -50,7 +50,8 @@ class Summary:
     resolved_ids: tuple[str, ...] = attrs.field(default=(), converter=_ids)
     unresolved_ids: tuple[str, ...] = attrs.field(default=(), converter=_ids)
     constraints: tuple[str, ...] = attrs.field(default=(), converter=_ids)
-    dispositions: Mapping[str, str] = attrs.field(factory=dict, converter=_dispositions)
+    # Out of the hash (a dict has none): equal summaries still hash alike.
+    dispositions: Mapping[str, str] = attrs.field(factory=dict, converter=_dispositions, hash=False)
     tokens: int | None = None
 
 

@@ -117,6 +117,14 @@ class TestPublicModule:
         summary = Summary(text="☃ \ud800", unresolved_ids=("c",), dispositions={"k": "failed"})
         assert pickle.loads(pickle.dumps(summary)) == summary == copy.deepcopy(summary)
 
+    def test_summaries_are_values_a_set_can_hold(self) -> None:
+        """Equal summaries hash alike (a summarizer may cache or dedupe them)."""
+        one = Summary(text="t", constraints=["k"], dispositions={"a": "rejected"})
+        same = Summary(text="t", constraints=("k",), dispositions={"a": "rejected"})
+        other = Summary(text="t", constraints=["k"], dispositions={"a": "failed"})
+        assert len({one, same, other}) == 2
+        assert hash(one) == hash(same)
+
 
 class TestJournalThread:
     def test_every_call_after_close_is_a_clear_error(self, tmp_path: Path) -> None:
