@@ -1,7 +1,7 @@
 """The per-session hash chain, the same for every backend.
 
 ``hash = sha256(prev_hash + canonical event bytes)``: a recorder links new rows
-with ``link`` and anyone can re-walk stored rows with ``ChainWalk``, which
+with ``link_rows`` and anyone can re-walk stored rows with ``ChainWalk``, which
 decodes each event once and stops at the first broken link.
 """
 
@@ -88,8 +88,9 @@ def chain_hash(
 def link_rows(
     session_id: str, version: int, prev: str, events: Sequence[Event], recorded_at: str
 ) -> list[tuple[str, int, str, int, str, str, str, str]]:
-    """``link`` as plain tuples in column order: ``(session_id, version, type,
-    schema_version, payload, recorded_at, prev_hash, hash)`` (what a recorder inserts).
+    """The rows that append ``events`` after ``version`` (hash ``prev``), as plain
+    tuples in column order: ``(session_id, version, type, schema_version, payload,
+    recorded_at, prev_hash, hash)`` (what a recorder inserts).
 
     ``to_payload`` and ``chain_hash`` written out for a batch: the shared parts of the
     hashed bytes are encoded once, and each event type's text and encoder looked up
@@ -115,13 +116,6 @@ def link_rows(
         rows.append((session_id, version, name, SCHEMA_VERSION, payload, recorded_at, prev, digest))
         prev = digest
     return rows
-
-
-def link(
-    session_id: str, version: int, prev: str, events: Sequence[Event], recorded_at: str
-) -> list[Recorded]:
-    """The rows that append ``events`` after ``version`` (hash ``prev``); ``seq`` is 0."""
-    return [Recorded(0, *row) for row in link_rows(session_id, version, prev, events, recorded_at)]
 
 
 class ChainWalk:

@@ -26,21 +26,22 @@ from typing import Any
 from urllib.parse import unquote
 
 from eventstore import _pg_schema
-from eventstore._chain import GENESIS, Recorded, check_links, link
+from eventstore._chain import GENESIS, Recorded
 from eventstore._errors import IntegrityError
 from eventstore._pg_spills import SpillRow
 from eventstore._pg_wire import Wire, first_line
 from eventstore._recorder import (
+    AppendPath,
     AuditQueries,
     Head,
     QueryResult,
     Recorder,
+    Row,
     StoredSnapshot,
-    expect_version,
     seconds,
 )
 from eventstore._sqlite import utc_now
-from reducers import Event, InvalidEvent, JournalError
+from reducers import InvalidEvent, JournalError
 
 SCHEMES = ("postgresql://", "postgres://")
 PAGE = 2_000  # rows a read fetches at a time
@@ -131,7 +132,7 @@ def _driver() -> Any:
     return psycopg
 
 
-class PostgresRecorder(AuditQueries):
+class PostgresRecorder(AuditQueries, AppendPath):
     """Append-only, hash-chained events of many sessions in one PostgreSQL schema."""
 
     SUMMARIES_SQL = _SUMMARIES_SQL
@@ -214,41 +215,11 @@ class PostgresRecorder(AuditQueries):
             wire.locked.add(session_id)
         return Head(row[0], row[1]) if row else Head(0, GENESIS)
 
-    def append(
-        self,
-        session_id: str,
-        events: Sequence[Event],
-        *,
-        expected_version: int,
-        head_hash: str | None = None,
-    ) -> int:
-        """Append ``events`` atomically after ``expected_version``; returns the new version."""
-        if self.wire.depth:
-            return self._insert(session_id, events, expected_version, head_hash)
-        if head_hash is not None:
-            raise JournalError("head_hash is only trusted inside the caller's transaction")
-        with self.transaction():
-            return self._insert(session_id, events, expected_version, None)
+    def _joined(self) -> bool:
+        return bool(self.wire.depth)
 
-    def _insert(
-        self, session_id: str, events: Sequence[Event], expected_version: int, prev: str | None
-    ) -> int:
-        if prev is None or session_id not in self.wire.locked:
-            version, prev = self.head(session_id)
-        else:
-            version = expected_version
-        expect_version(session_id, version, expected_version)
-        rows = link(session_id, version, prev, events, self._clock())
-        self._write_rows(session_id, rows)
-        return version + len(rows)
-
-    def append_recorded(self, session_id: str, rows: Sequence[Recorded]) -> int:
-        """Insert rows recorded elsewhere, verbatim, after this journal's head; each
-        link is checked first (IntegrityError), a moved head is a ConcurrencyError."""
-        with self.transaction():
-            last = check_links(session_id, self.head(session_id), rows)
-            self._write_rows(session_id, rows)
-        return last
+    def _locked(self, session_id: str) -> bool:
+        return session_id in self.wire.locked  # head() took its advisory lock
 
     def attached(self, source: Recorder) -> AbstractContextManager[None]:
         """Nothing to attach: :meth:`copy_session` reads ``source`` row by row."""
@@ -260,7 +231,7 @@ class PostgresRecorder(AuditQueries):
         ``import`` made them in a scratch journal, so the links are not checked again."""
         if not self.wire.depth:
             raise JournalError("copy_session joins the caller's transaction; open one")
-        self._write_rows(session_id, list(source.read(session_id)))
+        self._write_rows(session_id, [row[1:] for row in source.read(session_id)])
 
     def heads(self) -> dict[str, Head]:
         """Every session's head, by session id in order."""
@@ -270,24 +241,11 @@ class PostgresRecorder(AuditQueries):
         ).fetchall()
         return {r[0]: Head(r[1], r[2]) for r in rows}
 
-    def _write_rows(self, session_id: str, rows: Sequence[Recorded]) -> None:
-        values = [
-            (
-                r.session_id,
-                r.version,
-                r.type,
-                r.schema_version,
-                r.payload,
-                r.recorded_at,
-                r.prev_hash,
-                r.hash,
-            )
-            for r in rows
-        ]
-        if len(values) < COPY_MIN:
-            self.wire.defer(*[(_INSERT, value) for value in values])
+    def _write_rows(self, session_id: str, rows: Sequence[Row]) -> None:
+        if len(rows) < COPY_MIN:
+            self.wire.defer(*[(_INSERT, row) for row in rows])
         else:
-            self.wire.copy(_COPY, values)
+            self.wire.copy(_COPY, rows)
 
     def _run(self, sql: str, params: Sequence[object] = ()) -> Any:
         return self.wire.send((sql, params))

@@ -18,9 +18,12 @@ from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 import attrs
 
-from eventstore._chain import Recorded
+from eventstore._chain import Recorded, check_links, link_rows
 from eventstore._errors import ConcurrencyError
-from reducers import Event, InvalidEvent
+from reducers import Event, InvalidEvent, JournalError
+
+Row = tuple[str, int, str, int, str, str, str, str]
+"""A row's values in insert order: ``Recorded`` without ``seq`` (``recorded[1:]``)."""
 
 
 class Head(NamedTuple):
@@ -281,3 +284,75 @@ def expect_version(session_id: str, version: int, expected: int) -> None:
         raise ConcurrencyError(
             f"session {session_id!r} is at version {version}, expected {expected}"
         )
+
+
+class AppendPath(abc.ABC):
+    """``append`` and ``append_recorded`` for a backend that gives its transactions,
+    its head reads and how it inserts rows: the rules of the append path (when a
+    head hash the caller read may be trusted, the expected version, the links of
+    rows recorded elsewhere) are the same for every backend."""
+
+    _clock: Callable[[], str]
+
+    @abc.abstractmethod
+    def transaction(self) -> AbstractContextManager[None]:
+        """A write transaction; nested, a savepoint."""
+
+    @abc.abstractmethod
+    def head(self, session_id: str) -> Head:
+        """The session's last version and hash (inside a write transaction, under the
+        backend's lock for the session)."""
+
+    @abc.abstractmethod
+    def _joined(self) -> bool:
+        """Whether a write transaction of the caller's is open."""
+
+    @abc.abstractmethod
+    def _locked(self, session_id: str) -> bool:
+        """Whether the open transaction holds the session's write lock (a head read in
+        it cannot move)."""
+
+    @abc.abstractmethod
+    def _write_rows(self, session_id: str, rows: Sequence[Row]) -> None:
+        """Insert ``rows`` (linked and checked) in the open transaction."""
+
+    def append(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        *,
+        expected_version: int,
+        head_hash: str | None = None,
+    ) -> int:
+        """Append ``events`` atomically after ``expected_version``; returns the new version.
+
+        Raises :class:`ConcurrencyError` if the session is at another version.
+        Joins the caller's transaction when one is open; a caller that has read
+        the head in that transaction may pass its hash as ``head_hash``.
+        """
+        if self._joined():
+            return self._insert(session_id, events, expected_version, head_hash)
+        if head_hash is not None:
+            raise JournalError("head_hash is only trusted inside the caller's transaction")
+        with self.transaction():
+            return self._insert(session_id, events, expected_version, None)
+
+    def _insert(
+        self, session_id: str, events: Sequence[Event], expected_version: int, prev: str | None
+    ) -> int:
+        if prev is None or not self._locked(session_id):
+            version, prev = self.head(session_id)
+        else:
+            version = expected_version
+        expect_version(session_id, version, expected_version)
+        rows = link_rows(session_id, version, prev, events, self._clock())
+        self._write_rows(session_id, rows)
+        return version + len(rows)
+
+    def append_recorded(self, session_id: str, rows: Sequence[Recorded]) -> int:
+        """Insert rows recorded elsewhere, verbatim, after this journal's head; each
+        link is checked first (IntegrityError), a moved head is a ConcurrencyError."""
+        with self.transaction():
+            last = check_links(session_id, self.head(session_id), rows)
+            self._write_rows(session_id, [row[1:] for row in rows])
+        return last

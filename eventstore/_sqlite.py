@@ -18,19 +18,20 @@ from typing import Any, cast
 from urllib.parse import quote
 
 from eventstore import _schema
-from eventstore._chain import GENESIS, Recorded, check_links, link_rows
+from eventstore._chain import GENESIS, Recorded
 from eventstore._errors import ConcurrencyError, IntegrityError, UnreadableRow
 from eventstore._recorder import (
+    AppendPath,
     AuditQueries,
     Head,
     QueryResult,
     Recorder,
+    Row,
     StoredSnapshot,
-    expect_version,
     seconds,
 )
 from eventstore._sqlite_guard import QueryGuard, is_corruption
-from reducers import Event, InvalidEvent, JournalError
+from reducers import InvalidEvent, JournalError
 
 SYNCHRONOUS = ("full", "normal")
 
@@ -79,20 +80,6 @@ _AUDIT_SQL = (
 )
 
 
-def attrs_row(r: Recorded) -> tuple[object, ...]:
-    """A row's values in ``_INSERT`` order."""
-    return (
-        r.session_id,
-        r.version,
-        r.type,
-        r.schema_version,
-        r.payload,
-        r.recorded_at,
-        r.prev_hash,
-        r.hash,
-    )
-
-
 PAGE = 512  # versions a read fetches with one statement
 
 
@@ -123,7 +110,7 @@ def _connect(path: Path, *, readonly: bool, timeout: float) -> sqlite3.Connectio
     return sqlite3.connect(path, isolation_level=None, timeout=timeout)
 
 
-class SqliteRecorder(AuditQueries):
+class SqliteRecorder(AuditQueries, AppendPath):
     """Append-only, hash-chained events of many sessions in one SQLite file."""
 
     SUMMARIES_SQL = _SESSIONS_SQL
@@ -202,48 +189,13 @@ class SqliteRecorder(AuditQueries):
         """
         return _Transaction(self)
 
-    def append(
-        self,
-        session_id: str,
-        events: Sequence[Event],
-        *,
-        expected_version: int,
-        head_hash: str | None = None,
-    ) -> int:
-        """Append ``events`` atomically after ``expected_version``; returns the new version.
+    def _joined(self) -> bool:
+        return self._in_txn
 
-        Raises :class:`ConcurrencyError` if the session is at another version.
-        Joins the caller's transaction when one is open; a caller that has read
-        the head in that transaction may pass its hash as ``head_hash``.
-        """
-        if self._in_txn:
-            return self._insert(session_id, events, expected_version, head_hash)
-        if head_hash is not None:
-            raise JournalError("head_hash is only trusted inside the caller's transaction")
-        with self.transaction():
-            return self._insert(session_id, events, expected_version, None)
+    def _locked(self, session_id: str) -> bool:
+        return self._in_txn  # BEGIN IMMEDIATE holds the whole file's write lock
 
-    def _insert(
-        self, session_id: str, events: Sequence[Event], expected_version: int, prev: str | None
-    ) -> int:
-        if prev is None:
-            version, prev = self.head(session_id)
-        else:
-            version = expected_version
-        expect_version(session_id, version, expected_version)
-        rows = link_rows(session_id, version, prev, events, self._clock())
-        self._write_rows(session_id, rows)
-        return version + len(rows)
-
-    def append_recorded(self, session_id: str, rows: Sequence[Recorded]) -> int:
-        """Insert rows recorded elsewhere, verbatim, after this journal's head; each
-        link is checked first (IntegrityError), a moved head is a ConcurrencyError."""
-        with self.transaction():
-            last = check_links(session_id, self.head(session_id), rows)
-            self._write_rows(session_id, [attrs_row(row) for row in rows])
-        return last
-
-    def _write_rows(self, session_id: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    def _write_rows(self, session_id: str, rows: Sequence[Row]) -> None:
         """Insert rows given in ``_INSERT`` order, and remember the session's new head."""
         if not rows:
             return
@@ -517,7 +469,7 @@ class SqliteRecorder(AuditQueries):
         self._heads.pop(session_id, None)  # read again: these rows bypass _write_rows
         try:
             if self._attached is not source:
-                rows = (attrs_row(r) for r in source.read(session_id))
+                rows = (r[1:] for r in source.read(session_id))
                 self.conn.executemany(_INSERT, rows)
                 return
             self.conn.execute(
