@@ -134,10 +134,14 @@ class ChainWalk:
         try:
             yield from self._walk(next_version)
         except UnreadableRow as exc:  # a row the database cannot hand over ends the walk
+            expected = next_version[0]
             self.problem = ChainProblem(
                 session_id=self.session_id,
-                version=min(exc.version, next_version[0]),
-                problem="a stored text is not UTF-8 (edited by hand?)",
+                version=min(exc.version, expected),
+                problem="a stored text is not UTF-8 (edited by hand?)"
+                if exc.version == expected
+                else f"version sequence broken: expected {expected}, found {exc.version}"
+                " (a row whose text is not UTF-8)",
             )
 
     def _walk(self, next_version: list[int]) -> Iterator[Event]:
@@ -153,15 +157,24 @@ class ChainWalk:
         for row in self._rows:
             _, session_id, version, type_name, schema_version, payload, at, prev_hash, digest = row
             event: Event | None = None
-            if version == expected and prev_hash == prev and 1 <= schema_version <= SCHEMA:
-                try:
+            try:  # a value of another type than its column's (a tampered file) raises here
+                if (
+                    type(version) is int
+                    and version == expected
+                    and prev_hash == prev
+                    and 1 <= schema_version <= SCHEMA
+                ):
                     data = loads(payload)
                     if dumps(data) == payload.encode():
                         if key != (session_id, at, schema_version):
+                            if type(session_id) is not str or type(at) is not str:
+                                raise TypeError(at)
                             key = (session_id, at, schema_version)
                             middle = _middle(*key)
                         typed = types.get(type_name)
                         if typed is None:
+                            if type(type_name) is not str:
+                                raise TypeError(type_name)
                             typed = types[type_name] = _text(type_name)
                         body = f'{prev}{{"payload":{payload}{middle}{typed},"version":{version}}}'
                         if sha(body.encode()).hexdigest() == digest:
@@ -171,13 +184,17 @@ class ChainWalk:
                                 if decode is not None and type(data) is dict
                                 else from_fast_data(type_name, data)
                             )
-                except Exception:  # check_row words every failure
-                    event = None
+            except Exception:  # check_row words every failure
+                event = None
             if event is None:
                 event, problem = check_row(row, prev, expected)
                 if event is None:
                     self.problem = ChainProblem(  # a missing row is named, not its successor
-                        session_id=self.session_id, version=min(version, expected), problem=problem
+                        session_id=self.session_id,
+                        version=version
+                        if type(version) is int and version < expected
+                        else expected,
+                        problem=problem,
                     )
                     return
             yield event
@@ -185,8 +202,26 @@ class ChainWalk:
             next_version[0] = expected
 
 
+_TEXT_COLUMNS = ("session_id", "type", "payload", "recorded_at", "prev_hash", "hash")
+
+
+def _mistyped(row: Recorded) -> str:
+    """Why a value of ``row`` is not of its column's type (only a file whose schema was
+    edited can hold one), or ``""``."""
+    for name in ("version", "schema_version"):
+        if type(getattr(row, name)) is not int:
+            return f"{name} is {getattr(row, name)!r}, not an integer (edited by hand?)"
+    for name in _TEXT_COLUMNS:
+        if type(getattr(row, name)) is not str:
+            return f"{name} is {getattr(row, name)!r}, not text (edited by hand?)"
+    return ""
+
+
 def check_row(row: Recorded, prev: str, expected: int) -> tuple[Event | None, str]:
     """The row's event if it links correctly after ``prev``, else ``None`` and why."""
+    mistyped = _mistyped(row)
+    if mistyped:
+        return None, mistyped
     if row.version != expected:
         return None, f"version sequence broken: expected {expected}, found {row.version}"
     if row.prev_hash != prev:

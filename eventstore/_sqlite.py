@@ -81,6 +81,7 @@ _AUDIT_SQL = (
 
 
 PAGE = 512  # versions a read fetches with one statement
+MAX_VERSION = 2**63 - 1
 
 
 def _undecodable(exc: sqlite3.OperationalError) -> bool:
@@ -261,6 +262,11 @@ class SqliteRecorder(AuditQueries, AppendPath):
                 " ORDER BY version DESC LIMIT 1",
                 (session_id,),
             ).fetchone()
+            if row is not None and (type(row[0]) is not int or row[0] < 1):
+                raise IntegrityError(
+                    f"session {session_id!r}: its last stored version is {row[0]!r},"
+                    " not a version from 1 on (edited by hand?)"
+                )
             head = self._heads[session_id] = Head(row[0], row[1]) if row else Head(0, GENESIS)
         return head
 
@@ -277,14 +283,18 @@ class SqliteRecorder(AuditQueries, AppendPath):
         return self._rows("type, payload", session_id, start, stop)
 
     def _rows(self, columns: str, session_id: str, start: int, stop: int | None) -> Iterator[Any]:
-        """``columns`` of a session's rows ``start..stop`` in version order, ``PAGE``
+        """``columns`` of a session's rows ``start..stop`` in version order (without
+        ``stop``, up to the last version stored when the read begins), ``PAGE``
         versions at a time.
 
         Each page is read whole by a statement of its own, so no read is left open on
         the connection while the caller works with the rows: an open read would pin
         this connection's snapshot, and its next write after another connection's
-        commit would fail ("database is locked"). A page without rows (a gap only a
-        tampered file has, or the end) is followed by a jump to the next stored version.
+        commit would fail ("database is locked"). Every row up to the bound was
+        committed before the read began, so a page passed over gains none later. A page
+        without rows (a gap only a tampered file has) is followed by a jump to the next
+        stored version; a version stored as no integer (a tampered file too) is read
+        last, where it sorts.
 
         A row that cannot be fetched (text that is not UTF-8, written behind tierlog's
         back) fails its whole page; the page is then read again a version at a time, so
@@ -294,12 +304,12 @@ class SqliteRecorder(AuditQueries, AppendPath):
         where = "FROM events WHERE session_id = ? AND version > ? AND version <= ?"
         rows_sql = f"SELECT {columns} {where} ORDER BY version"
         next_sql = f"SELECT min(version) {where}"
-        bound = stop if stop is not None else 2**62
 
         def pages() -> Iterator[list[Any]]:
+            end = stop if stop is not None else self._last_version(session_id)
             after, size = start - 1, PAGE
-            while after < bound:
-                last = min(after + size, bound)
+            while after < end:
+                last = min(after + size, end)
                 try:
                     rows = self.conn.execute(rows_sql, (session_id, after, last)).fetchall()
                 except sqlite3.OperationalError as exc:
@@ -313,12 +323,29 @@ class SqliteRecorder(AuditQueries, AppendPath):
                     yield rows
                     after = last
                     continue
-                (found,) = self.conn.execute(next_sql, (session_id, after, bound)).fetchone()
+                (found,) = self.conn.execute(next_sql, (session_id, after, end)).fetchone()
                 if found is None:
-                    return
+                    break
                 after = found - 1
+            if stop is None and end == MAX_VERSION:  # what sorts above every integer
+                tail = self.conn.execute(
+                    f"SELECT {columns} FROM events WHERE session_id = ? AND version > ?"
+                    " ORDER BY version",
+                    (session_id, MAX_VERSION),
+                )
+                yield tail.fetchall()
 
         return itertools.chain.from_iterable(pages())
+
+    def _last_version(self, session_id: str) -> int:
+        """The session's highest stored version (0 if none); ``MAX_VERSION`` when that
+        is no integer (a tampered file), so a read passes every integer version."""
+        (last,) = self.conn.execute(
+            "SELECT max(version) FROM events WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        if last is None:
+            return 0
+        return last if type(last) is int else MAX_VERSION
 
     def turn_payloads(self, session_id: str, first: int, last: int) -> Iterator[str]:
         """The payloads of the turns stored at versions ``first..last``, in order."""
@@ -484,9 +511,21 @@ class SqliteRecorder(AuditQueries, AppendPath):
 
     def integrity_problems(self) -> list[str]:
         """What ``PRAGMA integrity_check`` reports (empty when the file is sound), the
-        CHECK constraints included (a writing connection skips them only to insert)."""
+        CHECK constraints included (a writing connection skips them only to insert).
+
+        On a read-only connection SQLite's check skips the CHECK constraints; the one a
+        read cannot see past, ``version >= 1`` (reads start at version 1), is checked
+        by hand. A payload that is no JSON is the chain walk's finding."""
         if self.readonly:
-            return [row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+            found = [
+                row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"
+            ]
+            (below,) = self.conn.execute("SELECT count(*) FROM events WHERE version < 1").fetchone()
+            if below:
+                found.append(
+                    f"CHECK constraint failed in events: {below} row(s) at a version below 1"
+                )
+            return found
         self.conn.execute("PRAGMA ignore_check_constraints = OFF")
         try:
             return [row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"]

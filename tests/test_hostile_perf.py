@@ -165,6 +165,82 @@ class TestStreamedReads:
         assert _verify(capsys, db_path) == (1, [("chain", 5)])
 
 
+class TestReadBounds:
+    def test_a_read_is_bounded_by_the_head_when_it_began(self, db_path: Path) -> None:
+        """Rows another connection commits while a read is under way are not read, and
+        none is skipped: the read is every version up to the head it began at."""
+        _journal(db_path, turns=299)
+        with eventstore.open(db_path) as journal, eventstore.open(db_path) as other:
+            rows = journal.recorder.read(SID)
+            payloads = journal.recorder.read_payloads(SID)
+            first, _ = next(rows), next(payloads)
+            fill(other.session(SID), 400)
+            versions = [first.version, *(r.version for r in rows)]
+            assert versions == list(range(1, 301))
+            assert len([_, *payloads]) == 300
+            assert [r.version for r in journal.recorder.read(SID)] == list(range(1, 701))
+
+    def test_verify_walks_every_stored_version(
+        self, db_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A forged row far past the rest (above 2**62), or moved below version 1, is a
+        finding: verify walks what ``events()`` folds, and sees what reads start after."""
+        _journal(db_path)
+        _tamper(db_path, lambda c: c.execute("UPDATE events SET version = ? WHERE version = 21",
+                                             (2**62 + 1,)), rehash=True)  # fmt: skip
+        assert _verify(capsys, db_path) == (1, [("chain", 21)])
+        _tamper(db_path, lambda c: c.execute("UPDATE events SET version = 0 WHERE version = 20"),
+                rehash=True)  # fmt: skip
+        code, found = _verify(capsys, db_path)
+        assert (code, ("integrity", None) in found) == (1, True)
+
+
+def _unstrict(db: Path) -> None:
+    """Take STRICT off the events table (``writable_schema``): a column then holds any type."""
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("PRAGMA writable_schema = ON")
+        (sql,) = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'events'").fetchone()
+        conn.execute(
+            "UPDATE sqlite_schema SET sql = ? WHERE name = 'events'",
+            (sql.replace(") STRICT", ")"),),
+        )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+class TestMistypedValues:
+    @pytest.mark.parametrize(
+        ("value", "at"), [("'abc'", 21), ("X'00'", 21), ("20.5", 21), ("1e300", 21), ("'x9'", 9)]
+    )
+    def test_a_version_of_another_type_is_a_finding_and_a_clear_error(
+        self, db_path: Path, capsys: pytest.CaptureFixture[str], value: str, at: int
+    ) -> None:
+        """A version that is no integer (a schema edited to allow one) is a chain finding
+        naming the version it should be; reading the session is an IntegrityError
+        (exit 2), never an internal error."""
+        _journal(db_path)
+        _unstrict(db_path)
+        sql = f"UPDATE events SET version = {value} WHERE version = {at}"
+        _tamper(db_path, lambda c: c.execute(sql), rehash=False)
+        code, found = _verify(capsys, db_path)
+        assert (code, found) == (1, [("chain", at)])
+        if at == 21:  # the last row: the head itself
+            assert main(["state", str(db_path), SID]) == 2
+            assert "not a version from 1 on" in capsys.readouterr().err
+
+    def test_text_of_another_type_is_a_finding(
+        self, db_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A hash stored as a number is a chain finding at its version."""
+        _journal(db_path)
+        _unstrict(db_path)
+        _tamper(db_path, lambda c: c.execute("UPDATE events SET hash = 7 WHERE version = 4"),
+                rehash=False)  # fmt: skip
+        assert _verify(capsys, db_path) == (1, [("chain", 4)])
+
+
 class TestSchemaVersions:
     @pytest.mark.parametrize("schema", [0, 2, -1])
     def test_a_schema_this_tierlog_does_not_read_is_a_finding(
