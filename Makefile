@@ -28,6 +28,7 @@ lint: install  ## ruff and mypy --strict
 bench: install  ## benchmarks against raw SQLite and the eventsourcing library
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[bench]'
 	$(BIN)/python bench/run.py
+	$(BIN)/python -m bench.ceiling
 
 fuzz: install  ## the long campaigns: many more Hypothesis examples and crash loops
 	TIERLOG_CAMPAIGN=long $(BIN)/python -m pytest -q tests/test_properties.py tests/test_context_model.py tests/test_crash.py

@@ -1,0 +1,141 @@
+"""How close tierlog's own steps can come to issue 15's floors, with nothing around them.
+
+Usage: python -m bench.ceiling [--reps N]
+
+Per commit: the steps a checked turn needs (build the event, validate, fold it,
+encode and hash it, ``BEGIN IMMEDIATE``, ``PRAGMA data_version``, ``INSERT``,
+``COMMIT``) written as one bare loop on tierlog's connection, with no Session,
+Decider, recorder or transaction object: the most any orchestration could reach
+with these steps. Bulk: each step of ``Session.extend`` timed alone, per event,
+against the budget a 0.6x ratio leaves above the schema floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import eventstore
+import invariants
+import reducers as r
+from bench.run import (
+    CONFIG,
+    INSERT,
+    PLAIN_DDL,
+    content,
+    floor_db,
+    median_rates,
+    new_session,
+    plain_events,
+    rows_for,
+)
+from eventstore._chain import link_rows
+from eventstore._schema import TABLES
+from eventstore._sqlite import SqliteRecorder, utc_now
+
+
+def per_commit(tmp: Path, n: int, reps: int) -> list[float]:
+    """Commits/s of append_turn, the plain floor and the bare loop of its steps."""
+    live = new_session(tmp, "live", "normal")
+    journal = eventstore.open(tmp / "bare.db", synchronous="normal")
+    state = journal.start_session("s", CONFIG).state
+    recorder = journal.recorder
+    assert isinstance(recorder, SqliteRecorder)
+    conn, (version, prev) = recorder.conn, recorder.head("s")
+    floor = floor_db(tmp / "floor.db", "normal")
+    rows = iter(rows_for(plain_events(n * reps)))
+    texts = (content(i) for i in itertools.count())
+
+    def ours() -> int:
+        for _ in range(n):
+            live.append_turn("tool", next(texts), 60)
+        return n
+
+    def raw() -> int:
+        for _ in range(n):
+            floor.execute("BEGIN IMMEDIATE")
+            floor.execute(INSERT, next(rows))
+            floor.execute("COMMIT")
+        return n
+
+    def steps() -> int:
+        nonlocal state, version, prev
+        for _ in range(n):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("PRAGMA data_version").fetchone()
+            event = r.TurnAppended(index=state.turns, role="tool", content=next(texts), tokens=60)
+            invariants.validate(state, event)
+            state = r.apply(state, event)
+            row = link_rows("s", version, prev, (event,), utc_now())[0]
+            conn.execute(INSERT, row)
+            conn.execute("COMMIT")
+            version, prev = version + 1, row[7]
+        return n
+
+    return median_rates(ours, raw, steps, reps=reps)
+
+
+def bulk(tmp: Path, n: int, reps: int) -> dict[str, float]:
+    """Microseconds an event for each step of extend, and for extend itself."""
+    events = plain_events(n)
+    rows = rows_for(events)
+    start = new_session(tmp, "start", "normal").state
+    made = itertools.count()
+
+    def us(run: Callable[[], object]) -> float:
+        times = []
+        for _ in range(reps):
+            begun = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - begun)
+        return statistics.median(times) / n * 1e6
+
+    def insert(ddl: tuple[str, ...]) -> Callable[[], None]:
+        def go() -> None:
+            conn = floor_db(tmp / f"bulk-{next(made)}.db", "normal", ddl)
+            conn.execute("PRAGMA ignore_check_constraints = ON")  # as tierlog's writer
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(INSERT, rows)
+            conn.execute("COMMIT")
+
+        return go
+
+    return {
+        "plain floor": us(insert((PLAIN_DDL,))),
+        "schema floor": us(insert(TABLES)),
+        "validate and fold": us(
+            lambda: r.fold(
+                events, start, check=invariants.validate, turn_check=invariants.check_turn
+            )
+        ),
+        "encode and hash": us(lambda: link_rows("s", 1, "0" * 64, events, utc_now())),
+        "extend": us(lambda: new_session(tmp, f"x{next(made)}", "normal").extend(events)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        ours, floor, steps = per_commit(tmp, 500, args.reps)
+        print("one turn a commit, NORMAL (commits/s, ratio to the plain floor)")
+        print(f"  plain floor        {floor:>9,.0f}")
+        print(f"  append_turn        {ours:>9,.0f}  {ours / floor:.3f}")
+        print(f"  its steps, bare    {steps:>9,.0f}  {steps / floor:.3f}")
+        parts = bulk(tmp, 100_000, max(3, args.reps // 2))
+        budget = parts["plain floor"] / 0.6 - parts["schema floor"]
+        print("bulk extend of 100k events (µs an event)")
+        for name, value in parts.items():
+            print(f"  {name:<18} {value:>6.2f}")
+        print(f"  at 0.6x, Python may spend {budget:.2f} µs an event above the schema floor")
+
+
+if __name__ == "__main__":
+    main()
