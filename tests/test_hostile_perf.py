@@ -89,7 +89,9 @@ def _until_error(items: Iterable[T]) -> list[T]:
     return seen
 
 
-def _verify(capsys: pytest.CaptureFixture[str], db: Path) -> tuple[int, list[tuple[str, int]]]:
+def _verify(
+    capsys: pytest.CaptureFixture[str], db: Path
+) -> tuple[int, list[tuple[str, int | None]]]:
     code = main(["verify", str(db), "--json"])
     out, err = capsys.readouterr()
     assert "internal error" not in err
