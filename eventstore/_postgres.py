@@ -38,6 +38,7 @@ from eventstore._recorder import (
     Recorder,
     Row,
     StoredSnapshot,
+    read_range,
     seconds,
 )
 from eventstore._sqlite import utc_now
@@ -253,8 +254,13 @@ class PostgresRecorder(AuditQueries, AppendPath):
     def _pages(
         self, columns: str, session_id: str, start: int, stop: int | None
     ) -> Iterator[tuple[Any, ...]]:
-        """Rows ``start..stop`` in version order, ``PAGE`` at a time (version first)."""
-        last, stop = start - 1, (stop if stop is not None else 2**62)
+        """Rows ``start..stop`` in version order (without ``stop``, up to the last
+        version stored when the read begins), ``PAGE`` at a time (version first)."""
+        if stop is None:
+            (stop,) = self._run(
+                "SELECT coalesce(max(version), 0) FROM events WHERE session_id = %s", (session_id,)
+            ).fetchone()
+        last = start - 1
         sql = (
             f"SELECT version, {columns} FROM events WHERE session_id = %s AND version > %s"
             " AND version <= %s ORDER BY version LIMIT %s"
@@ -269,16 +275,17 @@ class PostgresRecorder(AuditQueries, AppendPath):
     def read(
         self, session_id: str, *, start: int = 1, stop: int | None = None
     ) -> Iterator[Recorded]:
-        """Rows ``start..stop`` (inclusive) of a session in version order, streamed."""
-        for row in self._pages(_SELECT, session_id, start, stop):
-            yield Recorded(*row[1:])
+        """Rows ``start..stop`` (inclusive) of a session in version order, streamed
+        (without ``stop``, up to the last version stored when the read begins)."""
+        pages = self._pages(_SELECT, session_id, *read_range(start, stop))
+        return (Recorded(*row[1:]) for row in pages)
 
     def read_payloads(
         self, session_id: str, *, start: int = 1, stop: int | None = None
     ) -> Iterator[tuple[str, str]]:
         """``(type, payload)`` of rows ``start..stop``: the replay hot path."""
-        for _, type_name, payload in self._pages("type, payload", session_id, start, stop):
-            yield type_name, payload
+        pages = self._pages("type, payload", session_id, *read_range(start, stop))
+        return ((type_name, payload) for _, type_name, payload in pages)
 
     def turn_payloads(self, session_id: str, first: int, last: int) -> Iterator[str]:
         """The payloads of the turns stored at versions ``first..last``, in order."""

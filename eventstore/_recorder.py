@@ -20,7 +20,7 @@ import attrs
 
 from eventstore._chain import Recorded, check_links, link_rows
 from eventstore._errors import ConcurrencyError
-from reducers import Event, InvalidEvent, JournalError
+from reducers import Event, InvalidEvent, JournalError, require_count
 
 Row = tuple[str, int, str, int, str, str, str, str]
 """A row's values in insert order: ``Recorded`` without ``seq`` (``recorded[1:]``)."""
@@ -244,6 +244,12 @@ def seconds(timeout: object, name: str = "timeout") -> float:
     if not math.isfinite(timeout) or timeout <= 0:
         raise InvalidEvent(f"{name} must be a positive, finite number of seconds, not {timeout}")
     return float(timeout)
+
+
+def read_range(start: object, stop: object) -> tuple[int, int | None]:
+    """A read's ``start`` and ``stop``, checked for every backend: versions from 0 to
+    2**63-1 (``stop`` may be ``None``), else InvalidEvent."""
+    return require_count("start", start), None if stop is None else require_count("stop", stop)
 
 
 _Row = TypeVar("_Row")

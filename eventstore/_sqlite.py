@@ -28,6 +28,7 @@ from eventstore._recorder import (
     Recorder,
     Row,
     StoredSnapshot,
+    read_range,
     seconds,
 )
 from eventstore._sqlite_guard import QueryGuard, is_corruption
@@ -273,14 +274,15 @@ class SqliteRecorder(AuditQueries, AppendPath):
     def read(
         self, session_id: str, *, start: int = 1, stop: int | None = None
     ) -> Iterator[Recorded]:
-        """Rows ``start..stop`` (inclusive) of a session in version order, streamed."""
-        return map(Recorded._make, self._rows(_COLUMNS, session_id, start, stop))
+        """Rows ``start..stop`` (inclusive) of a session in version order, streamed
+        (without ``stop``, up to the last version stored when the read begins)."""
+        return map(Recorded._make, self._rows(_COLUMNS, session_id, *read_range(start, stop)))
 
     def read_payloads(
         self, session_id: str, *, start: int = 1, stop: int | None = None
     ) -> Iterator[tuple[str, str]]:
         """``(type, payload)`` of rows ``start..stop``: the replay hot path."""
-        return self._rows("type, payload", session_id, start, stop)
+        return self._rows("type, payload", session_id, *read_range(start, stop))
 
     def _rows(self, columns: str, session_id: str, start: int, stop: int | None) -> Iterator[Any]:
         """``columns`` of a session's rows ``start..stop`` in version order (without

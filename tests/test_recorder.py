@@ -157,6 +157,27 @@ class RecorderContract(abc.ABC):
         assert list(store.read_payloads("s", start=2)) == full
         assert list(store.read_payloads("s", start=2, stop=3)) == full[:2]
 
+    def test_a_read_without_stop_ends_where_the_session_was(self, store: Recorder) -> None:
+        """Rows appended while a read is under way are not read, and none is skipped:
+        the read is every version up to the head it began at."""
+        store.append("s", _turns(300), expected_version=0)
+        rows, payloads = store.read("s"), store.read_payloads("s")
+        first, _ = next(rows), next(payloads)
+        store.append("s", _turns(700)[300:], expected_version=300)
+        assert [first.version, *(row.version for row in rows)] == list(range(1, 301))
+        assert len([_, *payloads]) == 300
+
+    @pytest.mark.parametrize(
+        ("start", "stop"), [(-1, None), (1, 2**63), ("1", None), (True, None), (1, 1.5)]
+    )
+    def test_a_read_of_no_range_is_invalid(
+        self, store: Recorder, start: object, stop: object
+    ) -> None:
+        """Bounds that are not versions are InvalidEvent, before anything is read."""
+        for read in (store.read, store.read_payloads):
+            with pytest.raises(eventstore.InvalidEvent):
+                read("s", start=start, stop=stop)  # type: ignore[arg-type]
+
     def test_turn_payloads_skip_other_events(self, store: Recorder) -> None:
         """turn_payloads reads only the turns between two versions."""
         events = [*_turns(2), r.CallOpened(call_id="c", kind="tool_call", name="x"), *_turns(3)[2:]]
