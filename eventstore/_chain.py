@@ -296,6 +296,9 @@ def check_links(session_id: str, head: tuple[int, str], rows: Sequence[Recorded]
     """
     prev_version, prev = head
     for row in rows:
+        mistyped = _mistyped(row)
+        if mistyped:
+            raise IntegrityError(f"session {session_id!r}: a row's {mistyped}")
         if row.session_id != session_id:
             raise IntegrityError(f"a row of session {row.session_id!r} among {session_id!r}'s")
         if row.version != prev_version + 1 and prev_version == head[0]:

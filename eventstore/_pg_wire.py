@@ -34,7 +34,8 @@ class Wire:
         self.conn = conn
         self.location = location
         self.depth = 0
-        self.locked: set[str] = set()  # sessions locked by the open transaction
+        # sessions locked by the open transaction, with their heads as read or written
+        self.locked: dict[str, tuple[int, str]] = {}
         self.begin = False  # a BEGIN waits for the transaction's first statement
         self.pending: list[Statement] = []  # writes not sent yet
         self.flushes = 0

@@ -212,15 +212,17 @@ class PostgresRecorder(AuditQueries, AppendPath):
         lock = wire.depth and session_id not in wire.locked
         statements = [(_LOCK, (_pg_schema.LOCK_SPACE, session_id))] if lock else []
         row = wire.send(*statements, (_HEAD, (session_id,))).fetchone()
-        if lock:
-            wire.locked.add(session_id)
-        return Head(row[0], row[1]) if row else Head(0, GENESIS)
+        head = Head(row[0], row[1]) if row else Head(0, GENESIS)
+        if wire.depth:
+            wire.locked[session_id] = head
+        return head
 
     def _joined(self) -> bool:
         return bool(self.wire.depth)
 
-    def _locked(self, session_id: str) -> bool:
-        return session_id in self.wire.locked  # head() took its advisory lock
+    def _held(self, session_id: str) -> Head | None:
+        held = self.wire.locked.get(session_id)  # head() took the advisory lock
+        return None if held is None else Head(*held)
 
     def attached(self, source: Recorder) -> AbstractContextManager[None]:
         """Nothing to attach: :meth:`copy_session` reads ``source`` row by row."""
@@ -243,6 +245,16 @@ class PostgresRecorder(AuditQueries, AppendPath):
         return {r[0]: Head(r[1], r[2]) for r in rows}
 
     def _write_rows(self, session_id: str, rows: Sequence[Row]) -> None:
+        if not rows:
+            return
+        locked = self.wire.locked
+        if session_id in locked:  # the head these rows make, unless they roll back
+
+            def forget() -> None:
+                locked.pop(session_id, None)
+
+            locked[session_id] = Head(rows[-1][1], rows[-1][7])
+            self.on_rollback(forget)
         if len(rows) < COPY_MIN:
             self.wire.defer(*[(_INSERT, row) for row in rows])
         else:

@@ -294,9 +294,14 @@ def expect_version(session_id: str, version: int, expected: int) -> None:
 
 class AppendPath(abc.ABC):
     """``append`` and ``append_recorded`` for a backend that gives its transactions,
-    its head reads and how it inserts rows: the rules of the append path (when a
-    head hash the caller read may be trusted, the expected version, the links of
-    rows recorded elsewhere) are the same for every backend."""
+    its head reads and how it inserts rows: the rules of the append path (the head a
+    batch links to, the expected version, the links of rows recorded elsewhere) are
+    the same for every backend.
+
+    A batch always links to the head as read under the open transaction's lock: the
+    head the backend holds from a read in this transaction (``_held``), else a fresh
+    read. A caller's ``head_hash`` and ``expected_version`` are checked against it,
+    never taken on trust."""
 
     _clock: Callable[[], str]
 
@@ -314,9 +319,9 @@ class AppendPath(abc.ABC):
         """Whether a write transaction of the caller's is open."""
 
     @abc.abstractmethod
-    def _locked(self, session_id: str) -> bool:
-        """Whether the open transaction holds the session's write lock (a head read in
-        it cannot move)."""
+    def _held(self, session_id: str) -> Head | None:
+        """The session's head as read (or written) in the open transaction, under its
+        lock for the session, or ``None``: the head is read again."""
 
     @abc.abstractmethod
     def _write_rows(self, session_id: str, rows: Sequence[Row]) -> None:
@@ -334,8 +339,10 @@ class AppendPath(abc.ABC):
 
         Raises :class:`ConcurrencyError` if the session is at another version.
         Joins the caller's transaction when one is open; a caller that has read
-        the head in that transaction may pass its hash as ``head_hash``.
+        the head in that transaction may pass its hash as ``head_hash`` (checked: a
+        hash of another head is a ConcurrencyError too).
         """
+        require_count("expected_version", expected_version)
         if self._joined():
             return self._insert(session_id, events, expected_version, head_hash)
         if head_hash is not None:
@@ -346,18 +353,24 @@ class AppendPath(abc.ABC):
     def _insert(
         self, session_id: str, events: Sequence[Event], expected_version: int, prev: str | None
     ) -> int:
-        if prev is None or not self._locked(session_id):
-            version, prev = self.head(session_id)
-        else:
-            version = expected_version
+        head = self._held(session_id) if prev is not None else None
+        version, last = head if head is not None else self.head(session_id)
         expect_version(session_id, version, expected_version)
-        rows = link_rows(session_id, version, prev, events, self._clock())
+        if prev is not None and prev != last:
+            raise ConcurrencyError(
+                f"session {session_id!r}: head_hash is not the hash of its version {version}"
+            )
+        rows = link_rows(session_id, version, last, events, self._clock())
         self._write_rows(session_id, rows)
         return version + len(rows)
 
     def append_recorded(self, session_id: str, rows: Sequence[Recorded]) -> int:
         """Insert rows recorded elsewhere, verbatim, after this journal's head; each
         link is checked first (IntegrityError), a moved head is a ConcurrencyError."""
+        rows = list(rows)  # checked, then written: an iterator would be spent by the check
+        for row in rows:
+            if not isinstance(row, Recorded):
+                raise InvalidEvent(f"append_recorded takes Recorded rows, not {type(row).__name__}")
         with self.transaction():
             last = check_links(session_id, self.head(session_id), rows)
             self._write_rows(session_id, [row[1:] for row in rows])

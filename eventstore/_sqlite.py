@@ -143,6 +143,7 @@ class SqliteRecorder(AuditQueries, AppendPath):
         # changes when another connection commits) stays at _data_version.
         self._heads: dict[str, Head] = {}
         self._data_version = -1
+        self._checked = False  # head() has checked data_version in the open transaction
         try:
             self.conn = _connect(self.path, readonly=readonly, timeout=busy_timeout)
         except (sqlite3.Error, ValueError, OSError) as exc:  # ValueError: NUL, surrogates
@@ -194,8 +195,10 @@ class SqliteRecorder(AuditQueries, AppendPath):
     def _joined(self) -> bool:
         return self._in_txn
 
-    def _locked(self, session_id: str) -> bool:
-        return self._in_txn  # BEGIN IMMEDIATE holds the whole file's write lock
+    def _held(self, session_id: str) -> Head | None:
+        # BEGIN IMMEDIATE holds the whole file's write lock: once head() has checked
+        # PRAGMA data_version in this transaction, every remembered head is current.
+        return self._heads.get(session_id) if self._in_txn and self._checked else None
 
     def _write_rows(self, session_id: str, rows: Sequence[Row]) -> None:
         """Insert rows given in ``_INSERT`` order, and remember the session's new head."""
@@ -256,6 +259,7 @@ class SqliteRecorder(AuditQueries, AppendPath):
         if data_version != self._data_version:
             self._heads.clear()
             self._data_version = data_version
+        self._checked = self._in_txn
         head = self._heads.get(session_id)
         if head is None:
             row = self.conn.execute(
@@ -558,7 +562,7 @@ class _Transaction:
             store.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             raise ConcurrencyError(f"journal is busy: {exc}") from None
-        store._in_txn = True
+        store._in_txn, store._checked = True, False
         store._undo = [[]]
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
@@ -574,7 +578,7 @@ class _Transaction:
             elif store.conn.in_transaction:  # SQLite rolls back by itself after some errors
                 store.conn.execute("ROLLBACK")
         finally:
-            store._in_txn = False
+            store._in_txn = store._checked = False
             store._undo = []
             _run(undo)
 

@@ -110,6 +110,49 @@ class RecorderContract(abc.ABC):
                 inner()
         assert (store.head("a")[0], store.head("b")[0]) == (1, 0)
 
+    def test_a_callers_head_is_checked_never_trusted(self, store: Recorder) -> None:
+        """Inside a transaction, ``head_hash`` and ``expected_version`` are checked
+        against the head read under the lock: a hash of another head, a head read
+        before the transaction, or one a rolled-back savepoint wrote is a
+        ConcurrencyError, and nothing is written."""
+        store.append("s", _turns(4), expected_version=0)
+        store.append("t", _turns(2), expected_version=0)
+        before = store.head("s")
+
+        def inner() -> None:
+            with store.transaction():
+                store.append("s", [TURN], expected_version=4)
+                raise RuntimeError("inner")
+
+        with store.transaction():
+            head = store.head("s")
+            for version, stale in [
+                (4, "f" * 64),  # no head's hash
+                (4, store.head("t").hash),  # another session's
+                (9, head.hash),  # a version beyond the head
+            ]:
+                with pytest.raises(eventstore.ConcurrencyError):
+                    store.append("s", [TURN], expected_version=version, head_hash=stale)
+            with pytest.raises(RuntimeError):
+                inner()
+            with pytest.raises(eventstore.ConcurrencyError):
+                store.append("s", [TURN], expected_version=5, head_hash="0" * 64)
+        with store.transaction():  # a head read before the transaction is checked too
+            assert store.append("s", [TURN], expected_version=4, head_hash=before.hash) == 5
+        assert [r.version for r in store.read("s")] == [1, 2, 3, 4, 5]
+        assert check_chain(store, "s") is None
+
+    @pytest.mark.parametrize("version", [-1, 2**63, 4.5, "4", True])
+    def test_an_expected_version_that_is_none_is_invalid(
+        self, store: Recorder, version: object
+    ) -> None:
+        store.append("s", _turns(4), expected_version=0)
+        with store.transaction():
+            head = store.head("s")
+            with pytest.raises(eventstore.InvalidEvent, match="expected_version"):
+                store.append("s", [TURN], expected_version=version, head_hash=head.hash)  # type: ignore[arg-type]
+        assert store.head("s") == head
+
     def test_batch_versions_are_consecutive(self, store: Recorder) -> None:
         """A batch takes the next versions in order."""
         assert store.append("s", [TURN] * 3, expected_version=0) == 3
@@ -274,6 +317,22 @@ class RecorderContract(abc.ABC):
             store.query("SELECT 1", timeout=timeout)
 
     # -- verbatim copies (tierlog ship) -----------------------------------------------------
+    def test_append_recorded_takes_any_iterable_and_only_rows(
+        self, store: Recorder, tmp_path: Path
+    ) -> None:
+        """Rows given as an iterator are checked and written alike; plain tuples, or a
+        row whose version is text, are refused and nothing is written."""
+        source = SqliteRecorder(tmp_path / "source.db")
+        source.append("s", _turns(3), expected_version=0)
+        rows = list(source.read("s"))
+        with pytest.raises(eventstore.InvalidEvent, match="Recorded rows"):
+            store.append_recorded("s", [tuple(row) for row in rows])  # type: ignore[misc]
+        with pytest.raises(eventstore.IntegrityError, match="not an integer"):
+            store.append_recorded("s", [rows[0]._replace(version="1")])  # type: ignore[arg-type]
+        assert store.head("s") == (0, GENESIS)
+        assert store.append_recorded("s", iter(rows)) == 3  # type: ignore[arg-type]
+        assert [r.hash for r in store.read("s")] == [r.hash for r in rows]
+
     def test_append_recorded_copies_rows_verbatim(self, store: Recorder, tmp_path: Path) -> None:
         """Rows recorded by another journal keep their versions, times and hashes."""
         source = SqliteRecorder(tmp_path / "source.db", clock=lambda: "2020-01-01T00:00:00+00:00")
