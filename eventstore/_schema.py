@@ -11,6 +11,7 @@ import sqlite3
 
 import sqlite_utils
 
+from eventstore._errors import IntegrityError
 from eventstore._views import COMMON, render
 from reducers import JournalError
 
@@ -129,10 +130,28 @@ def _is_journal(conn: sqlite3.Connection) -> bool:
                 f"this journal has schema version {user_version}; this tierlog reads up to "
                 f"{SCHEMA_VERSION}: upgrade tierlog"
             )
+        _check_events_table(conn)
         return True
     if app_id != 0 or conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]:
         raise JournalError("not a tierlog journal (a SQLite database of something else)")
     return False
+
+
+def _words(sql: str) -> list[str]:
+    return sql.split()
+
+
+def _check_events_table(conn: sqlite3.Connection) -> None:
+    """IntegrityError unless the ``events`` table is the one tierlog creates: a schema
+    edited in place (``PRAGMA writable_schema``: STRICT, NOT NULL, a CHECK or the UNIQUE
+    taken off) lets a column hold values no reader expects."""
+    row = conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'")
+    found = row.fetchone()
+    if found is None or not isinstance(found[0], str) or _words(found[0]) != _words(TABLES[0]):
+        raise IntegrityError(
+            "the events table is not the one tierlog creates: its schema was edited"
+            " (edited by hand?)"
+        )
 
 
 def _create(conn: sqlite3.Connection) -> None:

@@ -4,6 +4,7 @@ writer connection that skips CHECK constraints, and states shared between thread
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import eventstore
-from eventstore._chain import GENESIS, chain_hash
+from eventstore._chain import GENESIS, ChainWalk, chain_hash
 from eventstore._snapshots import CHUNK
 from eventstore.cli import main
 from reducers import CallOpened, ConstraintStated, TurnAppended
@@ -213,34 +214,51 @@ def _unstrict(db: Path) -> None:
 
 
 class TestMistypedValues:
-    @pytest.mark.parametrize(
-        ("value", "at"), [("'abc'", 21), ("X'00'", 21), ("20.5", 21), ("1e300", 21), ("'x9'", 9)]
-    )
-    def test_a_version_of_another_type_is_a_finding_and_a_clear_error(
-        self, db_path: Path, capsys: pytest.CaptureFixture[str], value: str, at: int
+    @pytest.mark.parametrize("value", ["'abc'", "X'00'", "20.5", "1e300"])
+    def test_an_edited_schema_is_a_finding_and_a_clear_error(
+        self, db_path: Path, capsys: pytest.CaptureFixture[str], value: str
     ) -> None:
-        """A version that is no integer (a schema edited to allow one) is a chain finding
-        naming the version it should be; reading the session is an IntegrityError
-        (exit 2), never an internal error."""
+        """A schema edited in place (STRICT off) lets a version hold any value: verify
+        reports the edit (exit 1), every other command refuses the file (exit 2), never
+        an internal error; the edit alone is enough."""
         _journal(db_path)
         _unstrict(db_path)
-        sql = f"UPDATE events SET version = {value} WHERE version = {at}"
+        assert _verify(capsys, db_path) == (1, [("integrity", None)])
+        sql = f"UPDATE events SET version = {value} WHERE version = 21"
         _tamper(db_path, lambda c: c.execute(sql), rehash=False)
-        code, found = _verify(capsys, db_path)
-        assert (code, found) == (1, [("chain", at)])
-        if at == 21:  # the last row: the head itself
-            assert main(["state", str(db_path), SID]) == 2
-            assert "not a version from 1 on" in capsys.readouterr().err
+        assert _verify(capsys, db_path) == (1, [("integrity", None)])
+        for command in (["state", str(db_path), SID], ["log", str(db_path), SID]):
+            assert main(command) == 2
+            assert "schema was edited" in capsys.readouterr().err
 
-    def test_text_of_another_type_is_a_finding(
-        self, db_path: Path, capsys: pytest.CaptureFixture[str]
+    @pytest.mark.parametrize(
+        ("field", "value", "problem"),
+        [
+            ("version", "x9", "version is 'x9', not an integer"),
+            ("version", 9.0, "version is 9.0, not an integer"),
+            ("hash", 7, "hash is 7, not text"),
+            ("payload", b"{}", "payload is b'{}', not text"),
+            ("session_id", None, "session_id is None, not text"),
+        ],
+    )
+    def test_the_walk_words_a_value_of_another_type(
+        self, db_path: Path, field: str, value: object, problem: str
     ) -> None:
-        """A hash stored as a number is a chain finding at its version."""
+        """Rows handed to the chain walk (or to ``append_recorded``) with a value of
+        another type than its column's are a problem at the version they should be,
+        even a version of 9.0 whose hash was forged with it."""
         _journal(db_path)
-        _unstrict(db_path)
-        _tamper(db_path, lambda c: c.execute("UPDATE events SET hash = 7 WHERE version = 4"),
-                rehash=False)  # fmt: skip
-        assert _verify(capsys, db_path) == (1, [("chain", 4)])
+        with eventstore.open(db_path, readonly=True) as journal:
+            rows = list(journal.recorder.read(SID))
+        bad = rows[8]._replace(**{field: value})  # type: ignore[arg-type]
+        if field == "version":  # forged: the hash covers the row as it now stands
+            body = f'{bad.prev_hash}{{"payload":{bad.payload},"recorded_at":"{bad.recorded_at}"'
+            body += f',"schema_version":1,"session_id":"{SID}","type":"{bad.type}","version":9.0}}'
+            bad = bad._replace(hash=hashlib.sha256(body.encode()).hexdigest())
+        walk = ChainWalk(SID, [*rows[:8], bad, *rows[9:]])
+        assert len(list(walk)) == 8
+        assert walk.problem is not None
+        assert (walk.problem.version, problem in walk.problem.problem) == (9, True)
 
 
 class TestSchemaVersions:
