@@ -137,17 +137,14 @@ def _is_journal(conn: sqlite3.Connection) -> bool:
     return False
 
 
-def _words(sql: str) -> list[str]:
-    return sql.split()
-
-
 def _check_events_table(conn: sqlite3.Connection) -> None:
     """IntegrityError unless the ``events`` table is the one tierlog creates: a schema
     edited in place (``PRAGMA writable_schema``: STRICT, NOT NULL, a CHECK or the UNIQUE
-    taken off) lets a column hold values no reader expects."""
+    taken off) lets a column hold values no reader expects. Whitespace aside, the
+    stored ``CREATE TABLE`` is the one tierlog ran (every release so far)."""
     row = conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'")
     found = row.fetchone()
-    if found is None or not isinstance(found[0], str) or _words(found[0]) != _words(TABLES[0]):
+    if found is None or not isinstance(found[0], str) or found[0].split() != TABLES[0].split():
         raise IntegrityError(
             "the events table is not the one tierlog creates: its schema was edited"
             " (edited by hand?)"
