@@ -143,9 +143,11 @@ class RecorderContract(abc.ABC):
         assert check_chain(store, "s") is None
 
     @pytest.mark.parametrize("version", [-1, 2**63, 4.5, "4", True])
-    def test_an_expected_version_that_is_none_is_invalid(
+    def test_an_expected_version_that_is_no_version_is_invalid(
         self, store: Recorder, version: object
     ) -> None:
+        """A negative, too large, fractional, text or boolean expected version is
+        InvalidEvent, and nothing is written."""
         store.append("s", _turns(4), expected_version=0)
         with store.transaction():
             head = store.head("s")
