@@ -137,6 +137,24 @@ def _is_journal(conn: sqlite3.Connection) -> bool:
     return False
 
 
+TRIGGERS = {"events_no_update": TABLES[1], "events_no_delete": TABLES[2]}
+_UNPROTECTED = ": the log is not protected against UPDATE and DELETE"
+
+
+def trigger_problems(conn: sqlite3.Connection) -> list[str]:
+    """Which of the triggers that keep ``events`` append-only is missing or changed."""
+    found = dict(
+        conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'").fetchall()
+    )
+    problems = []
+    for name, sql in TRIGGERS.items():
+        if name not in found:
+            problems.append(f"trigger {name} is missing{_UNPROTECTED}")
+        elif not isinstance(found[name], str) or found[name].split() != sql.split():
+            problems.append(f"trigger {name} was changed (it is not tierlog's){_UNPROTECTED}")
+    return problems
+
+
 def _check_events_table(conn: sqlite3.Connection) -> None:
     """IntegrityError unless the ``events`` table is the one tierlog creates: a schema
     edited in place (``PRAGMA writable_schema``: STRICT, NOT NULL, a CHECK or the UNIQUE

@@ -517,11 +517,15 @@ class SqliteRecorder(AuditQueries, AppendPath):
 
     def integrity_problems(self) -> list[str]:
         """What ``PRAGMA integrity_check`` reports (empty when the file is sound), the
-        CHECK constraints included (a writing connection skips them only to insert).
+        CHECK constraints included (a writing connection skips them only to insert),
+        and a missing or changed append-only trigger.
 
         On a read-only connection SQLite's check skips the CHECK constraints; the one a
         read cannot see past, ``version >= 1`` (reads start at version 1), is checked
         by hand. A payload that is no JSON is the chain walk's finding."""
+        return self._integrity_check() + _schema.trigger_problems(self.conn)
+
+    def _integrity_check(self) -> list[str]:
         if self.readonly:
             found = [
                 row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import attrs
 
 import eventstore
 from eventstore import Session, SessionConfig
+from eventstore._schema import TRIGGERS
 
 TURNS = SessionConfig(
     window_tokens=10_000,
@@ -20,6 +22,25 @@ TURNS = SessionConfig(
     floor_unit="turns",
     on_unsafe="halt",
 )
+
+
+@contextlib.contextmanager
+def behind_its_back(db: Path | str) -> Iterator[sqlite3.Connection]:
+    """A plain connection to a journal file with its append-only triggers dropped and
+    CHECKs off, committed and closed with the triggers put back as they were (as a
+    careful forger would leave the file)."""
+    conn = sqlite3.connect(db)
+    try:
+        conn.executescript(
+            "DROP TRIGGER IF EXISTS events_no_update; DROP TRIGGER IF EXISTS events_no_delete;"
+            "PRAGMA ignore_check_constraints = ON;"
+        )
+        yield conn
+        for sql in TRIGGERS.values():
+            conn.execute(sql)
+        conn.commit()
+    finally:
+        conn.close()
 
 
 def config(**changes: Any) -> SessionConfig:

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import pytest
 
 import eventstore
+from tests.helpers import behind_its_back
 
 BACKENDS = ("sqlite", "postgres")
 EVENTS = "SELECT * FROM events ORDER BY seq"
@@ -59,15 +60,8 @@ class SqliteTarget:
             conn.close()
 
     def tamper(self, sql: str) -> None:
-        conn = sqlite3.connect(self.path)
-        try:
-            conn.executescript(
-                "DROP TRIGGER IF EXISTS events_no_update; DROP TRIGGER IF EXISTS events_no_delete;"
-            )
+        with behind_its_back(self.path) as conn:
             conn.execute(sql)
-            conn.commit()
-        finally:
-            conn.close()
 
     def _spill_path(self, handle: str) -> Path:
         """The file of a handle: inside ``<db file>.spills/`` (0.1 handles name it too)."""

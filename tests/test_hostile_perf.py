@@ -22,21 +22,16 @@ from eventstore._chain import GENESIS, ChainWalk, chain_hash
 from eventstore._snapshots import CHUNK
 from eventstore.cli import main
 from reducers import CallOpened, ConstraintStated, TurnAppended
-from tests.helpers import fill, new_session
+from tests.helpers import behind_its_back, fill, new_session
 
 SID = "s"
 T = TypeVar("T")
 
 
 def _tamper(db: Path, edit: Callable[[sqlite3.Connection], object], *, rehash: bool) -> None:
-    """Edit rows behind tierlog's back (triggers dropped, CHECKs off), then, if asked,
-    forge the whole chain again so only the edit itself can be found."""
-    conn = sqlite3.connect(db)
-    try:
-        conn.executescript(
-            "DROP TRIGGER IF EXISTS events_no_update; DROP TRIGGER IF EXISTS events_no_delete;"
-            "PRAGMA ignore_check_constraints = ON;"
-        )
+    """Edit rows behind tierlog's back (triggers dropped, CHECKs off, the triggers put
+    back), then, if asked, forge the whole chain again so only the edit can be found."""
+    with behind_its_back(db) as conn:
         edit(conn)
         if rehash:
             prev = GENESIS
@@ -50,9 +45,6 @@ def _tamper(db: Path, edit: Callable[[sqlite3.Connection], object], *, rehash: b
                     "UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?", (prev, digest, seq)
                 )
                 prev = digest
-        conn.commit()
-    finally:
-        conn.close()
 
 
 def _payload(version: int, payload: str) -> Callable[[sqlite3.Connection], None]:
@@ -196,6 +188,32 @@ class TestReadBounds:
                 rehash=True)  # fmt: skip
         code, found = _verify(capsys, db_path)
         assert (code, ("integrity", None) in found) == (1, True)
+
+
+class TestTriggers:
+    @pytest.mark.parametrize(
+        ("sql", "problem"),
+        [
+            ("DROP TRIGGER events_no_delete", "trigger events_no_delete is missing"),
+            (
+                "DROP TRIGGER events_no_update; CREATE TRIGGER events_no_update BEFORE UPDATE"
+                " ON events WHEN 0 BEGIN SELECT RAISE(ABORT, 'x'); END",
+                "trigger events_no_update was changed (it is not tierlog's)",
+            ),
+        ],
+    )
+    def test_a_missing_or_changed_trigger_is_a_finding(
+        self, db_path: Path, capsys: pytest.CaptureFixture[str], sql: str, problem: str
+    ) -> None:
+        """A journal whose append-only triggers are gone or defanged is an integrity
+        finding (as on PostgreSQL), though every row still links."""
+        _journal(db_path)
+        conn = sqlite3.connect(db_path)
+        conn.executescript(sql)
+        conn.close()
+        assert main(["verify", str(db_path)]) == 1
+        out = capsys.readouterr().out
+        assert f"{problem}: the log is not protected against UPDATE and DELETE" in out
 
 
 def _unstrict(db: Path) -> None:

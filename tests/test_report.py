@@ -7,7 +7,6 @@ import io
 import json
 import os
 import re
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import pytest
 
 import eventstore
 from eventstore.cli import main
-from tests.helpers import fill, new_session
+from tests.helpers import behind_its_back, fill, new_session
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -121,14 +120,9 @@ class TestReportCommand:
 
 
 def _tamper(db: Path, sql: str) -> None:
-    """Edit the journal behind tierlog's back, its append-only triggers dropped."""
-    conn = sqlite3.connect(db)
-    try:
-        conn.executescript("DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete;")
+    """Edit the journal behind tierlog's back (its append-only triggers put back)."""
+    with behind_its_back(db) as conn:
         conn.execute(sql)
-        conn.commit()
-    finally:
-        conn.close()
 
 
 _EDIT = (
