@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eventstore._errors import IntegrityError
 from eventstore._views import COMMON, render
 from reducers import JournalError
 
@@ -283,7 +284,39 @@ def _is_journal(conn: Any) -> bool:
             f"this journal has schema version {version}; this tierlog reads up to "
             f"{SCHEMA_VERSION}: upgrade tierlog"
         )
+    _check_events_table(conn)
     return True
+
+
+# The events table's columns as tierlog creates them: (name, type, nullable).
+_COLUMNS = (
+    ("seq", "bigint", "NO"),
+    ("session_id", "text", "NO"),
+    ("version", "bigint", "NO"),
+    ("type", "text", "NO"),
+    ("schema_version", "integer", "NO"),
+    ("payload", "text", "NO"),
+    ("recorded_at", "text", "NO"),
+    ("prev_hash", "text", "NO"),
+    ("hash", "text", "NO"),
+)
+# Its CHECK constraints, as pg_get_constraintdef words them.
+_CHECKS = ["CHECK (((payload)::json IS NOT NULL))", "CHECK ((version >= 1))"]
+
+
+def _check_events_table(conn: Any) -> None:
+    """IntegrityError unless the events table has tierlog's columns (names, types, NOT
+    NULL): an ``ALTER TABLE`` that changed one lets it hold values no reader expects."""
+    columns = conn.execute(
+        "SELECT column_name, data_type, is_nullable FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND table_name = 'events'"
+        " ORDER BY ordinal_position"
+    ).fetchall()
+    if tuple(tuple(column) for column in columns) != _COLUMNS:
+        raise IntegrityError(
+            "the events table is not the one tierlog creates: its columns were changed"
+            " (edited by hand?)"
+        )
 
 
 def integrity_problems(conn: Any) -> list[str]:
@@ -320,4 +353,15 @@ def integrity_problems(conn: Any) -> list[str]:
     ).fetchone()[0]
     if not unique:
         problems.append("the UNIQUE (session_id, version) constraint on events is missing")
+    checks = conn.execute(
+        "SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c"
+        " JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace"
+        " WHERE n.nspname = current_schema() AND t.relname = 'events' AND c.contype = 'c'"
+        " ORDER BY 1"
+    ).fetchall()
+    if [row[0] for row in checks] != _CHECKS:
+        problems.append(
+            "the CHECK constraints on events (version >= 1, payload is JSON) were changed"
+            " or are missing: rows no reader expects may be stored"
+        )
     return problems

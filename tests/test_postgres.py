@@ -175,6 +175,40 @@ class TestImmutability:
                 (version, payload),
             )
 
+    def test_a_dropped_check_constraint_is_an_integrity_problem(self, pg: PostgresTarget) -> None:
+        """verify reports a CHECK on events taken off (a version-0 row could hide)."""
+        with eventstore.open(pg.location) as journal:
+            new_session(journal)
+        pg.tamper("ALTER TABLE events DROP CONSTRAINT events_version_check")
+        with eventstore.open(pg.location, readonly=True) as journal:
+            (finding,) = verify(journal)
+        assert (finding.check, "CHECK constraints on events" in finding.problem) == (
+            "integrity",
+            True,
+        )
+
+    @pytest.mark.parametrize(
+        "sql",
+        [
+            "ALTER TABLE events ALTER COLUMN schema_version TYPE bigint",
+            "ALTER TABLE events ALTER COLUMN hash DROP NOT NULL",
+            "ALTER TABLE events ADD COLUMN note text",
+        ],
+    )
+    def test_changed_columns_are_refused_and_a_finding(
+        self, pg: PostgresTarget, sql: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """An events table whose columns were altered is refused when opened (exit 2 for
+        state) and is an integrity finding for verify (exit 1)."""
+        with eventstore.open(pg.location) as journal:
+            new_session(journal)
+        pg.tamper(sql)
+        with pytest.raises(eventstore.IntegrityError, match="columns were changed"):
+            eventstore.open(pg.location, readonly=True)
+        assert main(["state", pg.location, "s"]) == 2
+        assert main(["verify", pg.location]) == 1
+        assert "columns were changed" in capsys.readouterr().out
+
     def test_a_disabled_trigger_is_an_integrity_problem(self, pg: PostgresTarget) -> None:
         """verify reports a disabled immutability trigger (the log is unprotected)."""
         from eventstore._audit import verify
