@@ -288,27 +288,30 @@ def _is_journal(conn: Any) -> bool:
     return True
 
 
-# The events table's columns as tierlog creates them: (name, type, nullable).
+# The events table's columns as tierlog creates them: (name, type, nullable, collation).
 _COLUMNS = (
-    ("seq", "bigint", "NO"),
-    ("session_id", "text", "NO"),
-    ("version", "bigint", "NO"),
-    ("type", "text", "NO"),
-    ("schema_version", "integer", "NO"),
-    ("payload", "text", "NO"),
-    ("recorded_at", "text", "NO"),
-    ("prev_hash", "text", "NO"),
-    ("hash", "text", "NO"),
+    ("seq", "bigint", "NO", None),
+    ("session_id", "text", "NO", "C"),
+    ("version", "bigint", "NO", None),
+    ("type", "text", "NO", None),
+    ("schema_version", "integer", "NO", None),
+    ("payload", "text", "NO", None),
+    ("recorded_at", "text", "NO", None),
+    ("prev_hash", "text", "NO", None),
+    ("hash", "text", "NO", None),
 )
+_GUARDED = ("events", "spill_data")  # the tables whose writes only tierlog may shape
 # Its CHECK constraints, as pg_get_constraintdef words them.
 _CHECKS = ["CHECK (((payload)::json IS NOT NULL))", "CHECK ((version >= 1))"]
 
 
 def _check_events_table(conn: Any) -> None:
     """IntegrityError unless the events table has tierlog's columns (names, types, NOT
-    NULL): an ``ALTER TABLE`` that changed one lets it hold values no reader expects."""
+    NULL, collation): an ``ALTER TABLE`` that changed one lets it hold values no reader
+    expects, or makes two session ids one."""
     columns = conn.execute(
-        "SELECT column_name, data_type, is_nullable FROM information_schema.columns"
+        "SELECT column_name, data_type, is_nullable, collation_name"
+        " FROM information_schema.columns"
         " WHERE table_schema = current_schema() AND table_name = 'events'"
         " ORDER BY ordinal_position"
     ).fetchall()
@@ -321,11 +324,23 @@ def _check_events_table(conn: Any) -> None:
 
 def integrity_problems(conn: Any) -> list[str]:
     """What protects the log and is missing, disabled or changed (the triggers, the
-    function they run, the unique key)."""
+    function they run, the unique key, the CHECKs), and what could change or drop an
+    append unseen (a trigger or rule of someone else's on a journal table)."""
     unprotected = ": the log is not protected against UPDATE and DELETE"
     schema = conn.execute("SELECT current_schema()").fetchone()[0]
     found = {row[0]: row[1:] for row in conn.execute(_TRIGGERS_SQL).fetchall()}
-    problems = []
+    problems = [
+        f"trigger {name} on {row[0]} is not tierlog's: it may change or drop what is written"
+        for name, row in found.items()
+        if row[0] in _GUARDED and name not in TRIGGERS
+    ]
+    problems += [
+        f"rule {name} on {table} is not tierlog's: it may change or drop what is written"
+        for name, table in conn.execute(
+            "SELECT rulename, tablename FROM pg_rules WHERE schemaname = current_schema()"
+        ).fetchall()
+        if table in _GUARDED
+    ]
     for name, (table, tgtype) in TRIGGERS.items():
         if name not in found:
             problems.append(f"trigger {name} is missing{unprotected}")
@@ -346,20 +361,14 @@ def integrity_problems(conn: Any) -> list[str]:
         (" ".join(_IMMUTABLE.split()), "plpgsql")
     ]:
         problems.append(f"function tierlog_immutable() was changed or is missing{unprotected}")
-    unique = conn.execute(
-        "SELECT count(*) FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid"
-        " JOIN pg_namespace n ON n.oid = t.relnamespace"
-        " WHERE n.nspname = current_schema() AND t.relname = 'events' AND c.contype = 'u'"
-    ).fetchone()[0]
-    if not unique:
-        problems.append("the UNIQUE (session_id, version) constraint on events is missing")
-    checks = conn.execute(
-        "SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c"
+    constraints = conn.execute(
+        "SELECT c.contype, pg_get_constraintdef(c.oid) FROM pg_constraint c"
         " JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace"
-        " WHERE n.nspname = current_schema() AND t.relname = 'events' AND c.contype = 'c'"
-        " ORDER BY 1"
+        " WHERE n.nspname = current_schema() AND t.relname = 'events' ORDER BY 2"
     ).fetchall()
-    if [row[0] for row in checks] != _CHECKS:
+    if ("u", "UNIQUE (session_id, version)") not in [tuple(row) for row in constraints]:
+        problems.append("the UNIQUE (session_id, version) constraint on events is missing")
+    if [definition for kind, definition in constraints if kind == "c"] != _CHECKS:
         problems.append(
             "the CHECK constraints on events (version >= 1, payload is JSON) were changed"
             " or are missing: rows no reader expects may be stored"

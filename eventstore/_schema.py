@@ -141,18 +141,40 @@ TRIGGERS = {"events_no_update": TABLES[1], "events_no_delete": TABLES[2]}
 _UNPROTECTED = ": the log is not protected against UPDATE and DELETE"
 
 
-def trigger_problems(conn: sqlite3.Connection) -> list[str]:
-    """Which of the triggers that keep ``events`` append-only is missing or changed."""
-    found = dict(
-        conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'").fetchall()
-    )
+def schema_problems(conn: sqlite3.Connection) -> list[str]:
+    """What in the schema around ``events`` is not tierlog's: an append-only trigger
+    missing or changed, a trigger of someone else's on ``events`` (it could change or
+    drop what is appended), an audit view whose SQL was changed (``audit``, ``report``
+    and SQL audits read them). A view a journal lacks is added by the next writer."""
     problems = []
-    for name, sql in TRIGGERS.items():
-        if name not in found:
+    triggers = {
+        name: (table, sql)
+        for name, table, sql in conn.execute(
+            "SELECT name, tbl_name, sql FROM sqlite_schema WHERE type = 'trigger'"
+        ).fetchall()
+    }
+    for name, expected in TRIGGERS.items():
+        if name not in triggers:
             problems.append(f"trigger {name} is missing{_UNPROTECTED}")
-        elif not isinstance(found[name], str) or found[name].split() != sql.split():
+        elif not _same(triggers[name][1], expected):
             problems.append(f"trigger {name} was changed (it is not tierlog's){_UNPROTECTED}")
+    problems += [
+        f"trigger {name} on events is not tierlog's: it may change or drop what is appended"
+        for name, (table, _) in triggers.items()
+        if name not in TRIGGERS and isinstance(table, str) and table.lower() == "events"
+    ]
+    views = dict(conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'view'"))
+    problems += [
+        f"view {name} was changed (it is not tierlog's): audits that read it are misled"
+        for name, sql in VIEWS.items()
+        if name in views and not _same(views[name], f'CREATE VIEW "{name}" AS {sql}')
+    ]
     return problems
+
+
+def _same(stored: object, sql: str) -> bool:
+    """Whether ``stored`` (a ``sqlite_schema.sql``) is ``sql``, whitespace aside."""
+    return isinstance(stored, str) and stored.split() == sql.split()
 
 
 def _check_events_table(conn: sqlite3.Connection) -> None:
@@ -162,7 +184,7 @@ def _check_events_table(conn: sqlite3.Connection) -> None:
     stored ``CREATE TABLE`` is the one tierlog ran (every release so far)."""
     row = conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'")
     found = row.fetchone()
-    if found is None or not isinstance(found[0], str) or found[0].split() != TABLES[0].split():
+    if found is None or not _same(found[0], TABLES[0]):
         raise IntegrityError(
             "the events table is not the one tierlog creates: its schema was edited"
             " (edited by hand?)"

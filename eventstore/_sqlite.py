@@ -518,12 +518,12 @@ class SqliteRecorder(AuditQueries, AppendPath):
     def integrity_problems(self) -> list[str]:
         """What ``PRAGMA integrity_check`` reports (empty when the file is sound), the
         CHECK constraints included (a writing connection skips them only to insert),
-        and a missing or changed append-only trigger.
+        and what of the schema around ``events`` is not tierlog's (``schema_problems``).
 
         On a read-only connection SQLite's check skips the CHECK constraints; the one a
         read cannot see past, ``version >= 1`` (reads start at version 1), is checked
         by hand. A payload that is no JSON is the chain walk's finding."""
-        return self._integrity_check() + _schema.trigger_problems(self.conn)
+        return self._integrity_check() + _schema.schema_problems(self.conn)
 
     def _integrity_check(self) -> list[str]:
         if self.readonly:

@@ -233,8 +233,11 @@ def _verify(args: argparse.Namespace) -> int:
     except IntegrityError as exc:  # too damaged to open
         findings = [_corruption(exc)]
     if args.clean:  # orphans are notes: exit 0 unless something else is wrong
-        with Journal(args.db) as journal:
-            findings = [f for f in findings if f.check != "orphan"] + clean_spills(journal)
+        try:
+            with Journal(args.db) as journal:
+                findings = [f for f in findings if f.check != "orphan"] + clean_spills(journal)
+        except IntegrityError:  # a file no writer opens: its findings say why, nothing is cleaned
+            pass
     fatal = any(f.fatal for f in findings)
     if args.json:
         print(json.dumps([attrs.asdict(f) for f in findings], indent=2))

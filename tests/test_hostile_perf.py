@@ -191,6 +191,45 @@ class TestReadBounds:
 
 
 class TestTriggers:
+    def test_a_trigger_of_someone_elses_on_events_is_a_finding(
+        self, db_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A trigger that silently drops appends (RAISE(IGNORE)) is an integrity finding,
+        though every stored row links; one on another table, or an auditor's index or
+        view, is not."""
+        _journal(db_path)
+        conn = sqlite3.connect(db_path)
+        conn.executescript(
+            "CREATE TABLE notes (x); CREATE TRIGGER notes_log AFTER INSERT ON notes BEGIN"
+            " SELECT 1; END; CREATE INDEX by_type ON events (type);"
+            " CREATE VIEW my_turns AS SELECT * FROM turns;"
+        )
+        conn.close()
+        assert main(["verify", str(db_path)]) == 0
+        capsys.readouterr()
+        conn = sqlite3.connect(db_path)
+        conn.executescript(
+            "CREATE TRIGGER swallow BEFORE INSERT ON events WHEN NEW.version > 21"
+            " BEGIN SELECT RAISE(IGNORE); END"
+        )
+        conn.close()
+        assert main(["verify", str(db_path)]) == 1
+        assert "trigger swallow on events is not tierlog's" in capsys.readouterr().out
+
+    def test_a_changed_audit_view_is_a_finding(
+        self, db_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """An audit view replaced to hide rows misleads ``audit``; verify says so."""
+        _journal(db_path)
+        conn = sqlite3.connect(db_path)
+        conn.executescript(
+            "DROP VIEW compaction_refusals; CREATE VIEW compaction_refusals AS"
+            " SELECT * FROM events WHERE 0"
+        )
+        conn.close()
+        assert main(["verify", str(db_path)]) == 1
+        assert "view compaction_refusals was changed" in capsys.readouterr().out
+
     @pytest.mark.parametrize(
         ("sql", "problem"),
         [
@@ -248,6 +287,8 @@ class TestMistypedValues:
         for command in (["state", str(db_path), SID], ["log", str(db_path), SID]):
             assert main(command) == 2
             assert "schema was edited" in capsys.readouterr().err
+        assert main(["verify", "--clean", str(db_path)]) == 1  # nothing to clean, still found
+        assert "schema was edited" in capsys.readouterr().out
 
     @pytest.mark.parametrize(
         ("field", "value", "problem"),

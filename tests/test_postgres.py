@@ -209,6 +209,51 @@ class TestImmutability:
         assert main(["verify", pg.location]) == 1
         assert "columns were changed" in capsys.readouterr().out
 
+    @pytest.mark.parametrize(
+        ("sql", "problem"),
+        [
+            (
+                "CREATE FUNCTION swallow() RETURNS trigger LANGUAGE plpgsql AS"
+                " $$BEGIN RETURN NULL; END$$; CREATE TRIGGER swallow BEFORE INSERT ON events"
+                " FOR EACH ROW EXECUTE FUNCTION swallow()",
+                "trigger swallow on events is not tierlog's",
+            ),
+            (
+                "CREATE RULE quiet AS ON INSERT TO events DO INSTEAD NOTHING",
+                "rule quiet on events is not tierlog's",
+            ),
+            (
+                "ALTER TABLE events DROP CONSTRAINT events_session_id_version_key;"
+                " ALTER TABLE events ADD UNIQUE (seq, hash)",
+                "UNIQUE (session_id, version) constraint on events is missing",
+            ),
+        ],
+    )
+    def test_what_could_change_or_drop_appends_is_an_integrity_problem(
+        self, pg: PostgresTarget, sql: str, problem: str
+    ) -> None:
+        """Someone else's trigger or rule on events, or the UNIQUE swapped for a decoy,
+        is reported although every stored row still links."""
+        with eventstore.open(pg.location) as journal:
+            new_session(journal)
+        with _connect(pg.location) as conn:
+            conn.execute(sql.encode())
+        with eventstore.open(pg.location, readonly=True) as journal:
+            found = [f.problem for f in verify(journal)]
+        assert any(problem in p for p in found), found
+
+    def test_a_session_id_collation_changed_is_refused(self, pg: PostgresTarget) -> None:
+        """session_id compared case-blind would make two sessions one: refused at open."""
+        with eventstore.open(pg.location) as journal:
+            new_session(journal)
+        with _connect(pg.location) as conn:
+            views = [v for (v,) in conn.execute("SELECT viewname FROM pg_views"
+                     " WHERE schemaname = current_schema()").fetchall()]  # fmt: skip
+            conn.execute(("DROP VIEW " + ", ".join(views)).encode())
+            conn.execute(b'ALTER TABLE events ALTER COLUMN session_id TYPE text COLLATE "POSIX"')
+        with pytest.raises(eventstore.IntegrityError, match="columns were changed"):
+            eventstore.open(pg.location)
+
     def test_a_disabled_trigger_is_an_integrity_problem(self, pg: PostgresTarget) -> None:
         """verify reports a disabled immutability trigger (the log is unprotected)."""
         from eventstore._audit import verify
