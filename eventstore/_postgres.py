@@ -42,6 +42,7 @@ from eventstore._recorder import (
     seconds,
 )
 from eventstore._sqlite import utc_now
+from eventstore._views import audit_queries
 from reducers import InvalidEvent, JournalError
 
 SCHEMES = ("postgresql://", "postgres://")
@@ -78,16 +79,7 @@ SELECT session_id,
 FROM events GROUP BY session_id ORDER BY session_id
 """
 
-_AUDIT_SQL = (
-    "SELECT version, node_id, action, rules, violations FROM compaction_refusals"
-    " WHERE session_id = %s ORDER BY version",
-    "SELECT version, marker_id, node_id, rules, violations FROM marker_refusals"
-    " WHERE session_id = %s ORDER BY version",
-    "SELECT version, marker_id, rule, reason FROM marker_invalidations"
-    " WHERE session_id = %s ORDER BY version",
-    "SELECT version, marker_id, checkpoint_at, reason FROM resumes"
-    " WHERE session_id = %s AND source = 'raw_checkpoint' ORDER BY version",
-)
+_AUDIT_SQL = audit_queries(_pg_schema.VIEWS, "%s")
 
 _READ_ONLY_START = re.compile(r"\s*(\(\s*)*(select|with|values|table|explain)\b", re.I)
 

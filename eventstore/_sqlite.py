@@ -32,6 +32,7 @@ from eventstore._recorder import (
     seconds,
 )
 from eventstore._sqlite_guard import QueryGuard, is_corruption
+from eventstore._views import audit_queries
 from reducers import InvalidEvent, JournalError
 
 SYNCHRONOUS = ("full", "normal")
@@ -69,16 +70,7 @@ SELECT session_id,
 FROM events GROUP BY session_id ORDER BY session_id
 """
 
-_AUDIT_SQL = (
-    "SELECT version, node_id, action, rules, violations FROM compaction_refusals"
-    " WHERE session_id = ? ORDER BY version",
-    "SELECT version, marker_id, node_id, rules, violations FROM marker_refusals"
-    " WHERE session_id = ? ORDER BY version",
-    "SELECT version, marker_id, rule, reason FROM marker_invalidations"
-    " WHERE session_id = ? ORDER BY version",
-    "SELECT version, marker_id, checkpoint_at, reason FROM resumes"
-    " WHERE session_id = ? AND source = 'raw_checkpoint' ORDER BY version",
-)
+_AUDIT_SQL = audit_queries(_schema.VIEWS, "?")
 
 
 PAGE = 512  # versions a read fetches with one statement

@@ -87,3 +87,25 @@ def render(
         shown = ", ".join(f"{expr} AS {column}" for column, expr in columns.items())
         out[name] = f"SELECT {COMMON}, {shown} FROM events WHERE type = '{view.type_name}'"
     return out
+
+
+def audit_queries(views: Mapping[str, str], param: str) -> tuple[str, str, str, str]:
+    """``AuditQueries.AUDIT_SQL`` for a schema whose views' SQL is ``views`` and whose
+    parameter marker is ``param``: each query reads tierlog's own SQL of its view as a
+    subquery, never the view stored in the database, so an audit is not misled by a
+    view someone replaced (``verify`` reports one on SQLite)."""
+
+    def rows(columns: str, view: str, where: str = "") -> str:
+        return (
+            f"SELECT {columns} FROM ({views[view]}) AS {view}"
+            f" WHERE session_id = {param}{where} ORDER BY version"
+        )
+
+    return (
+        rows("version, node_id, action, rules, violations", "compaction_refusals"),
+        rows("version, marker_id, node_id, rules, violations", "marker_refusals"),
+        rows("version, marker_id, rule, reason", "marker_invalidations"),
+        rows(
+            "version, marker_id, checkpoint_at, reason", "resumes", " AND source = 'raw_checkpoint'"
+        ),
+    )

@@ -317,6 +317,17 @@ class TestAudit:
         ]
 
     @on_both
+    def test_a_replaced_view_hides_nothing(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str, target: Target
+    ) -> None:
+        """audit reads tierlog's own SQL, not the stored views: a view replaced to show
+        no rows does not hide the refusals."""
+        target.tamper("DROP VIEW compaction_refusals")
+        target.tamper("CREATE VIEW compaction_refusals AS SELECT * FROM events WHERE 1 = 0")
+        code, out, _ = run(capsys, "audit", str(demo_db), "--json")
+        assert (code, json.loads(out)["totals"]["compaction_refusals"]) == (1, 2)
+
+    @on_both
     def test_clean_session_has_none(self, capsys: pytest.CaptureFixture[str], long_db: str) -> None:
         """A session with truncations but nothing refused or evicted audits clean."""
         code, out, _ = run(capsys, "audit", str(long_db))
