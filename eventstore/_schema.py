@@ -122,6 +122,18 @@ def check(conn: sqlite3.Connection) -> None:
 
 
 def _is_journal(conn: sqlite3.Connection) -> bool:
+    """Whether ``conn`` holds a journal (``False``: an empty file), read in one snapshot:
+    a file another process is creating is seen before or after, never half made."""
+    if conn.in_transaction:
+        return _looks_like_journal(conn)
+    conn.execute("BEGIN")
+    try:
+        return _looks_like_journal(conn)
+    finally:
+        conn.execute("COMMIT")
+
+
+def _looks_like_journal(conn: sqlite3.Connection) -> bool:
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
     if app_id == APPLICATION_ID:
         user_version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -133,8 +145,22 @@ def _is_journal(conn: sqlite3.Connection) -> bool:
         _check_events_table(conn)
         return True
     if app_id != 0 or conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]:
+        if app_id == 0 and _same(_events_sql(conn), TABLES[0]):
+            raise JournalError(
+                "not marked as a tierlog journal, though it holds tierlog's events table"
+                " (a restore from `.dump` leaves out the marks): if it is one, set"
+                f" PRAGMA application_id = {APPLICATION_ID} and PRAGMA user_version ="
+                f" {SCHEMA_VERSION} on it"
+            )
         raise JournalError("not a tierlog journal (a SQLite database of something else)")
     return False
+
+
+def _events_sql(conn: sqlite3.Connection) -> object:
+    found = conn.execute(
+        "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'"
+    ).fetchone()
+    return None if found is None else found[0]
 
 
 TRIGGERS = {"events_no_update": TABLES[1], "events_no_delete": TABLES[2]}
@@ -182,9 +208,7 @@ def _check_events_table(conn: sqlite3.Connection) -> None:
     edited in place (``PRAGMA writable_schema``: STRICT, NOT NULL, a CHECK or the UNIQUE
     taken off) lets a column hold values no reader expects. Whitespace aside, the
     stored ``CREATE TABLE`` is the one tierlog ran (every release so far)."""
-    row = conn.execute("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'")
-    found = row.fetchone()
-    if found is None or not _same(found[0], TABLES[0]):
+    if not _same(_events_sql(conn), TABLES[0]):
         raise IntegrityError(
             "the events table is not the one tierlog creates: its schema was edited"
             " (edited by hand?)"

@@ -47,3 +47,31 @@ class TestTwoProcesses:
         calls = rows(db, "SELECT count(DISTINCT payload ->> '$.call_id') FROM events")
         assert calls == [(2 * per_writer,)]
         assert check_chain(SqliteRecorder(db), "s") is None
+
+
+@pytest.mark.slow
+class TestCreation:
+    @pytest.mark.parametrize("trial", range(3))
+    def test_a_journal_being_created_is_never_something_else(
+        self, tmp_path: Path, trial: int
+    ) -> None:
+        """Six processes open one new file at once, half of them read-only: a reader
+        that comes too early sees no journal, never "a SQLite database of something
+        else" (its marks and tables are read in one snapshot); no writer fails."""
+        db = tmp_path / f"new-{trial}.db"
+        openers = [_spawn("opens", str(db), "ro" if k % 2 else "rw", "0.4") for k in range(6)]
+        for opener in openers:
+            assert opener.stdout is not None
+            assert opener.stdout.readline().strip() == "ready"
+        Path(f"{db}.go").touch()
+        said = [(k % 2, opener.communicate(timeout=60)) for k, opener in enumerate(openers)]
+        for readonly, (out, err) in said:
+            assert err == ""
+            errors = out.splitlines()
+            if readonly:
+                assert set(errors) <= {
+                    f"JournalError: no journal at {db}",
+                    "JournalError: not a tierlog journal (an empty or foreign SQLite database)",
+                }
+            else:
+                assert errors == []

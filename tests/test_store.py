@@ -79,6 +79,24 @@ class TestSchema:
             eventstore.open(path)
         assert rows(path, "SELECT name FROM sqlite_schema") == [("t",)]
 
+    def test_a_dump_restore_is_told_how_to_mark_it(self, db_path: Path, tmp_path: Path) -> None:
+        """A journal restored from ``.dump`` (its tables, without the file's marks) is
+        refused untouched, with the two pragmas that make it a journal again; set,
+        it opens and verifies."""
+        with eventstore.open(db_path) as journal:
+            fill(new_session(journal), 3)
+        source = sqlite3.connect(db_path)
+        restored = sqlite3.connect(tmp_path / "restored.db")
+        restored.executescript("\n".join(source.iterdump()))
+        source.close()
+        with pytest.raises(eventstore.JournalError, match="application_id = 1953064306") as err:
+            eventstore.open(tmp_path / "restored.db")
+        assert "user_version = 1" in str(err.value)
+        restored.executescript("PRAGMA application_id = 1953064306; PRAGMA user_version = 1;")
+        restored.close()
+        with eventstore.open(tmp_path / "restored.db", readonly=True) as journal:
+            assert verify(journal) == []
+
     def test_newer_schema_is_refused(self, db_path: Path) -> None:
         """A journal written by a newer tierlog asks for an upgrade instead of guessing."""
         eventstore.open(db_path).close()

@@ -89,9 +89,30 @@ def fsize(db: str, session_id: str, limit: int) -> None:
             print(f"{type(exc).__name__}: {exc}")
 
 
+def opens(db: str, readonly: bool, seconds: float) -> None:
+    """Open ``db`` (created by whoever is first) again and again once ``<db>.go``
+    exists; print each distinct error once."""
+    go = Path(f"{db}.go")
+    print("ready", flush=True)
+    while not go.exists():
+        time.sleep(0.001)
+    seen: set[str] = set()
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        try:
+            eventstore.open(db, readonly=readonly).close()
+        except eventstore.JournalError as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            if message not in seen:
+                seen.add(message)
+                print(message, flush=True)
+
+
 if __name__ == "__main__":
     mode, args = sys.argv[1], sys.argv[2:]
-    if mode == "contend":
+    if mode == "opens":
+        opens(args[0], args[1] == "ro", float(args[2]))
+    elif mode == "contend":
         contend(args[0], args[1], args[2], int(args[3]))
     elif mode == "refusals":
         refusals(args[0], args[1])
