@@ -190,6 +190,15 @@ class TestReadBounds:
         assert (code, ("integrity", None) in found) == (1, True)
 
 
+def _script(db: Path, sql: str) -> None:
+    """Run ``sql`` on the journal file with a plain connection (DDL, as a user might)."""
+    conn = sqlite3.connect(db)
+    try:
+        conn.executescript(sql)
+    finally:
+        conn.close()
+
+
 class TestTriggers:
     def test_a_trigger_of_someone_elses_on_events_is_a_finding(
         self, db_path: Path, capsys: pytest.CaptureFixture[str]
@@ -198,21 +207,19 @@ class TestTriggers:
         though every stored row links; one on another table, or an auditor's index or
         view, is not."""
         _journal(db_path)
-        conn = sqlite3.connect(db_path)
-        conn.executescript(
+        _script(
+            db_path,
             "CREATE TABLE notes (x); CREATE TRIGGER notes_log AFTER INSERT ON notes BEGIN"
             " SELECT 1; END; CREATE INDEX by_type ON events (type);"
-            " CREATE VIEW my_turns AS SELECT * FROM turns;"
+            " CREATE VIEW my_turns AS SELECT * FROM turns;",
         )
-        conn.close()
         assert main(["verify", str(db_path)]) == 0
         capsys.readouterr()
-        conn = sqlite3.connect(db_path)
-        conn.executescript(
+        _script(
+            db_path,
             "CREATE TRIGGER swallow BEFORE INSERT ON events WHEN NEW.version > 21"
-            " BEGIN SELECT RAISE(IGNORE); END"
+            " BEGIN SELECT RAISE(IGNORE); END",
         )
-        conn.close()
         assert main(["verify", str(db_path)]) == 1
         assert "trigger swallow on events is not tierlog's" in capsys.readouterr().out
 
@@ -221,12 +228,11 @@ class TestTriggers:
     ) -> None:
         """An audit view replaced to hide rows misleads ``audit``; verify says so."""
         _journal(db_path)
-        conn = sqlite3.connect(db_path)
-        conn.executescript(
+        _script(
+            db_path,
             "DROP VIEW compaction_refusals; CREATE VIEW compaction_refusals AS"
-            " SELECT * FROM events WHERE 0"
+            " SELECT * FROM events WHERE 0",
         )
-        conn.close()
         assert main(["verify", str(db_path)]) == 1
         assert "view compaction_refusals was changed" in capsys.readouterr().out
 
@@ -247,9 +253,7 @@ class TestTriggers:
         """A journal whose append-only triggers are gone or defanged is an integrity
         finding (as on PostgreSQL), though every row still links."""
         _journal(db_path)
-        conn = sqlite3.connect(db_path)
-        conn.executescript(sql)
-        conn.close()
+        _script(db_path, sql)
         assert main(["verify", str(db_path)]) == 1
         out = capsys.readouterr().out
         assert f"{problem}: the log is not protected against UPDATE and DELETE" in out
