@@ -73,7 +73,7 @@ FROM events GROUP BY session_id ORDER BY session_id
 _AUDIT_SQL = audit_queries(_schema.VIEWS, "?")
 
 
-PAGE = 512  # versions a read fetches with one statement
+PAGE = 1024  # versions a read fetches with one statement
 MAX_VERSION = 2**63 - 1
 
 

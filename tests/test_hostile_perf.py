@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import eventstore
 from eventstore._chain import GENESIS, ChainWalk, chain_hash
 from eventstore._snapshots import CHUNK
+from eventstore._sqlite import PAGE
 from eventstore.cli import main
 from reducers import CallOpened, ConstraintStated, TurnAppended
 from tests.helpers import behind_its_back, fill, new_session
@@ -132,11 +133,11 @@ class TestStreamedReads:
 
     def test_an_undecodable_first_row_of_a_batch_still_fails(self, db_path: Path) -> None:
         """A bad row at the start of a later batch is an error, never an early end."""
-        _journal(db_path, turns=600)
-        _tamper(db_path, _not_utf8(513), rehash=False)
+        _journal(db_path, turns=PAGE + 100)
+        _tamper(db_path, _not_utf8(PAGE + 1), rehash=False)
         with eventstore.open(db_path, snapshot_every=0) as journal:
             seen = _until_error(r.version for r in journal.recorder.read(SID))
-        assert seen == list(range(1, 513))
+        assert seen == list(range(1, PAGE + 1))
 
     def test_gaps_in_the_versions_are_read_past_at_once(
         self, db_path: Path, capsys: pytest.CaptureFixture[str]

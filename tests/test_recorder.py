@@ -205,12 +205,12 @@ class RecorderContract(abc.ABC):
     def test_a_read_without_stop_ends_where_the_session_was(self, store: Recorder) -> None:
         """Rows appended while a read is under way are not read, and none is skipped:
         the read is every version up to the head it began at."""
-        store.append("s", _turns(300), expected_version=0)
+        store.append("s", _turns(3_000), expected_version=0)  # pages of either backend
         rows, payloads = store.read("s"), store.read_payloads("s")
         first, _ = next(rows), next(payloads)
-        store.append("s", _turns(700)[300:], expected_version=300)
-        assert [first.version, *(row.version for row in rows)] == list(range(1, 301))
-        assert len([_, *payloads]) == 300
+        store.append("s", _turns(3_400)[3_000:], expected_version=3_000)
+        assert [first.version, *(row.version for row in rows)] == list(range(1, 3_001))
+        assert len([_, *payloads]) == 3_000
 
     @pytest.mark.parametrize(
         ("start", "stop"), [(-1, None), (1, 2**63), ("1", None), (True, None), (1, 1.5)]
