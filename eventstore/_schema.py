@@ -170,8 +170,9 @@ _UNPROTECTED = ": the log is not protected against UPDATE and DELETE"
 def schema_problems(conn: sqlite3.Connection) -> list[str]:
     """What in the schema around ``events`` is not tierlog's: an append-only trigger
     missing or changed, a trigger of someone else's on ``events`` (it could change or
-    drop what is appended), an audit view whose SQL was changed (``audit``, ``report``
-    and SQL audits read them). A view a journal lacks is added by the next writer."""
+    drop what is appended), an audit view whose SQL was changed (hand-written SQL
+    audits read them; ``audit`` and ``report`` run tierlog's own SQL of them). A view
+    a journal lacks is added by its next writer."""
     problems = []
     triggers = {
         name: (table, sql)
