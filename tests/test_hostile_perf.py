@@ -260,16 +260,15 @@ class TestTriggers:
         assert f"{problem}: the log is not protected against UPDATE and DELETE" in out
 
 
-def _unstrict(db: Path) -> None:
-    """Take STRICT off the events table (``writable_schema``): a column then holds any type."""
+def _unstrict(db: Path, *, strict: bool = False) -> None:
+    """Take STRICT off the events table (``writable_schema``): a column then holds any
+    type; ``strict`` puts it back (the stored text is tierlog's again, the rows stay)."""
     conn = sqlite3.connect(db)
     try:
         conn.execute("PRAGMA writable_schema = ON")
         (sql,) = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'events'").fetchone()
-        conn.execute(
-            "UPDATE sqlite_schema SET sql = ? WHERE name = 'events'",
-            (sql.replace(") STRICT", ")"),),
-        )
+        edited = sql.replace(") STRICT", ")") if not strict else sql.rstrip() + " STRICT"
+        conn.execute("UPDATE sqlite_schema SET sql = ? WHERE name = 'events'", (edited,))
         conn.commit()
     finally:
         conn.close()
@@ -294,6 +293,27 @@ class TestMistypedValues:
             assert "schema was edited" in capsys.readouterr().err
         assert main(["verify", "--clean", str(db_path)]) == 1  # nothing to clean, still found
         assert "schema was edited" in capsys.readouterr().out
+
+    @pytest.mark.parametrize(
+        ("value", "at"), [("'abc'", 21), ("X'00'", 21), ("20.5", 21), ("1e300", 21), ("'x9'", 9)]
+    )
+    def test_a_value_left_behind_a_restored_schema_is_found(
+        self, db_path: Path, capsys: pytest.CaptureFixture[str], value: str, at: int
+    ) -> None:
+        """A forger who takes STRICT off, writes a version of another type and puts the
+        schema text back passes the open check: verify still finds the row (SQLite's
+        type check and a chain finding at the version it should be), and reading the
+        session is an IntegrityError naming the stored head (exit 2)."""
+        _journal(db_path)
+        _unstrict(db_path)
+        sql = f"UPDATE events SET version = {value} WHERE version = {at}"
+        _tamper(db_path, lambda c: c.execute(sql), rehash=False)
+        _unstrict(db_path, strict=True)
+        code, found = _verify(capsys, db_path)
+        assert (code, ("chain", at) in found, ("integrity", None) in found) == (1, True, True)
+        for command in (["state", str(db_path), SID], ["log", str(db_path), SID]):
+            assert main(command) == 2
+            assert "not a version from 1 on" in capsys.readouterr().err
 
     @pytest.mark.parametrize(
         ("field", "value", "problem"),
