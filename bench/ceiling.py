@@ -34,9 +34,9 @@ from bench.run import (
     plain_events,
     rows_for,
 )
-from eventstore._chain import link_rows
-from eventstore._schema import TABLES
-from eventstore._sqlite import SqliteRecorder, utc_now
+from eventstore._sqlite._recorder import SqliteRecorder, utc_now
+from eventstore._sqlite._schema import TABLES
+from eventstore._store._chain import link_rows
 
 
 def per_commit(tmp: Path, n: int, reps: int) -> list[float]:

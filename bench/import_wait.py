@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 import eventstore  # noqa: E402
 import reducers as r  # noqa: E402
-from eventstore._import import Import, Imported  # noqa: E402
-from eventstore._transfer import export_lines  # noqa: E402
+from eventstore._ops._import import Import, Imported  # noqa: E402
+from eventstore._ops._transfer import export_lines  # noqa: E402
 from eventstore.cli import main as tierlog  # noqa: E402
 
 CONFIG = eventstore.SessionConfig(

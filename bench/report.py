@@ -33,11 +33,11 @@ sys.path.insert(0, str(ROOT))
 
 import eventstore  # noqa: E402
 import reducers as r  # noqa: E402
-from eventstore._demo import run_demo  # noqa: E402
-from eventstore._html import render  # noqa: E402
-from eventstore._report import collect  # noqa: E402
-from eventstore._timeline_build import build  # noqa: E402
+from eventstore._report._build import build  # noqa: E402
+from eventstore._report._collect import collect  # noqa: E402
+from eventstore._report._html import render  # noqa: E402
 from eventstore.cli import main  # noqa: E402
+from eventstore.cli._demo import run_demo  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [

@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 import eventstore  # noqa: E402
 import reducers as r  # noqa: E402
-from eventstore._audit import verify  # noqa: E402
-from eventstore._codec import to_payload  # noqa: E402
-from eventstore._schema import TABLES  # noqa: E402
+from eventstore._ops._audit import verify  # noqa: E402
+from eventstore._sqlite._schema import TABLES  # noqa: E402
+from eventstore._store._codec import to_payload  # noqa: E402
 
 CONFIG = eventstore.SessionConfig(
     window_tokens=200_000,
@@ -285,8 +285,8 @@ _MEMORY_PROBE = """
 import sys, tracemalloc
 sys.path.insert(0, {root!r})
 import reducers
-from eventstore._codec import from_payload
-from eventstore._sqlite import SqliteRecorder
+from eventstore._store._codec import from_payload
+from eventstore._sqlite._recorder import SqliteRecorder
 
 def peak_kb():  # VmHWM: this process's peak RSS (reset by exec, unlike ru_maxrss)
     for line in open("/proc/self/status"):

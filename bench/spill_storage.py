@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import eventstore  # noqa: E402
-from eventstore._audit import verify  # noqa: E402
+from eventstore._ops._audit import verify  # noqa: E402
 
 CONFIG = eventstore.SessionConfig(
     window_tokens=200_000,

@@ -8,11 +8,11 @@ Everything a user needs is importable from here::
 """
 
 from eventstore._errors import ConcurrencyError, IntegrityError
-from eventstore._ingest import IngestResult, ingest
 from eventstore._journal import Journal, open
-from eventstore._review import CompactionReview, ObligationReview
 from eventstore._session import Session
 from eventstore._values import Context, Turn
+from eventstore.claude_code._ingest import IngestResult, ingest
+from eventstore.claude_code._review import CompactionReview, ObligationReview
 from invariants import MarkerInvalid, UnrecoverableCompactionError
 from reducers import (
     CallOpened,

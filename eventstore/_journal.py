@@ -17,13 +17,13 @@ from types import TracebackType
 import attrs
 
 from eventstore._effects import SessionEffects, SpillStore
-from eventstore._pg_spills import TableSpills
-from eventstore._postgres import PostgresRecorder, is_url
-from eventstore._recorder import Recorder
+from eventstore._postgres._recorder import PostgresRecorder, is_url
+from eventstore._postgres._spills import TableSpills
 from eventstore._session import Session
-from eventstore._snapshots import SNAPSHOT_EVERY, Snapshots
-from eventstore._spills import FolderSpills
-from eventstore._sqlite import SYNCHRONOUS, SqliteRecorder, utc_now
+from eventstore._sqlite._recorder import SYNCHRONOUS, SqliteRecorder, utc_now
+from eventstore._store._recorder import Recorder
+from eventstore._store._snapshots import SNAPSHOT_EVERY, Snapshots
+from eventstore._store._spills import FolderSpills
 from invariants import validate
 from reducers import InvalidEvent, SessionConfig, SessionStarted, SessionState, fold
 

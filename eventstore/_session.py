@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 import attrs
 import structlog
 
-from eventstore._codec import from_rows
 from eventstore._commands import (
     AppendTurn,
     Checkpoint,
@@ -31,8 +30,9 @@ from eventstore._commands import (
 from eventstore._decide import Decision, decide
 from eventstore._effects import Effects
 from eventstore._errors import IntegrityError
-from eventstore._recorder import Recorder, expect_version
-from eventstore._snapshots import Snapshots
+from eventstore._store._codec import from_rows
+from eventstore._store._recorder import Recorder, expect_version
+from eventstore._store._snapshots import Snapshots
 from eventstore._values import Context, Turn
 from reducers import (
     CallOpened,

@@ -12,7 +12,7 @@ import attrs
 
 import eventstore
 from eventstore import Session, SessionConfig
-from eventstore._schema import TRIGGERS
+from eventstore._sqlite._schema import TRIGGERS
 
 TURNS = SessionConfig(
     window_tokens=10_000,

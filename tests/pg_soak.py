@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 
 import eventstore
-from eventstore._chain import check_chain
+from eventstore._store._chain import check_chain
 from tests.helpers import config
 
 ROOT = Path(__file__).resolve().parent.parent

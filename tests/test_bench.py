@@ -7,7 +7,7 @@ from pathlib import Path
 
 import eventstore
 from bench import ceiling
-from eventstore._audit import verify
+from eventstore._ops._audit import verify
 
 
 def test_the_bare_loop_writes_a_journal_that_verifies(tmp_path: Path) -> None:

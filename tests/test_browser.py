@@ -16,8 +16,8 @@ import pytest
 
 import eventstore
 import reducers as r
-from eventstore._demo import run_demo
-from eventstore._html import visible
+from eventstore._report._html import visible
+from eventstore.cli._demo import run_demo
 from tests import transcripts
 from tests.browser import Page, launch, needs_browser, report
 from tests.helpers import fill, new_session

@@ -12,8 +12,8 @@ import pytest
 
 import eventstore
 import reducers as r
-from eventstore._html import visible
-from eventstore._timeline_build import DETAIL_TURNS
+from eventstore._report._build import DETAIL_TURNS
+from eventstore._report._html import visible
 from eventstore.cli import main
 from tests.browser import Page, launch, needs_browser, report
 from tests.helpers import config, fill, new_session

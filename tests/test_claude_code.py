@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eventstore import InvalidEvent
-from eventstore import _claude_code as cc
+from eventstore.claude_code import _transcript as cc
 from tests import transcripts
 from tests.transcripts import Script
 

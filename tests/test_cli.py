@@ -629,7 +629,7 @@ class TestNoTraceback:
         def broken(*_: object) -> str:
             raise ZeroDivisionError("boom")
 
-        monkeypatch.setattr("eventstore._output.describe_state", broken)
+        monkeypatch.setattr("eventstore.cli._output.describe_state", broken)
         code, _, err = run(capsys, "state", str(demo_db), "incident-1-depth-change")
         assert (code, err.count("\n")) == (3, 1)
         assert "internal error: ZeroDivisionError: boom" in err
@@ -650,7 +650,7 @@ class TestNoTraceback:
         def interrupt(*_: object) -> None:
             raise KeyboardInterrupt
 
-        monkeypatch.setattr("eventstore._output.Progress.__call__", interrupt)
+        monkeypatch.setattr("eventstore.cli._output.Progress.__call__", interrupt)
         code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
         assert (code, err.strip()) == (2, "tierlog import: error: interrupted")
         assert not list(tmp_path.glob("*x.db*"))

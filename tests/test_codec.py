@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import reducers as r
-from eventstore._codec import (
+from eventstore._store._codec import (
     _FLAT,
     _UNSTRUCTURE,
     FAST_DECODERS,

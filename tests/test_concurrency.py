@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from eventstore._chain import check_chain
-from eventstore._sqlite import SqliteRecorder
+from eventstore._sqlite._recorder import SqliteRecorder
+from eventstore._store._chain import check_chain
 from tests.helpers import rows
 
 ROOT = Path(__file__).resolve().parent.parent

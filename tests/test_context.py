@@ -23,10 +23,10 @@ import invariants
 import reducers
 import reducers as r
 from eventstore import Session
-from eventstore._audit import verify
 from eventstore._commands import Record
 from eventstore._decide import context_for
-from eventstore._replay import divergences
+from eventstore._ops._audit import verify
+from eventstore._ops._replay import divergences
 from tests.helpers import config, fill, rows
 
 Raise = Callable[[Session], None]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import eventstore
-from eventstore._audit import verify
+from eventstore._ops._audit import verify
 from tests.helpers import config
 
 CALLS = st.sampled_from(["c0", "c1", "c2"])

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import eventstore
-from eventstore._audit import verify
-from eventstore._sqlite import SqliteRecorder
-from eventstore._transfer import export_lines
+from eventstore._ops._audit import verify
+from eventstore._ops._transfer import export_lines
+from eventstore._sqlite._recorder import SqliteRecorder
 from tests.helpers import fill, refuse, refusing_session, rows
 
 ROOT = Path(__file__).resolve().parent.parent

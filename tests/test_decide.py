@@ -18,8 +18,8 @@ import invariants
 import reducers as r
 from eventstore._commands import AppendTurn, Command, Record
 from eventstore._decide import decide
-from eventstore._replay import commands, decide_again, divergences
-from eventstore._transfer import export_lines, import_file
+from eventstore._ops._replay import commands, decide_again, divergences
+from eventstore._ops._transfer import export_lines, import_file
 from tests import strategies
 from tests.helpers import config, run_step
 

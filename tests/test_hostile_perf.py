@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import eventstore
-from eventstore._chain import GENESIS, ChainWalk, chain_hash
-from eventstore._snapshots import CHUNK
-from eventstore._sqlite import PAGE
+from eventstore._sqlite._recorder import PAGE
+from eventstore._store._chain import GENESIS, ChainWalk, chain_hash
+from eventstore._store._snapshots import CHUNK
 from eventstore.cli import main
 from reducers import CallOpened, ConstraintStated, TurnAppended
 from tests.helpers import behind_its_back, fill, new_session

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import eventstore
-from eventstore._html import render, script_json, visible
-from eventstore._report import collect
-from eventstore._report_assets import CONTROL_CLASS, CSS, SCRIPT
+from eventstore._report._assets import CONTROL_CLASS, CSS, SCRIPT
+from eventstore._report._collect import collect
+from eventstore._report._html import render, script_json, visible
 from tests import transcripts
 from tests.helpers import fill, new_session
 from tests.timelines import long_text_session
@@ -213,7 +213,7 @@ class TestCollect:
 
     def test_audit_is_the_audit_command_s(self, journal: eventstore.Journal) -> None:
         """Each session carries exactly what eventstore._audit.audit reports for it."""
-        from eventstore._audit import audit
+        from eventstore._ops._audit import audit
 
         s = new_session(journal)
         fill(s, 3)

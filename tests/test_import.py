@@ -12,10 +12,10 @@ import pytest
 
 import eventstore
 from bench.import_wait import build, measure
-from eventstore import _audit
-from eventstore._import import Import, Imported, created_journal
-from eventstore._sqlite import SqliteRecorder
-from eventstore._transfer import export_lines, import_file, read_sessions
+from eventstore._ops import _audit
+from eventstore._ops._import import Import, Imported, created_journal
+from eventstore._ops._transfer import export_lines, import_file, read_sessions
+from eventstore._sqlite._recorder import SqliteRecorder
 from reducers import Checkpointed, InvalidEvent, JournalError, SessionStarted
 from tests.helpers import config, fill, new_session, rows
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import eventstore
-from eventstore._incidents import (
+from eventstore.cli._incidents import (
     DroppedRejection,
     EvictedConstraint,
     dropped_rejection,

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 import eventstore
 import reducers
-from eventstore import _claude_code as cc
-from eventstore import _ingest
-from eventstore._audit import verify
-from eventstore._review import preamble
+from eventstore._ops._audit import verify
+from eventstore.claude_code import _ingest
+from eventstore.claude_code import _transcript as cc
+from eventstore.claude_code._review import preamble
 from eventstore.cli import main
 from tests import transcripts
 from tests.helpers import rows

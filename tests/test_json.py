@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import eventstore
 import reducers as r
-from eventstore._chain import chain_hash
-from eventstore._codec import SCHEMA_VERSION, converter, hash_bytes, to_payload
+from eventstore._store._chain import chain_hash
+from eventstore._store._codec import SCHEMA_VERSION, converter, hash_bytes, to_payload
 from reducers._json import FAST, canonical_bytes, canonical_json, fast_loads
 from tests import strategies
 

@@ -6,7 +6,7 @@ import attrs
 import pytest
 
 import reducers
-from eventstore._mention import carried_by, fact_evidenced, short_name
+from eventstore.claude_code._mention import carried_by, fact_evidenced, short_name
 from reducers import (
     CallOpened,
     ConstraintStated,

@@ -13,10 +13,10 @@ import pytest
 
 import eventstore
 import reducers as r
-from eventstore._audit import audit, verify
-from eventstore._incidents import dropped_rejection, evicted_constraint
-from eventstore._postgres import PostgresRecorder, redact
+from eventstore._ops._audit import audit, verify
+from eventstore._postgres._recorder import PostgresRecorder, redact
 from eventstore.cli import main
+from eventstore.cli._incidents import dropped_rejection, evicted_constraint
 from tests.helpers import fill, new_session
 from tests.targets import PostgresTarget
 
@@ -248,7 +248,7 @@ class TestImmutability:
 
     def test_a_disabled_trigger_is_an_integrity_problem(self, pg: PostgresTarget) -> None:
         """verify reports a disabled immutability trigger (the log is unprotected)."""
-        from eventstore._audit import verify
+        from eventstore._ops._audit import verify
 
         with eventstore.open(pg.location) as journal:
             new_session(journal)

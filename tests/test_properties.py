@@ -11,7 +11,7 @@ import eventstore
 import invariants
 import reducers as r
 from eventstore._decide import verified
-from eventstore._replay import divergences
+from eventstore._ops._replay import divergences
 from tests import strategies
 from tests.helpers import config, run_step
 

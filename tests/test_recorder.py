@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings
 
 import eventstore
 import reducers as r
-from eventstore._chain import GENESIS, check_chain
-from eventstore._codec import to_payload
-from eventstore._recorder import Recorder
-from eventstore._sqlite import SqliteRecorder, utc_now
+from eventstore._sqlite._recorder import SqliteRecorder, utc_now
+from eventstore._store._chain import GENESIS, check_chain
+from eventstore._store._codec import to_payload
+from eventstore._store._recorder import Recorder
 from tests import strategies
 
 TURN = r.TurnAppended(index=0, role="user", content="hello", tokens=3)
@@ -469,6 +469,6 @@ class TestPostgresRecorder(RecorderContract):
         self.url = pg_url
 
     def create_recorder(self, tmp_path: Path) -> Recorder:
-        from eventstore._postgres import PostgresRecorder
+        from eventstore._postgres._recorder import PostgresRecorder
 
         return PostgresRecorder(self.url)

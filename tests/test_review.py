@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import eventstore
-from eventstore._ingest import CONFIG
-from eventstore._review import (
+from eventstore.claude_code._ingest import CONFIG
+from eventstore.claude_code._review import (
     BoundaryNote,
     boundary_note,
     is_ingested,

@@ -277,7 +277,7 @@ class TestSnapshots:
         self, target: Target, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """With tiny chunks, many incremental snapshots still reopen to the replayed state."""
-        monkeypatch.setattr("eventstore._snapshots.CHUNK", 3)
+        monkeypatch.setattr("eventstore._store._snapshots.CHUNK", 3)
         with target.open(snapshot_every=4) as journal:
             s = new_session(journal, "snap")
             for i in range(40):
@@ -387,7 +387,7 @@ class TestWithdrawals:
         self, db_path: Path, s: Session, journal: eventstore.Journal
     ) -> None:
         """A session with withdrawals verifies, and imports to the same sha256."""
-        from eventstore import _audit, _transfer
+        from eventstore._ops import _audit, _transfer
 
         s.retract_turn(9)
         s.clear_context()
@@ -405,7 +405,7 @@ class TestWithdrawalsAndMarkers:
         self, s: Session, journal: eventstore.Journal
     ) -> None:
         """A marker relying on a resident turn for a constraint is invalidated by its retraction."""
-        from eventstore import _audit
+        from eventstore._ops import _audit
 
         node = _compact(s)
         s.append_turn("user", "never modify /etc", 4)
@@ -423,7 +423,7 @@ class TestWithdrawalsAndMarkers:
         self, s: Session, journal: eventstore.Journal
     ) -> None:
         """After a clear no live summary frames the session: its markers fail M3."""
-        from eventstore import _audit
+        from eventstore._ops import _audit
 
         node = _compact(s)
         marker = s.emit_marker(node.node_id)
@@ -439,7 +439,7 @@ class TestMarkerGate:
         self, db_path: Path, s: Session, journal: eventstore.Journal
     ) -> None:
         """With require_marker an uncarried open call is refused as M1, recorded, re-derived."""
-        from eventstore import _audit
+        from eventstore._ops import _audit
 
         s.open_call("c1", "tool_call", "grep")
         s.append_turn("tool", "later", 1)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import eventstore
-from eventstore._ship import ship
+from eventstore._ops._ship import ship
 from eventstore.cli import main
 from tests.helpers import fill, new_session
 from tests.targets import SqliteTarget, Target, on_both
@@ -226,7 +226,7 @@ class TestShipRace:
     ) -> None:
         """When another ship commits the same rows first, the slower one finds them in
         the destination and reports success (exit 0), not "not shipped"."""
-        from eventstore import _ship
+        from eventstore._ops import _ship
 
         real = _ship._ship_chunk
         raced: list[str] = []

@@ -14,8 +14,8 @@ from hypothesis import given
 
 import eventstore
 import reducers as r
-from eventstore._audit import verify
-from eventstore._snapshots import chunk_rows, decode, encode
+from eventstore._ops._audit import verify
+from eventstore._store._snapshots import chunk_rows, decode, encode
 from eventstore.cli import main
 from tests import strategies
 from tests.helpers import config, fill, new_session, rows, run_step

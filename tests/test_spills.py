@@ -14,9 +14,9 @@ import pytest
 
 import eventstore
 import reducers
-from eventstore._audit import clean_spills, orphan_spills, verify
-from eventstore._sqlite import SqliteRecorder
-from eventstore._transfer import export_lines, import_file
+from eventstore._ops._audit import clean_spills, orphan_spills, verify
+from eventstore._ops._transfer import export_lines, import_file
+from eventstore._sqlite._recorder import SqliteRecorder
 from tests.helpers import config, fill, refuse, refusing_session, rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -275,7 +275,7 @@ class TestCheckedReads:
 
 def _insert_raw(store: SqliteRecorder, row: tuple[str, int, str, int, str, str]) -> None:
     """Append a row with a correct chain link, bypassing every check (a forger's write)."""
-    from eventstore._chain import chain_hash
+    from eventstore._store._chain import chain_hash
 
     sid, version, type_name, schema, payload, at = row
     prev = store.head(sid)[1]

@@ -12,9 +12,9 @@ import pytest
 
 import eventstore
 import reducers as r
-from eventstore._audit import verify
-from eventstore._chain import check_chain
-from eventstore._sqlite import SqliteRecorder
+from eventstore._ops._audit import verify
+from eventstore._sqlite._recorder import SqliteRecorder
+from eventstore._store._chain import check_chain
 from tests.helpers import fill, new_session, rows
 
 TURN = r.TurnAppended(index=0, role="user", content="hello", tokens=3)
@@ -253,14 +253,14 @@ class TestBadInput:
         self, type_name: str, payload: object, message: str
     ) -> None:
         """Unknown fields, wrong types and missing fields name the field in the error."""
-        from eventstore._codec import from_payload
+        from eventstore._store._codec import from_payload
 
         with pytest.raises(eventstore.InvalidEvent, match=message):
             from_payload(type_name, json.dumps(payload))
 
     def test_unknown_event_type_is_invalid_event(self) -> None:
         """An unknown tag is our error, not a bare KeyError."""
-        from eventstore._codec import from_payload
+        from eventstore._store._codec import from_payload
 
         with pytest.raises(eventstore.InvalidEvent, match="unknown event type"):
             from_payload("TurnDeleted", "{}")

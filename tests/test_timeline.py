@@ -14,9 +14,7 @@ from hypothesis import given
 
 import eventstore
 import reducers as r
-from eventstore._demo import run_demo
-from eventstore._timeline import Timeline, View, view_at
-from eventstore._timeline_build import (
+from eventstore._report._build import (
     DETAIL_TURNS,
     MAX_PINS,
     NAME,
@@ -24,7 +22,9 @@ from eventstore._timeline_build import (
     TEXT,
     build,
 )
-from eventstore._timeline_spans import first_covered
+from eventstore._report._spans import first_covered
+from eventstore._report._timeline import Timeline, View, view_at
+from eventstore.cli._demo import run_demo
 from tests import strategies
 from tests.helpers import config, fill, new_session, run_step
 from tests.timelines import LONG, LONG_KEY, expected, long_text_session, withdrawal_session

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from eventstore._transfer import read_sessions
+from eventstore._ops._transfer import read_sessions
 from reducers import Checkpointed, InvalidEvent, TurnAppended
 
 CHECKPOINT = '{"session_id": "s", "version": 1, "type": "Checkpointed", "payload": {"at": 0}}'

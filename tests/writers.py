@@ -14,8 +14,8 @@ import attrs
 import eventstore
 import reducers as r
 from eventstore import ConcurrencyError
-from eventstore._sqlite import SqliteRecorder
-from eventstore._transfer import import_file
+from eventstore._ops._transfer import import_file
+from eventstore._sqlite._recorder import SqliteRecorder
 from tests.helpers import config, fill, refuse, refusing_session
 
 

@@ -1,0 +1,211 @@
+"""``verify`` and ``audit``: what a debugger and an auditor ask of a journal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import attrs
+
+from eventstore._journal import Journal
+from eventstore._ops._replay import divergences
+from eventstore._store._chain import ChainWalk
+from eventstore._store._recorder import (
+    CompactionRefusalRow,
+    FallbackRow,
+    InvalidationRow,
+    MarkerRefusalRow,
+)
+from eventstore.claude_code._review import CompactionReview, review_session
+from invariants import carries_call
+from reducers import Node, SessionState, in_spans
+
+
+@attrs.frozen(kw_only=True)
+class Finding:
+    """One problem ``verify`` found; ``version`` is None for file-wide problems."""
+
+    check: str
+    session_id: str | None
+    version: int | None
+    problem: str
+    fatal: bool = True  # False for notes that leave the journal sound (orphan spill files)
+
+    def __str__(self) -> str:
+        where = f"{self.session_id} v{self.version}" if self.session_id else "database"
+        return f"{self.check:<9} {where}: {self.problem}"
+
+
+Progress = Callable[[str], None]
+
+
+def verify(
+    journal: Journal, session_ids: list[str] | None = None, progress: Progress | None = None
+) -> list[Finding]:
+    """Integrity check, hash chains, spill files, snapshots, and every decision re-derived."""
+    found = [
+        Finding(check="integrity", session_id=None, version=None, problem=problem)
+        for problem in journal.recorder.integrity_problems()
+    ]
+    for session_id in session_ids or journal.sessions():
+        if progress:
+            progress(session_id)
+        found += list(_verify_session(journal, session_id))
+    if session_ids is None:
+        found += orphan_spills(journal)
+    return found
+
+
+def _verify_session(journal: Journal, session_id: str) -> Iterator[Finding]:
+    """One pass: walk the chain, and replay what it yields through the decisions."""
+    recorder = journal.recorder
+    walk = ChainWalk(session_id, recorder.read(session_id))
+    snap = journal.snapshots.check(session_id)
+    compare = (snap.version, snap.sha256) if snap and snap.problem is None else None
+    for d in divergences(session_id, walk, journal.effects(session_id), snapshot=compare):
+        yield Finding(check=d.check, session_id=session_id, version=d.version, problem=d.problem)
+    if walk.problem is not None:
+        p = walk.problem
+        yield Finding(check="chain", session_id=session_id, version=p.version, problem=p.problem)
+    if snap is not None and snap.problem is not None:
+        yield _snapshot_finding(journal, session_id, snap.version, snap.problem)
+
+
+def _snapshot_finding(journal: Journal, session_id: str, version: int, problem: str) -> Finding:
+    head = journal.recorder.head(session_id).version
+    if version > head:
+        problem = f"a snapshot at version {version} is ahead of the log: events are missing"
+    else:
+        problem = f"the snapshot at version {version} is not trusted: {problem}"
+    return Finding(
+        check="snapshot", session_id=session_id, version=min(version, head + 1), problem=problem
+    )
+
+
+def orphan_spills(journal: Journal) -> list[Finding]:
+    """Files in the spill root that no recorded spill uses: what a crash between writing
+    a spill and committing its event leaves. A note, not a fault (``fatal=False``)."""
+    return [
+        Finding(
+            check="orphan",
+            session_id=None,
+            version=None,
+            problem=f"{name} in {journal.spills.location} is used by no spill event"
+            f" ({journal.spills.orphan_hint})",
+            fatal=False,
+        )
+        for name in journal.spills.orphans(journal.recorder.spill_handles())
+    ]
+
+
+def clean_spills(journal: Journal) -> list[Finding]:
+    """Remove the orphan spill files, holding the write lock so that no writer is between
+    writing a spill and committing it; returns what was removed, as notes."""
+    with journal.recorder.transaction():
+        names = journal.spills.orphans(journal.recorder.spill_handles())
+        journal.spills.remove(names)
+    return [
+        Finding(
+            check="orphan",
+            session_id=None,
+            version=None,
+            problem=f"removed {name} from {journal.spills.location}",
+            fatal=False,
+        )
+        for name in names
+    ]
+
+
+@attrs.frozen(kw_only=True)
+class EvictedObligation:
+    """An obligation raised inside a truncated range, and the live nodes that carry it."""
+
+    kind: str
+    key: str
+    position: int
+    carried_by: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
+class SessionAudit:
+    """What an auditor looks at in one session."""
+
+    compaction_refusals: tuple[CompactionRefusalRow, ...]
+    marker_refusals: tuple[MarkerRefusalRow, ...]
+    marker_invalidations: tuple[InvalidationRow, ...]
+    raw_fallbacks: tuple[FallbackRow, ...]
+    evicted_obligations: tuple[EvictedObligation, ...]
+    # ingested transcripts: each compaction and what its summary evidences. Not a
+    # finding and not totalled: what it does not evidence is a marker refusal already.
+    compaction_reviews: tuple[CompactionReview, ...] = attrs.field(
+        default=(), metadata={"total": False}
+    )
+
+    @property
+    def findings(self) -> bool:
+        """Whether anything here needs a person: a refusal, an invalidation, a
+        fallback, or an evicted obligation no live node carries."""
+        recorded = (
+            self.compaction_refusals,
+            self.marker_refusals,
+            self.marker_invalidations,
+            self.raw_fallbacks,
+        )
+        return any(recorded) or any(not o.carried_by for o in self.evicted_obligations)
+
+
+SECTIONS = tuple(a.name for a in attrs.fields(SessionAudit) if a.metadata.get("total", True))
+
+
+@attrs.frozen(kw_only=True)
+class AuditReport:
+    """Per session, and in total per section."""
+
+    sessions: dict[str, SessionAudit]
+    totals: dict[str, int]
+
+    @property
+    def findings(self) -> bool:
+        """Whether any session has a finding."""
+        return any(s.findings for s in self.sessions.values())
+
+
+def audit(journal: Journal, session_ids: list[str] | None = None) -> AuditReport:
+    """Per session and in total: refusals, invalidations, raw fallbacks, evicted obligations."""
+    sessions = {sid: _audit_session(journal, sid) for sid in session_ids or journal.sessions()}
+    totals = {key: sum(len(getattr(s, key)) for s in sessions.values()) for key in SECTIONS}
+    return AuditReport(sessions=sessions, totals=totals)
+
+
+def _audit_session(journal: Journal, session_id: str) -> SessionAudit:
+    rows = journal.recorder.audit_rows(session_id)
+    return SessionAudit(
+        compaction_refusals=rows.compaction_refusals,
+        marker_refusals=rows.marker_refusals,
+        marker_invalidations=rows.marker_invalidations,
+        raw_fallbacks=rows.raw_fallbacks,
+        evicted_obligations=evicted_obligations(journal.session(session_id).state),
+        compaction_reviews=review_session(journal, session_id),
+    )
+
+
+def evicted_obligations(state: SessionState) -> tuple[EvictedObligation, ...]:
+    """Obligations raised inside a truncated range, and which live node (if any) carries them."""
+    live = state.live_nodes
+    rows: list[EvictedObligation] = []
+    for c in state.open_calls.values():
+        by = [n for n in live if carries_call(n, c.call_id)]
+        rows.append(_row("open_call", c.call_id, c.position, by))
+    for p in state.constraints.values():
+        rows.append(
+            _row("constraint", p.key, p.position, [n for n in live if p.key in n.constraints])
+        )
+    for d in state.dispositions.values():
+        by = [n for n in live if n.dispositions.get(d.key) == d.disposition]
+        rows.append(_row("negative_fact", d.key, d.position, by))
+    return tuple(r for r in rows if in_spans(state.truncated, r.position))
+
+
+def _row(kind: str, key: str, position: int, carriers: list[Node]) -> EvictedObligation:
+    return EvictedObligation(
+        kind=kind, key=key, position=position, carried_by=tuple(n.node_id for n in carriers)
+    )

@@ -1,0 +1,459 @@
+"""The PostgreSQL recorder: the same journal on a server, and every SQL string it runs.
+
+psycopg 3 is an optional extra (``pip install 'tierlog[postgres]'``), imported only
+when a ``postgresql://`` journal is opened. The connection runs in autocommit mode;
+``transaction()`` opens an explicit one (a savepoint when nested). Inside a write
+transaction, the first ``head`` of a session takes a transaction-level advisory
+lock on that session alone, so writers on different sessions commit in parallel
+and writers on one session queue behind each other: nobody sees "database is
+locked", and a stale expected version is a :class:`ConcurrencyError`.
+
+The connection and its round trips are ``_pg_wire.Wire``'s: a checked commit is two
+(``BEGIN``, lock, head; then ``INSERT``, ``COMMIT``).
+
+Reads page through the rows by version (no cursor stays open between pages), so a
+caller may query again while it iterates, as ``verify`` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from decimal import Decimal
+from typing import Any
+from urllib.parse import unquote
+
+from eventstore._errors import IntegrityError
+from eventstore._postgres import _schema as _pg_schema
+from eventstore._postgres._spills import SpillRow
+from eventstore._postgres._wire import Wire, first_line
+from eventstore._sqlite._recorder import utc_now
+from eventstore._store._chain import GENESIS, Recorded
+from eventstore._store._recorder import (
+    AppendPath,
+    AuditQueries,
+    Head,
+    QueryResult,
+    Recorder,
+    Row,
+    StoredSnapshot,
+    read_range,
+    seconds,
+)
+from eventstore._store._views import audit_queries
+from reducers import InvalidEvent, JournalError
+
+SCHEMES = ("postgresql://", "postgres://")
+PAGE = 2_000  # rows a read fetches at a time
+COPY_MIN = 64  # batches at least this long are written with COPY
+LOCK_TIMEOUT = 30.0  # seconds a writer waits for a session's lock (SQLite's busy timeout)
+
+_COLUMNS = "session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"
+_INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+_COPY = f"COPY events ({_COLUMNS}) FROM STDIN"
+_SELECT = f"seq, {_COLUMNS}"
+_HEAD = "SELECT version, hash FROM events WHERE session_id = %s ORDER BY version DESC LIMIT 1"
+_LOCK = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
+
+_SESSIONS_SQL = """
+WITH RECURSIVE ids AS (
+    SELECT min(session_id) AS id FROM events
+    UNION ALL
+    SELECT (SELECT min(session_id) FROM events WHERE session_id > ids.id) FROM ids
+    WHERE ids.id IS NOT NULL
+)
+SELECT id FROM ids WHERE id IS NOT NULL
+"""
+
+_SUMMARIES_SQL = f"""
+SELECT session_id,
+       count(*) AS events,
+       count(*) FILTER (WHERE type = 'TurnAppended') AS turns,
+       count(*) FILTER (WHERE type IN ('CompactionRefused', 'MarkerRefused')) AS refusals,
+       count(*) FILTER (WHERE type = 'MarkerInvalidated') AS invalidations,
+       count(*) FILTER (WHERE type = 'Resumed'
+                        AND {_pg_schema.PAYLOAD} ->> 'source' = 'raw_checkpoint')
+                        AS raw_fallbacks
+FROM events GROUP BY session_id ORDER BY session_id
+"""
+
+_AUDIT_SQL = audit_queries(_pg_schema.VIEWS, "%s")
+
+_READ_ONLY_START = re.compile(r"\s*(\(\s*)*(select|with|values|table|explain)\b", re.I)
+
+
+def is_url(location: object) -> bool:
+    """Whether ``location`` names a PostgreSQL journal rather than a file."""
+    return isinstance(location, str) and location.startswith(SCHEMES)
+
+
+_USERINFO_SECRET = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/@]*:)([^/]*)@", re.I)
+_QUERY_SECRET = re.compile(r"([?&](?:ssl)?password=)([^&#]*)", re.I)
+
+
+def redact(url: str) -> str:
+    """The URL without its secrets (the userinfo password, any ``password=`` or
+    ``sslpassword=`` parameter), for messages; never raises, even on a malformed URL."""
+    url = _USERINFO_SECRET.sub(r"\1***@", str(url), count=1)
+    return _QUERY_SECRET.sub(r"\1***", url)
+
+
+def _secrets(url: str) -> set[str]:
+    """The URL's secrets, as written and percent-decoded."""
+    found = [m.group(2) for m in _USERINFO_SECRET.finditer(url)]
+    found += [m.group(2) for m in _QUERY_SECRET.finditer(url)]
+    return {text for secret in found if secret for text in (secret, unquote(secret))}
+
+
+def scrub(message: str, url: str) -> str:
+    """``message`` (a driver's, which may quote the URL) with ``url``'s secrets hidden."""
+    message = message.replace(url, redact(url))
+    for secret in sorted(_secrets(url), key=len, reverse=True):
+        message = message.replace(secret, "***")
+    return message
+
+
+def _driver() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise JournalError(
+            "a PostgreSQL journal needs psycopg 3: pip install 'tierlog[postgres]'"
+        ) from None
+    return psycopg
+
+
+class PostgresRecorder(AuditQueries, AppendPath):
+    """Append-only, hash-chained events of many sessions in one PostgreSQL schema."""
+
+    SUMMARIES_SQL = _SUMMARIES_SQL
+    AUDIT_SQL = _AUDIT_SQL
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        readonly: bool = False,
+        clock: Callable[[], str] = utc_now,
+        synchronous: str = "full",
+        connect_timeout: int = 30,
+        lock_timeout: float | None = None,
+    ) -> None:
+        """``lock_timeout``: seconds a writer waits for a session's lock before a
+        ConcurrencyError; ``None``: the server's setting (the URL's ``options=-c
+        lock_timeout=...``, the role's, the database's), or :data:`LOCK_TIMEOUT`
+        where that is 0 (wait forever)."""
+        wait = None if lock_timeout is None else seconds(lock_timeout, "lock_timeout")
+        psycopg = _driver()
+        self._pg = psycopg
+        self.url = url
+        self.readonly = readonly
+        self._clock = clock
+        try:
+            self.conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
+        except (psycopg.Error, ValueError, TypeError) as exc:
+            problem = scrub(first_line(exc), url)
+            raise JournalError(f"cannot connect to {redact(url)}: {problem}") from None
+        self.wire = Wire(psycopg, self.conn, self.location)
+        try:
+            self._set_lock_timeout(wait)
+            if readonly:
+                self.conn.execute("SET default_transaction_read_only = on")
+                _pg_schema.check(self.conn)
+            else:
+                _pg_schema.install(self.conn)
+            if str(synchronous).lower() == "normal":  # lose the last commits on a server crash
+                self.conn.execute("SET synchronous_commit = off")
+        except psycopg.Error as exc:
+            self.conn.close()
+            problem = scrub(first_line(exc), url)
+            raise JournalError(f"cannot use {self.location}: {problem}") from None
+        except JournalError:
+            self.conn.close()
+            raise
+
+    def _set_lock_timeout(self, wait: float | None) -> None:
+        if wait is None:
+            if self.conn.execute("SHOW lock_timeout").fetchone()[0] != "0":
+                return  # configured on the server or in the URL
+            wait = LOCK_TIMEOUT
+        self.conn.execute(
+            "SELECT set_config('lock_timeout', %s, false)", (f"{max(1, round(wait * 1000))}ms",)
+        )
+
+    @property
+    def location(self) -> str:
+        """The URL, without its password."""
+        return redact(self.url)
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self.conn.close()
+
+    # -- writing -----------------------------------------------------------------------
+    def transaction(self) -> AbstractContextManager[None]:
+        """One transaction: commit on success, roll back on error; nested, a savepoint."""
+        return self.wire.transaction()
+
+    def head(self, session_id: str) -> Head:
+        """The session's last version and hash; inside a write transaction, first lock
+        the session against other writers until that transaction ends."""
+        wire = self.wire
+        lock = wire.depth and session_id not in wire.locked
+        statements = [(_LOCK, (_pg_schema.LOCK_SPACE, session_id))] if lock else []
+        row = wire.send(*statements, (_HEAD, (session_id,))).fetchone()
+        head = Head(row[0], row[1]) if row else Head(0, GENESIS)
+        if wire.depth:
+            wire.locked[session_id] = head
+        return head
+
+    def _joined(self) -> bool:
+        return bool(self.wire.depth)
+
+    def _held(self, session_id: str) -> Head | None:
+        held = self.wire.locked.get(session_id)  # head() took the advisory lock
+        return None if held is None else Head(*held)
+
+    def attached(self, source: Recorder) -> AbstractContextManager[None]:
+        """Nothing to attach: :meth:`copy_session` reads ``source`` row by row."""
+        return contextlib.nullcontext()
+
+    def copy_session(self, source: Recorder, session_id: str) -> None:
+        """Insert ``session_id``'s rows from ``source`` verbatim, in the caller's
+        transaction, which has checked under its lock (``head``) that the session is new;
+        ``import`` made them in a scratch journal, so the links are not checked again."""
+        if not self.wire.depth:
+            raise JournalError("copy_session joins the caller's transaction; open one")
+        self._write_rows(session_id, [row[1:] for row in source.read(session_id)])
+
+    def heads(self) -> dict[str, Head]:
+        """Every session's head, by session id in order."""
+        rows = self._run(
+            "SELECT DISTINCT ON (session_id) session_id, version, hash FROM events"
+            " ORDER BY session_id, version DESC"
+        ).fetchall()
+        return {r[0]: Head(r[1], r[2]) for r in rows}
+
+    def _write_rows(self, session_id: str, rows: Sequence[Row]) -> None:
+        if not rows:
+            return
+        locked = self.wire.locked
+        if session_id in locked:  # the head these rows make, unless they roll back
+
+            def forget() -> None:
+                locked.pop(session_id, None)
+
+            locked[session_id] = Head(rows[-1][1], rows[-1][7])
+            self.on_rollback(forget)
+        if len(rows) < COPY_MIN:
+            self.wire.defer(*[(_INSERT, row) for row in rows])
+        else:
+            self.wire.copy(_COPY, rows)
+
+    def _run(self, sql: str, params: Sequence[object] = ()) -> Any:
+        return self.wire.send((sql, params))
+
+    def _pages(
+        self, columns: str, session_id: str, start: int, stop: int | None
+    ) -> Iterator[tuple[Any, ...]]:
+        """Rows ``start..stop`` in version order (without ``stop``, up to the last
+        version stored when the read begins), ``PAGE`` at a time (version first)."""
+        if stop is None:
+            (stop,) = self._run(
+                "SELECT coalesce(max(version), 0) FROM events WHERE session_id = %s", (session_id,)
+            ).fetchone()
+        last = start - 1
+        sql = (
+            f"SELECT version, {columns} FROM events WHERE session_id = %s AND version > %s"
+            " AND version <= %s ORDER BY version LIMIT %s"
+        )
+        while True:
+            rows = self._run(sql, (session_id, last, stop, PAGE)).fetchall()
+            yield from rows
+            if len(rows) < PAGE:
+                return
+            last = rows[-1][0]
+
+    def read(
+        self, session_id: str, *, start: int = 1, stop: int | None = None
+    ) -> Iterator[Recorded]:
+        """Rows ``start..stop`` (inclusive) of a session in version order, streamed
+        (without ``stop``, up to the last version stored when the read begins)."""
+        pages = self._pages(_SELECT, session_id, *read_range(start, stop))
+        return (Recorded(*row[1:]) for row in pages)
+
+    def read_payloads(
+        self, session_id: str, *, start: int = 1, stop: int | None = None
+    ) -> Iterator[tuple[str, str]]:
+        """``(type, payload)`` of rows ``start..stop``: the replay hot path."""
+        pages = self._pages("type, payload", session_id, *read_range(start, stop))
+        return ((type_name, payload) for _, type_name, payload in pages)
+
+    def turn_payloads(self, session_id: str, first: int, last: int) -> Iterator[str]:
+        """The payloads of the turns stored at versions ``first..last``, in order."""
+        rows = self._run(
+            "SELECT payload FROM events WHERE session_id = %s AND version BETWEEN %s AND %s"
+            " AND type = 'TurnAppended' ORDER BY version",
+            (session_id, first, last),
+        ).fetchall()
+        return (payload for (payload,) in rows)
+
+    def sessions(self) -> list[str]:
+        """Every session id, sorted (a skip scan of the unique index)."""
+        return [r[0] for r in self._run(_SESSIONS_SQL).fetchall()]
+
+    def _dicts(self, sql: str, params: tuple[object, ...] = ()) -> list[dict[str, Any]]:
+        cursor = self._run(sql, params)
+        names = [c.name for c in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    # -- snapshots ---------------------------------------------------------------------
+    def save_snapshot(
+        self,
+        session_id: str,
+        version: int,
+        sha256: str,
+        header: bytes,
+        chunks: Iterable[tuple[str, int, bytes]],
+        *,
+        replace: bool = False,
+    ) -> None:
+        """Replace the session's snapshot header and the ledger chunks that changed
+        (``replace``: every chunk, the old ones dropped first); sent with the
+        transaction's next statement."""
+        if replace:
+            self.wire.defer(("DELETE FROM snapshot_chunks WHERE session_id = %s", (session_id,)))
+        self.wire.defer(
+            (
+                "INSERT INTO snapshots (session_id, version, sha256, state)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE"
+                " SET version = excluded.version, sha256 = excluded.sha256,"
+                " state = excluded.state",
+                (session_id, version, sha256, header),
+            ),
+            *[
+                (
+                    "INSERT INTO snapshot_chunks (session_id, ledger, chunk, data)"
+                    " VALUES (%s, %s, %s, %s) ON CONFLICT (session_id, ledger, chunk)"
+                    " DO UPDATE SET data = excluded.data",
+                    (session_id, name, k, data),
+                )
+                for name, k, data in chunks
+            ],
+        )
+        if not self.wire.depth:
+            with self.transaction():
+                pass
+
+    def load_snapshot(self, session_id: str) -> StoredSnapshot | None:
+        """The session's snapshot: header and ``(ledger, chunk data)`` rows in order."""
+        row = self._run(
+            "SELECT version, sha256, state FROM snapshots WHERE session_id = %s", (session_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        chunks = self._run(
+            "SELECT ledger, data FROM snapshot_chunks WHERE session_id = %s ORDER BY ledger, chunk",
+            (session_id,),
+        ).fetchall()
+        return StoredSnapshot(
+            version=row[0], sha256=row[1], header=bytes(row[2]), chunks=iter(chunks)
+        )
+
+    # -- spills (the rows behind _pg_spills.TableSpills) ---------------------------------
+    def write_spill(
+        self, handle: str, sha256: str, size: int, base: str | None, base_bytes: int, data: bytes
+    ) -> None:
+        """Store a spill row (joins the open transaction): the bytes after ``base``'s.
+        The same spill again is a no-op; other bytes under a taken handle, an
+        IntegrityError."""
+        (stored,) = self.wire.send(
+            (
+                "INSERT INTO spill_data (handle, sha256, bytes, base, base_bytes, data)"
+                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (handle) DO NOTHING",
+                (handle, sha256, size, base, base_bytes, data),
+            ),
+            ("SELECT sha256 FROM spill_data WHERE handle = %s", (handle,)),
+        ).fetchone()
+        if stored != sha256:
+            raise IntegrityError(f"spill {handle} is already stored with other bytes")
+
+    def spill_row(self, handle: str) -> SpillRow | None:
+        """A spill row: its base, the base's size and the bytes after them."""
+        row = self._run(
+            "SELECT base, base_bytes, data FROM spill_data WHERE handle = %s", (handle,)
+        ).fetchone()
+        return None if row is None else SpillRow(row[0], row[1], bytes(row[2]))
+
+    def stored_spills(self) -> list[str]:
+        """Every handle with a row."""
+        return [r[0] for r in self._run("SELECT handle FROM spill_data").fetchall()]
+
+    def spill_handles(self) -> Iterator[str]:
+        """Every spill handle any session recorded (distinct)."""
+        rows = self._run(
+            f"SELECT DISTINCT {_pg_schema.PAYLOAD} ->> 'handle' FROM events WHERE type = 'Spilled'"
+        ).fetchall()
+        return (handle for (handle,) in rows if isinstance(handle, str))
+
+    def hash_at(self, session_id: str, version: int) -> str | None:
+        """The hash of the session's event at ``version``, or ``None`` if there is none."""
+        row = self._run(
+            "SELECT hash FROM events WHERE session_id = %s AND version = %s", (session_id, version)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def on_rollback(self, undo: Callable[[], None]) -> None:
+        """Run ``undo`` if the open transaction (or savepoint) rolls back instead of
+        committing. Outside a transaction nothing is registered."""
+        self.wire.on_rollback(undo)
+
+    # -- audits ------------------------------------------------------------------------
+    def query(
+        self, sql: str, *, timeout: float | None, heap_limit: int | None = None
+    ) -> QueryResult:
+        """One read-only query: a single SELECT (or WITH, VALUES, TABLE, EXPLAIN) in a
+        READ ONLY transaction that is rolled back, cancelled after ``timeout`` seconds (none:
+        the server's own limit). ``heap_limit`` is SQLite's: the server bounds its own memory."""
+        if not sql.strip():
+            raise InvalidEvent("empty query")
+        timeout = None if timeout is None else seconds(timeout)
+        if self.wire.depth or self.wire.pending:
+            raise JournalError("query() runs in its own transaction, not inside another")
+        hint = " (tierlog sql is read-only: SELECT and WITH queries only)"
+        if not _READ_ONLY_START.match(sql):
+            raise InvalidEvent(f"query refused{hint}")
+        errors = self._pg.errors
+        try:
+            # rolled back, never committed: lo_from_bytea() and pg_notify() ignore READ
+            # ONLY, and only a COMMIT would keep their large object or send the NOTIFY
+            with self.conn.transaction(force_rollback=True):
+                self.conn.execute("SET TRANSACTION READ ONLY")
+                self.conn.execute(
+                    "SELECT set_config('statement_timeout', %s, true)",
+                    (str(max(1, int(timeout * 1000))) if timeout else "0",),
+                )
+                cursor = self.conn.cursor()
+                cursor.execute(sql, prepare=True)  # one statement: no "SELECT 1; COPY ..."
+                names = tuple(c.name for c in cursor.description or ())
+                rows = [tuple(map(_plain, row)) for row in cursor.fetchall()] if names else []
+        except errors.QueryCanceled:
+            raise InvalidEvent(f"query stopped after {timeout or 0:g} s (--timeout)") from None
+        except (errors.ReadOnlySqlTransaction, errors.InsufficientPrivilege) as exc:
+            raise InvalidEvent(f"query failed: {first_line(exc)}{hint}") from None
+        except self._pg.Error as exc:
+            raise InvalidEvent(f"query failed: {first_line(exc)}") from None
+        return QueryResult(columns=names, rows=rows)
+
+    def integrity_problems(self) -> list[str]:
+        """Missing or disabled protections of the log (triggers, the unique key)."""
+        return _pg_schema.integrity_problems(self.conn)
+
+
+def _plain(value: object) -> object:
+    """Numbers as Python's own (``sum`` of bigints is numeric on PostgreSQL)."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value

@@ -1,0 +1,1 @@
+"""The embedded backend: one SQLite file, its schema, its pragmas and its guards."""

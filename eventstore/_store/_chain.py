@@ -1,0 +1,312 @@
+"""The per-session hash chain, the same for every backend.
+
+``hash = sha256(prev_hash + canonical event bytes)``: a recorder links new rows
+with ``link_rows`` and anyone can re-walk stored rows with ``ChainWalk``, which
+decodes each event once and stops at the first broken link.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, NamedTuple, Protocol
+
+import attrs
+
+from eventstore._errors import ConcurrencyError, IntegrityError, UnreadableRow
+from eventstore._store._codec import (
+    FAST_DECODERS,
+    SCHEMA_VERSION,
+    from_fast_data,
+    from_payload,
+    unreadable,
+    unstructurer,
+)
+from reducers import Event, InvalidEvent, canonical_bytes, canonical_json
+from reducers._json import fast_dumps, fast_loads
+
+GENESIS = "0" * 64
+_sha256 = hashlib.sha256
+_text = json.encoder.encode_basestring  # the string encoding canonical JSON uses
+
+
+class Recorded(NamedTuple):
+    """One stored event row, as every backend stores it (a named tuple: a verify reads
+    a million of them)."""
+
+    seq: int
+    session_id: str
+    version: int
+    type: str
+    schema_version: int
+    payload: str
+    recorded_at: str
+    prev_hash: str
+    hash: str
+
+    @property
+    def event(self) -> Event:
+        """The decoded event (raises :class:`InvalidEvent` for a malformed row)."""
+        return from_payload(self.type, self.payload)
+
+
+@attrs.frozen(kw_only=True)
+class ChainProblem:
+    """The first row of a session that fails the integrity walk."""
+
+    session_id: str
+    version: int
+    problem: str
+
+
+def _middle(session_id: str, recorded_at: str, schema_version: int) -> str:
+    """The hashed bytes between a row's payload and its type's text, as text: the
+    parts of ``hash_bytes`` that rows of one session and one commit share."""
+    return (
+        f',"recorded_at":{_text(recorded_at)},"schema_version":{int(schema_version)},'
+        f'"session_id":{_text(session_id)},"type":'
+    )
+
+
+def chain_hash(
+    prev: str,
+    session_id: str,
+    version: int,
+    type_name: str,
+    schema_version: int,
+    payload: str,
+    recorded_at: str,
+) -> str:
+    """``sha256(prev_hash + canonical event bytes)``: ``prev.encode() + hash_bytes(...)``,
+    formatted in one step (``link_rows`` and ``ChainWalk`` write the same out inline)."""
+    middle = _middle(session_id, recorded_at, schema_version)
+    body = f'{prev}{{"payload":{payload}{middle}{_text(type_name)},"version":{int(version)}}}'
+    return _sha256(body.encode()).hexdigest()
+
+
+def link_rows(
+    session_id: str, version: int, prev: str, events: Sequence[Event], recorded_at: str
+) -> list[tuple[str, int, str, int, str, str, str, str]]:
+    """The rows that append ``events`` after ``version`` (hash ``prev``), as plain
+    tuples in column order: ``(session_id, version, type, schema_version, payload,
+    recorded_at, prev_hash, hash)`` (what a recorder inserts).
+
+    ``to_payload`` and ``chain_hash`` written out for a batch: the shared parts of the
+    hashed bytes are encoded once, and each event type's text and encoder looked up
+    once."""
+    rows = []
+    middle, sha, dumps = _middle(session_id, recorded_at, SCHEMA_VERSION), _sha256, fast_dumps
+    kinds: dict[type, tuple[str, str, Callable[[Event], Any]]] = {}
+    for event in events:
+        kind = kinds.get(type(event))
+        if kind is None:
+            name = type(event).__name__
+            kind = kinds[type(event)] = (name, _text(name), unstructurer(type(event)))
+        name, typed, unstructure = kind
+        data = unstructure(event)
+        try:
+            payload = dumps(data).decode()
+        except TypeError:  # what orjson does not take (an integer beyond 64 bits)
+            payload = canonical_json(data).decode()
+        version += 1
+        digest = sha(
+            f'{prev}{{"payload":{payload}{middle}{typed},"version":{version}}}'.encode()
+        ).hexdigest()
+        rows.append((session_id, version, name, SCHEMA_VERSION, payload, recorded_at, prev, digest))
+        prev = digest
+    return rows
+
+
+class ChainWalk:
+    """Iterate a session's events while walking its hash chain; stops at the first bad row.
+
+    After iteration, ``problem`` is the first broken link, or ``None``.
+    """
+
+    def __init__(self, session_id: str, rows: Iterable[Recorded]) -> None:
+        self._rows = rows
+        self.session_id = session_id
+        self.problem: ChainProblem | None = None
+
+    def __iter__(self) -> Iterator[Event]:
+        next_version = [1]
+        try:
+            yield from self._walk(next_version)
+        except UnreadableRow as exc:  # a row the database cannot hand over ends the walk
+            expected = next_version[0]
+            self.problem = ChainProblem(
+                session_id=self.session_id,
+                version=min(exc.version, expected),
+                problem="a stored text is not UTF-8 (edited by hand?)"
+                if exc.version == expected
+                else f"version sequence broken: expected {expected}, found {exc.version}"
+                " (a row whose text is not UTF-8)",
+            )
+
+    def _walk(self, next_version: list[int]) -> Iterator[Event]:
+        """The rows' events: ``check_row``'s fast path written out (orjson decodes and
+        re-encodes each payload, the hash's fixed parts are encoded once per commit
+        time); on any doubt ``check_row`` decides, and words the problem.
+        ``next_version[0]`` follows the walk, for a row the database cannot hand over."""
+        prev, expected = GENESIS, 1
+        loads, dumps, sha, decoders = fast_loads, fast_dumps, _sha256, FAST_DECODERS
+        SCHEMA = SCHEMA_VERSION  # noqa: N806 - a local of the hot loop
+        key: tuple[str, str, int] | None = None
+        middle, types = "", dict[str, str]()
+        for row in self._rows:
+            _, session_id, version, type_name, schema_version, payload, at, prev_hash, digest = row
+            event: Event | None = None
+            try:  # a value of another type than its column's (a tampered file) raises here
+                if (
+                    type(version) is int
+                    and version == expected
+                    and prev_hash == prev
+                    and 1 <= schema_version <= SCHEMA
+                ):
+                    data = loads(payload)
+                    if dumps(data) == payload.encode():
+                        if key != (session_id, at, schema_version):
+                            if type(session_id) is not str or type(at) is not str:
+                                raise TypeError(at)
+                            key = (session_id, at, schema_version)
+                            middle = _middle(*key)
+                        typed = types.get(type_name)
+                        if typed is None:
+                            if type(type_name) is not str:
+                                raise TypeError(type_name)
+                            typed = types[type_name] = _text(type_name)
+                        body = f'{prev}{{"payload":{payload}{middle}{typed},"version":{version}}}'
+                        if sha(body.encode()).hexdigest() == digest:
+                            decode = decoders.get(type_name)
+                            event = (
+                                decode(data)
+                                if decode is not None and type(data) is dict
+                                else from_fast_data(type_name, data)
+                            )
+            except Exception:  # check_row words every failure
+                event = None
+            if event is None:
+                event, problem = check_row(row, prev, expected)
+                if event is None:
+                    self.problem = ChainProblem(  # a missing row is named, not its successor
+                        session_id=self.session_id,
+                        version=version
+                        if type(version) is int and version < expected
+                        else expected,
+                        problem=problem,
+                    )
+                    return
+            yield event
+            prev, expected = digest, expected + 1
+            next_version[0] = expected
+
+
+_TEXT_COLUMNS = ("session_id", "type", "payload", "recorded_at", "prev_hash", "hash")
+
+
+def _mistyped(row: Recorded) -> str:
+    """Why a value of ``row`` is not of its column's type (only a file whose schema was
+    edited can hold one), or ``""``."""
+    for name in ("version", "schema_version"):
+        if type(getattr(row, name)) is not int:
+            return f"{name} is {getattr(row, name)!r}, not an integer (edited by hand?)"
+    for name in _TEXT_COLUMNS:
+        if type(getattr(row, name)) is not str:
+            return f"{name} is {getattr(row, name)!r}, not text (edited by hand?)"
+    return ""
+
+
+def check_row(row: Recorded, prev: str, expected: int) -> tuple[Event | None, str]:
+    """The row's event if it links correctly after ``prev``, else ``None`` and why."""
+    mistyped = _mistyped(row)
+    if mistyped:
+        return None, mistyped
+    if row.version != expected:
+        return None, f"version sequence broken: expected {expected}, found {row.version}"
+    if row.prev_hash != prev:
+        return None, "prev_hash does not match the previous event's hash"
+    if not 1 <= row.schema_version <= SCHEMA_VERSION:
+        return None, (
+            f"schema_version {row.schema_version}: this tierlog reads events of schema"
+            f" 1 to {SCHEMA_VERSION}"
+        )
+    try:  # the fast decoder and encoder; on any doubt the standard path below decides
+        data = fast_loads(row.payload)
+        if canonical_bytes(data) == row.payload.encode() and row.hash == chain_hash(
+            prev, *row[1:5], row.payload, row.recorded_at
+        ):
+            event = from_fast_data(row.type, data)
+            if event is not None:
+                return event, ""
+    except Exception:  # the standard path below words every failure
+        pass
+    return _check_row(row, prev)
+
+
+def _check_row(row: Recorded, prev: str) -> tuple[Event | None, str]:
+    """``check_row`` past the links, with the standard library's decoder and encoder."""
+    try:
+        data = json.loads(row.payload)
+    except json.JSONDecodeError:
+        return None, "payload is not JSON"
+    except (ValueError, RecursionError) as exc:  # JSON text, but no value Python can hold
+        return None, unreadable(exc)
+    try:
+        canonical = canonical_json(data).decode()
+    except UnicodeEncodeError:  # an escaped lone surrogate: no UTF-8 text holds it
+        return None, "payload holds a lone surrogate (edited by hand?)"
+    if canonical != row.payload:
+        return None, "payload is not in canonical form (edited by hand?)"
+    digest = chain_hash(
+        prev,
+        row.session_id,
+        row.version,
+        row.type,
+        row.schema_version,
+        row.payload,
+        row.recorded_at,
+    )
+    if digest != row.hash:
+        return None, "hash does not match the event's content"
+    try:
+        return from_payload(row.type, data), ""
+    except InvalidEvent as exc:
+        return None, f"payload does not decode: {exc}"
+
+
+class _Rows(Protocol):
+    def read(self, session_id: str) -> Iterator[Recorded]: ...
+
+
+def check_chain(recorder: _Rows, session_id: str) -> ChainProblem | None:
+    """The first version whose sequence, payload or hash is wrong, or ``None``."""
+    walk = ChainWalk(session_id, recorder.read(session_id))
+    for _ in walk:
+        pass
+    return walk.problem
+
+
+def check_links(session_id: str, head: tuple[int, str], rows: Sequence[Recorded]) -> int:
+    """Check that ``rows`` (recorded elsewhere) continue a session whose head is
+    ``head`` (version, hash), link by link; returns the version they reach.
+
+    A first row at another version is a :class:`ConcurrencyError` (the head moved);
+    a row that does not link, or whose hash or payload is wrong, an IntegrityError.
+    """
+    prev_version, prev = head
+    for row in rows:
+        mistyped = _mistyped(row)
+        if mistyped:
+            raise IntegrityError(f"session {session_id!r}: a row's {mistyped}")
+        if row.session_id != session_id:
+            raise IntegrityError(f"a row of session {row.session_id!r} among {session_id!r}'s")
+        if row.version != prev_version + 1 and prev_version == head[0]:
+            raise ConcurrencyError(
+                f"session {session_id!r} is at version {head[0]}, rows start at {row.version}"
+            )
+        event, problem = check_row(row, prev, prev_version + 1)
+        if event is None:
+            raise IntegrityError(f"session {session_id!r} v{row.version}: {problem}")
+        prev_version, prev = row.version, row.hash
+    return prev_version

@@ -1,0 +1,308 @@
+"""Snapshots, in one place: when one is taken, how it is encoded, what it must prove.
+
+A snapshot caches a session's reduced state: a small canonical-JSON header (config,
+nodes, markers, the obligation maps, and the hash of the event it stands for) plus
+the append-only ledgers cut into chunks of ``CHUNK`` items. Ledgers only grow, so a
+new snapshot rewrites only the chunks that changed since the last one.
+
+Nothing read back is trusted unchecked. A reopen uses a snapshot only when
+
+1. its bytes decode to a :class:`SessionState` (any other shape is a problem, not a crash),
+2. that state, hashed again, has the sha256 recorded beside it (edited bytes show), and
+3. the log holds an event at the snapshot's version whose hash is the one the snapshot
+   recorded (it stands for this session at that version, and the log was not cut).
+
+Otherwise the session is replayed from its log, the problem is logged on the
+``tierlog`` logger, and ``verify`` reports it. Snapshots written by tierlog 0.1 record
+no event hash: a reopen replays instead of trusting one (and its next commit writes
+a chained snapshot); ``verify`` still checks its hash and compares it with the replay.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+import structlog
+
+from eventstore._store._recorder import Recorder
+from reducers import (
+    JournalError,
+    Ledger,
+    Marker,
+    NegativeFact,
+    Node,
+    OpenCall,
+    PendingConstraint,
+    SessionConfig,
+    SessionState,
+    Spill,
+    Truncation,
+    canonical_json,
+    merge_spans,
+)
+
+T = TypeVar("T")
+SNAPSHOT_EVERY = 1000  # events between two snapshots of a session
+CHUNK = 65_536
+INT_LEDGERS = ("tok_starts", "turn_versions", "checkpoints")
+OBJECT_LEDGERS: dict[str, type[Any]] = {"call_ids": str, "truncations": Truncation, "spills": Spill}
+LEDGERS = (*INT_LEDGERS, *OBJECT_LEDGERS)
+_MAPPINGS: dict[str, type[Any]] = {
+    "nodes": Node,
+    "markers": Marker,
+    "open_calls": OpenCall,
+    "constraints": PendingConstraint,
+    "dispositions": NegativeFact,
+}
+_conv = cattrs.Converter()
+# What decoding bytes of the wrong shape can raise; all of it means "not a snapshot".
+_UNDECODABLE = (
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    IndexError,
+    OverflowError,
+    RecursionError,
+    cattrs.BaseValidationError,
+    JournalError,
+)
+
+Chunk = tuple[str, int, bytes]
+
+
+class SnapshotError(ValueError):
+    """The bytes are not a snapshot of the expected shape."""
+
+
+# -- encoding (pure) ------------------------------------------------------------------
+def ledger_lengths(state: SessionState) -> dict[str, int]:
+    """How many items each ledger of ``state`` holds."""
+    return {name: len(getattr(state, name)) for name in LEDGERS}
+
+
+def encode(
+    state: SessionState, head_hash: str, since: Mapping[str, int] | None = None
+) -> tuple[bytes, list[Chunk]]:
+    """The header and the ledger chunks that changed since lengths ``since``."""
+    head: dict[str, Any] = {
+        "version": state.version,
+        "head_hash": head_hash,
+        "config": None if state.config is None else attrs.asdict(state.config),
+        "lengths": ledger_lengths(state),
+        **{name: _dump(getattr(state, name)) for name in _MAPPINGS},
+    }
+    if state.withdrawn:  # absent before 0.2: old snapshots read as "nothing withdrawn"
+        head["withdrawn"] = [list(span) for span in state.withdrawn]
+    chunks = [
+        (name, k, _encode_chunk(name, getattr(state, name), k))
+        for name in LEDGERS
+        for k in _changed(len(getattr(state, name)), (since or {}).get(name, 0))
+    ]
+    return canonical_json(head), chunks
+
+
+def decode(header: bytes, chunks: Mapping[str, Sequence[bytes]]) -> tuple[SessionState, str | None]:
+    """The state saved as ``header`` plus each ledger's chunks (in order), and the
+    event hash it recorded (``None`` for a 0.1 snapshot).
+
+    Raises :class:`SnapshotError` for bytes of any other shape.
+    """
+    try:
+        return _decode(header, chunks)
+    except _UNDECODABLE as exc:
+        raise SnapshotError(f"{type(exc).__name__}: {exc}") from None
+
+
+def _decode(
+    header: bytes, chunks: Mapping[str, Sequence[bytes]]
+) -> tuple[SessionState, str | None]:
+    head = json.loads(header)
+    if not isinstance(head, dict):
+        raise SnapshotError("the header is not a JSON object")
+    lengths = head["lengths"]
+    ledgers: dict[str, Any] = {
+        name: _decode_ledger(name, chunks.get(name, ()), lengths[name]) for name in LEDGERS
+    }
+    config = head["config"]
+    fields: dict[str, Any] = {name: _load(head[name], cls) for name, cls in _MAPPINGS.items()}
+    state = SessionState(
+        version=_int(head["version"]),
+        config=None if config is None else SessionConfig(**config),
+        truncated=merge_spans((t.lo, t.hi) for t in ledgers["truncations"]),
+        withdrawn=tuple((lo, hi) for lo, hi in head.get("withdrawn", ())),
+        **ledgers,
+        **fields,
+    )
+    state.sha256  # noqa: B018 - hashing walks every field: a bad shape fails here
+    head_hash = head.get("head_hash")
+    if head_hash is not None and not isinstance(head_hash, str):
+        raise SnapshotError("head_hash is not a string")
+    return state, head_hash
+
+
+def _int(value: object) -> int:
+    if type(value) is not int:
+        raise SnapshotError(f"expected an integer, got {value!r}")
+    return value
+
+
+def _changed(length: int, since: int) -> range:
+    return range(min(since, length) // CHUNK, (length + CHUNK - 1) // CHUNK)
+
+
+def _encode_chunk(name: str, ledger: Ledger[Any], k: int) -> bytes:
+    items = ledger.between(k * CHUNK, (k + 1) * CHUNK)
+    if name in INT_LEDGERS:
+        out = array("q", items)
+        if sys.byteorder == "big":  # pragma: no cover - canonical bytes are little-endian
+            out.byteswap()
+        return out.tobytes()
+    return canonical_json([_conv.unstructure(item) for item in items])
+
+
+def _decode_ledger(name: str, chunks: Sequence[bytes], length: object) -> Ledger[Any]:
+    if name in INT_LEDGERS:
+        ints = array("q")
+        if any(len(chunk) % ints.itemsize for chunk in chunks):  # cut inside an item
+            chunks = [b"".join(chunks)]  # read as the bytes they add up to, as ever
+        for chunk in chunks:
+            ints.frombytes(chunk)
+        if sys.byteorder == "big":  # pragma: no cover - stored little-endian
+            ints.byteswap()
+        ledger: Ledger[Any] = Ledger.of_ints(ints)
+    else:
+        cls = OBJECT_LEDGERS[name]
+        items = [item for chunk in chunks for item in json.loads(chunk)]
+        if cls is str:
+            if not set(map(type, items)) <= {str}:
+                raise SnapshotError(f"ledger {name} holds a non-string")
+        else:
+            items = [_conv.structure(item, cls) for item in items]
+        ledger = Ledger.of(items, indexed=name == "call_ids")
+    if len(ledger) != length:
+        raise SnapshotError(f"ledger {name} has {len(ledger)} items, the header says {length}")
+    return ledger
+
+
+def _dump(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _conv.unstructure(v) for k, v in sorted(values.items())}
+
+
+def _load(data: dict[str, Any], cls: type[T]) -> Mapping[str, T]:
+    return MappingProxyType({k: _conv.structure(v, cls) for k, v in data.items()})
+
+
+def chunk_rows(rows: Iterable[tuple[str, bytes]]) -> dict[str, list[bytes]]:
+    """Group ``(ledger, data)`` rows, already in chunk order, by ledger."""
+    out: dict[str, list[bytes]] = {}
+    for name, data in rows:
+        out.setdefault(name, []).append(data)
+    return out
+
+
+# -- the cache of one journal -----------------------------------------------------------
+@attrs.frozen(kw_only=True)
+class Checked:
+    """A stored snapshot after its checks: the state, or why it cannot be trusted."""
+
+    version: int
+    sha256: str  # as recorded beside the snapshot
+    state: SessionState | None  # None unless every check passed
+    problem: str | None  # why it is not trusted; None for a trusted or a 0.1 snapshot
+    chained: bool  # False for a 0.1 snapshot (no event hash recorded)
+
+
+class Snapshots:
+    """The snapshot cache of one journal: when to save, how to save, what to trust."""
+
+    def __init__(self, recorder: Recorder, every: int, logger: logging.Logger) -> None:
+        self.recorder = recorder
+        self.every = every
+        self._log = structlog.wrap_logger(logger, wrapper_class=structlog.stdlib.BoundLogger)
+
+    def due(self, state: SessionState, last: int) -> bool:
+        """Whether a commit reaching ``state`` takes a snapshot (the last was at ``last``)."""
+        return bool(self.every) and state.version - last >= self.every
+
+    def save(
+        self, session_id: str, state: SessionState, since: Mapping[str, int] | None
+    ) -> dict[str, int]:
+        """Save ``state`` (inside the caller's transaction, after its events); returns the
+        ledger lengths to pass as ``since`` next time. ``since=None`` rewrites every chunk.
+        """
+        version, head_hash = self.recorder.head(session_id)
+        if version != state.version:
+            raise JournalError(f"snapshot of {session_id!r} at {state.version}, log at {version}")
+        header, chunks = encode(state, head_hash, since)
+        self.recorder.save_snapshot(
+            session_id, state.version, state.sha256, header, chunks, replace=since is None
+        )
+        return ledger_lengths(state)
+
+    def check(self, session_id: str) -> Checked | None:
+        """The session's stored snapshot, checked; ``None`` when there is none."""
+        found = self.recorder.load_snapshot(session_id)
+        if found is None:
+            return None
+        version, sha256 = found.version, found.sha256
+        try:
+            state, head_hash = decode(found.header, chunk_rows(found.chunks))
+        except SnapshotError as exc:
+            return Checked(
+                version=version, sha256=sha256, state=None, problem=str(exc), chained=True
+            )
+        problem = self._problem(session_id, version, sha256, state, head_hash)
+        ok = problem is None and head_hash is not None
+        return Checked(
+            version=version,
+            sha256=sha256,
+            state=state if ok else None,
+            problem=problem,
+            chained=head_hash is not None,
+        )
+
+    def _problem(
+        self,
+        session_id: str,
+        version: int,
+        sha256: str,
+        state: SessionState,
+        head_hash: str | None,
+    ) -> str | None:
+        if state.version != version:
+            return f"it holds version {state.version}, recorded as {version}"
+        if state.sha256 != sha256:
+            return "its state does not hash to its recorded sha256 (edited?)"
+        at = self.recorder.hash_at(session_id, version)
+        if at is None:
+            return f"it stands for version {version}, which the log does not hold"
+        if head_hash is not None and at != head_hash:
+            return f"the event at version {version} is not the one it was taken at"
+        return None
+
+    def load(self, session_id: str) -> tuple[SessionState, dict[str, int] | None]:
+        """The trusted snapshot state and its ledger lengths, or the empty state and
+        ``None`` (replay everything; the next snapshot rewrites every chunk). A journal
+        opened with ``snapshot_every=0`` neither writes nor trusts snapshots."""
+        if not self.every:
+            return SessionState(), None
+        checked = self.check(session_id)
+        if checked is None:
+            return SessionState(), None
+        if checked.state is not None:
+            return checked.state, ledger_lengths(checked.state)
+        log = self._log.bind(session_id=session_id, version=checked.version)
+        if checked.problem is not None:
+            log.warning("snapshot_ignored", problem=checked.problem)
+        else:
+            log.info("snapshot_unchained", problem="written by tierlog 0.1: replaying")
+        return SessionState(), None

@@ -1,0 +1,1 @@
+"""Claude Code integration: read its transcripts into sessions and review each compaction."""

@@ -1,0 +1,206 @@
+"""A Claude Code transcript mapped onto journal steps: turns with their tokens and the
+events they raise, and the compact boundaries between them. Pure.
+
+The mapping is the README's ("Auditing real sessions"); every turn's tokens and
+events depend only on the transcript up to it, so the plan of a transcript that
+has grown since it was read starts with the plan it had then (``_ingest`` appends
+the rest). Tokens: an assistant turn gets what its API call's prompt and output
+hold beyond the turns before it (``prompt + output - occupancy``: its reply, and
+what Claude Code sent that the transcript does not hold, such as the system prompt
+and tool definitions on the first call), every other turn 4 characters a token;
+each at least 1. After each call, the journal's occupancy is that call's prompt
+plus its output whenever the turns before it do not already exceed that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+import attrs
+
+from eventstore.claude_code import _transcript as cc
+from eventstore.claude_code._review import boundary_note, preamble
+from reducers import (
+    CallOpened,
+    CallResolved,
+    ConstraintStated,
+    Event,
+    InvalidEvent,
+    ItemDisposed,
+)
+
+CHARS_PER_TOKEN = 4
+REASON_CHARS = 200
+_RULE = re.compile(r"\b(never|do not|don't|dont|always|must|only)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+# -- the plan ------------------------------------------------------------------------------
+@attrs.define
+class Draft:
+    """A turn to append and the events it raises; tokens are set by :func:`_spread`."""
+
+    role: str
+    content: str
+    usage: cc.Usage | None = None
+    tokens: int = 0
+    raised: list[Event] = attrs.field(factory=list)
+
+    @property
+    def estimate(self) -> int:
+        """Tokens by the characters, for turns no usage block accounts for."""
+        return estimate(self.content)
+
+
+Step = Draft | cc.Boundary
+
+
+@attrs.define
+class Plan:
+    """A transcript mapped onto journal steps, with its counts."""
+
+    steps: list[Step] = attrs.field(factory=list)
+    warnings: list[str] = attrs.field(factory=list)
+    names: dict[str, str] = attrs.field(factory=dict)  # call id -> name
+    open: set[str] = attrs.field(factory=set)
+    last_call: str | None = None  # the last call since the user's last request
+    turns: int = 0
+    calls: int = 0
+    failed: int = 0
+    rejected: int = 0
+    interruptions: int = 0
+    constraints: int = 0
+    queued: int = 0
+
+
+def build_plan(transcript: cc.Transcript) -> Plan:
+    """Turns with their tokens and raised events, and the boundaries between them. Pure."""
+    plan = Plan()
+    plan.steps.append(Draft(role="system", content=preamble(transcript.session_id)))
+    for item in transcript.items:
+        if isinstance(item, cc.Boundary):
+            note = boundary_note(item.line, item.trigger, item.pre_tokens)
+            plan.steps += [item, Draft(role="system", content=note)]
+        elif isinstance(item, cc.Queued):
+            plan.queued += 1
+            draft = Draft(role="user", content=item.text)
+            _rules(plan, draft, item.text)
+            plan.steps.append(draft)
+        else:
+            try:
+                plan.steps.append(_plan_message(plan, item))
+            except InvalidEvent as exc:  # a value no event takes: name its line
+                raise InvalidEvent(f"line {item.line}: {exc}") from None
+    _assign_tokens(plan.steps)
+    plan.turns = sum(isinstance(s, Draft) for s in plan.steps)
+    return plan
+
+
+def _plan_message(plan: Plan, m: cc.Message) -> Draft:
+    """One message as a turn. A ``tool_use`` opens a call named by its tool and short key;
+    its ``tool_result`` resolves it, and an error result is a negative fact on that name:
+    ``rejected`` when the user refused the call, ``failed`` otherwise. A user's
+    "[Request interrupted by user" is a ``rejected`` fact on what it interrupted, and a
+    sentence the user typed with never/do not/don't/always/must/only a pending rule."""
+    draft = Draft(role=m.role, content=render(m.blocks), usage=m.usage)
+    if m.typed:
+        plan.last_call = None  # a new request: an interruption from now on is of its work
+    for b in m.blocks:
+        if isinstance(b, cc.ToolUse):
+            _open(plan, draft, b, m.line)
+        elif isinstance(b, cc.ToolResult):
+            _result(plan, draft, b, m.line)
+        elif b.kind == "text" and m.role == "user" and cc.INTERRUPTED_TEXT in b.text:
+            plan.interruptions += 1
+            key = f"interrupted: {plan.last_call or 'reply'}"
+            reason = f"line {m.line}: {b.text.strip()}"
+            draft.raised.append(ItemDisposed(key=key, disposition="rejected", reason=reason))
+    if m.typed:
+        _rules(plan, draft, "\n".join(b.text for b in m.blocks if isinstance(b, cc.Text)))
+    return draft
+
+
+def _open(plan: Plan, draft: Draft, b: cc.ToolUse, line: int) -> None:
+    if b.id in plan.names:
+        plan.warnings.append(f"line {line}: tool_use {b.id} appears twice; the first counts")
+        return
+    name = f"{b.name}: {b.key}" if b.key else b.name
+    plan.names[b.id] = plan.last_call = name
+    plan.open.add(b.id)
+    plan.calls += 1
+    draft.raised.append(CallOpened(call_id=b.id, kind="tool_call", name=name))
+
+
+def _result(plan: Plan, draft: Draft, b: cc.ToolResult, line: int) -> None:
+    if b.tool_use_id not in plan.open:
+        plan.warnings.append(
+            f"line {line}: tool_result for {b.tool_use_id}, which is not an open call: ignored"
+        )
+        return
+    plan.open.discard(b.tool_use_id)
+    outcome = "rejected" if b.rejected else "error" if b.is_error else "ok"
+    draft.raised.append(CallResolved(call_id=b.tool_use_id, outcome=outcome))
+    if b.is_error:
+        plan.rejected += b.rejected
+        plan.failed += not b.rejected
+        reason = f"line {line}: {' '.join(b.text.split())}"[:REASON_CHARS]
+        disposition = "rejected" if b.rejected else "failed"
+        name = plan.names[b.tool_use_id]
+        draft.raised.append(ItemDisposed(key=name, disposition=disposition, reason=reason))
+
+
+def _rules(plan: Plan, draft: Draft, text: str) -> None:
+    """Sentences that state a rule, as pending constraints (a heuristic: keys say so)."""
+    for sentence in _SENTENCE.split(text):
+        sentence = " ".join(sentence.split())
+        if sentence and _RULE.search(sentence):
+            plan.constraints += 1
+            draft.raised.append(ConstraintStated(key=rule_key(sentence), text=sentence))
+
+
+def rule_key(sentence: str) -> str:
+    """A rule's constraint key: the sentence, or its start and a hash of the whole when
+    it is longer than ``KEY_CHARS`` (two rules that start alike keep apart)."""
+    if len(sentence) <= cc.KEY_CHARS:
+        return f"heuristic: {sentence}"
+    digest = hashlib.sha256(sentence.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"heuristic: {sentence[: cc.KEY_CHARS]}... #{digest}"
+
+
+def render(blocks: Sequence[cc.Block]) -> str:
+    """A message's blocks as the turn's text."""
+    parts = []
+    for b in blocks:
+        if isinstance(b, cc.ToolUse):
+            parts.append(f"[tool_use {b.id}] {b.name} {b.input}")
+        elif isinstance(b, cc.ToolResult):
+            flag = " rejected" if b.rejected else " error" if b.is_error else ""
+            parts.append(f"[tool_result {b.tool_use_id}{flag}] {b.text}")
+        elif b.kind == "text":
+            parts.append(b.text)
+        else:
+            parts.append(f"[{b.kind}] {b.text}".rstrip())
+    return "\n".join(parts)
+
+
+# -- tokens ------------------------------------------------------------------------------
+def _assign_tokens(steps: Sequence[Step]) -> None:
+    """Give every draft its tokens (see the module doc). Occupancy is tracked as the
+    journal computes it: a compaction leaves its summary's estimate."""
+    occupancy = 0
+    for step in steps:
+        if isinstance(step, cc.Boundary):
+            occupancy = estimate(step.summary)
+            continue
+        if step.usage is None:
+            step.tokens = step.estimate
+        else:
+            step.tokens = max(1, step.usage.prompt + step.usage.output - occupancy)
+        occupancy += step.tokens
+
+
+def estimate(text: str) -> int:
+    """Tokens of ``text`` where no usage block says: 4 characters a token, at least 1."""
+    return max(1, len(text) // CHARS_PER_TOKEN)

@@ -1,0 +1,306 @@
+"""Read a Claude Code transcript (JSON Lines) into typed values.
+
+Only the reading lives here: which entries form the session's main chain and how
+an API message split over several entries is put back together. The file and its
+lines are ``_claude_code_lines``'s, boundaries and queued text in order
+``_claude_code_items``'s, content blocks and short keys ``_claude_code_blocks``'s;
+this module re-exports their values. Mapping onto a journal is ``_ingest_plan``'s
+job. The main chain's compact boundaries are the ones its walk crosses.
+
+The main chain: walk ``parentUuid`` back from the last user or assistant entry,
+crossing a compaction through ``logicalParentUuid``. Claude Code writes parallel
+tool calls as a branching tree (each result hangs off the entry holding its
+``tool_use``, hook progress entries interleave), so the walk alone misses some:
+an assistant entry belongs to the chain when its ``message.id`` does, and a tool
+result when the ``tool_use`` it answers does. Sidechain entries (subagents, the
+summarizer) never do.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TypeAlias
+
+import attrs
+
+from eventstore.claude_code._blocks import KEY_CHARS as KEY_CHARS
+from eventstore.claude_code._blocks import REJECTED_TEXT as REJECTED_TEXT
+from eventstore.claude_code._blocks import Block as Block
+from eventstore.claude_code._blocks import Text as Text
+from eventstore.claude_code._blocks import ToolResult as ToolResult
+from eventstore.claude_code._blocks import ToolUse as ToolUse
+from eventstore.claude_code._blocks import blocks, text_of
+from eventstore.claude_code._blocks import command_head as command_head
+from eventstore.claude_code._blocks import short_key as short_key
+from eventstore.claude_code._items import Boundary as Boundary
+from eventstore.claude_code._items import Dequeued, pending_boundary, settle
+from eventstore.claude_code._items import Item as Item
+from eventstore.claude_code._items import Message as Message
+from eventstore.claude_code._items import Queued as Queued
+from eventstore.claude_code._items import Raw as RawItem
+from eventstore.claude_code._items import Usage as Usage
+from eventstore.claude_code._lines import KNOWN_TYPES as KNOWN_TYPES
+from eventstore.claude_code._lines import MAX_BYTES as MAX_BYTES
+from eventstore.claude_code._lines import MAX_DEPTH as MAX_DEPTH
+from eventstore.claude_code._lines import Entry, Raw, Warnings, entries, file_lines
+from reducers import InvalidEvent
+
+INTERRUPTED_TEXT = "[Request interrupted by user"
+MAX_TOKENS = 10**9  # a usage count beyond this is not a context's: the block is ignored
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")  # as Journal.start_session
+_USAGE_FIELDS = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+)
+
+
+@attrs.frozen(kw_only=True)
+class Transcript:
+    """A transcript's main chain in file order, and what was skipped on the way."""
+
+    session_id: str
+    items: tuple[Item, ...]
+    warnings: tuple[str, ...]
+
+
+def read(path: str | Path, *, max_bytes: int = MAX_BYTES) -> Transcript:
+    """The transcript at ``path``; InvalidEvent (naming the line) if it cannot be read."""
+    return _parse(file_lines(path, max_bytes))
+
+
+def parse(data: bytes) -> Transcript:
+    """A transcript from its bytes (see :func:`read`)."""
+    return _parse(enumerate(data.split(b"\n"), 1))
+
+
+def _parse(lines: Iterable[tuple[int, bytes]]) -> Transcript:
+    warnings = Warnings()
+    found = entries(lines, warnings)
+    chain, spine = _main_chain(found, warnings)
+    items = tuple(_items(found, chain, spine, warnings))
+    return Transcript(session_id=_session_id(found, chain), items=items, warnings=warnings.all())
+
+
+# -- the main chain ----------------------------------------------------------------------
+def _main_chain(entries: Sequence[Entry], warnings: Warnings) -> tuple[set[int], set[int]]:
+    """Line numbers of the main chain's user and assistant entries (see the module doc),
+    and of every entry the walk back from its leaf crossed (compact boundaries too)."""
+    talk = [e for e in entries if e.type in ("user", "assistant")]
+    if not talk:
+        raise InvalidEvent(
+            f"line {entries[0].line if entries else 1}: not a Claude Code transcript"
+            " (no user or assistant entry)"
+        )
+    main = [e for e in talk if e.raw.get("isSidechain") is not True]
+    if not main:
+        raise InvalidEvent(
+            f"line {talk[0].line}: only sidechain entries (a subagent's or the summarizer's"
+            " transcript), no session main chain"
+        )
+    by_uuid: dict[str, Entry] = {}
+    for e in entries:
+        if e.uuid is not None and e.raw.get("isSidechain") is not True:
+            by_uuid.setdefault(e.uuid, e)
+    spine = _spine(main[-1], by_uuid, warnings)
+    return _widen(main, spine, warnings), spine
+
+
+def _spine(leaf: Entry, by_uuid: Mapping[str, Entry], warnings: Warnings) -> set[int]:
+    lines: set[int] = set()
+    entry: Entry | None = leaf
+    while entry is not None and entry.line not in lines:
+        lines.add(entry.line)
+        parent = entry.raw.get("parentUuid") or entry.raw.get("logicalParentUuid")
+        if not isinstance(parent, str):
+            break
+        entry = by_uuid.get(parent)
+        if entry is None:
+            warnings.append(
+                f"line {min(lines)}: parent {parent!r} is not in the file; "
+                "the main chain starts here"
+            )
+    return lines
+
+
+def _widen(main: Sequence[Entry], spine: set[int], warnings: Warnings) -> set[int]:
+    """The spine plus the split parts of its messages and the results of its calls."""
+    message_ids = {e.message_id for e in main if e.line in spine and e.type == "assistant"} - {None}
+    chain = {e.line for e in main if e.line in spine or e.message_id in message_ids}
+    calls = {b["id"] for e in main if e.line in chain for b in _blocks(e, "tool_use")}
+    for e in main:
+        results = _blocks(e, "tool_result")
+        if e.line not in chain and results and all(b["tool_use_id"] in calls for b in results):
+            chain.add(e.line)
+    off = [e.line for e in main if e.line not in chain]
+    if off:
+        warnings.append(
+            f"line {off[0]}: {len(off)} user/assistant entries off the main chain"
+            " (an abandoned branch) are not turns"
+        )
+    return chain
+
+
+def _blocks(entry: Entry, kind: str) -> list[Raw]:
+    content = entry.message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [
+        b
+        for b in content
+        if isinstance(b, dict)
+        and b.get("type") == kind
+        and _usable(b.get("id" if kind == "tool_use" else "tool_use_id"))
+    ]
+
+
+def _usable(call_id: object) -> bool:
+    return isinstance(call_id, str) and bool(call_id.strip())
+
+
+def _session_id(entries: Sequence[Entry], chain: set[int]) -> str:
+    """The ``sessionId`` of the chain's last entry, checked as a tierlog session id."""
+    leaf = next(e for e in reversed(entries) if e.line in chain)
+    value = leaf.raw.get("sessionId")
+    if not isinstance(value, str) or not _SESSION_ID.fullmatch(value):
+        raise InvalidEvent(f"line {leaf.line}: sessionId {value!r} is not a usable session id")
+    return value
+
+
+def _content(e: Entry, warnings: Warnings) -> tuple[Block, ...]:
+    cwd = e.raw.get("cwd")
+    return blocks(
+        e.message.get("content"),
+        line=e.line,
+        cwd=cwd if isinstance(cwd, str) else "",
+        refused=e.raw.get("toolUseResult") == "User rejected tool use",
+        warnings=warnings,
+    )
+
+
+# -- items -------------------------------------------------------------------------------
+@attrs.define
+class _Group:
+    """The entries of one assistant message, merged once the pass is over."""
+
+    entries: list[Entry]
+
+
+Slot: TypeAlias = RawItem | _Group
+
+
+def _items(
+    entries: Sequence[Entry], chain: set[int], spine: set[int], warnings: Warnings
+) -> Iterator[Item]:
+    slots: list[Slot] = []
+    groups: dict[str, _Group] = {}
+    leaf = max(chain)
+    for e in entries:
+        if e.line in chain and e.type == "assistant":
+            mid = e.message_id
+            group = groups.get(mid) if mid is not None else None
+            if group is None:
+                group = _Group(entries=[])
+                slots.append(group)
+                if mid is not None:
+                    groups[mid] = group
+            group.entries.append(e)
+        elif e.line in chain:
+            slots.append(_user(e, warnings))
+        elif e.type == "system" and e.raw.get("subtype") == "compact_boundary":
+            if e.line in spine:
+                slots.append(_boundary(e, warnings))
+            elif e.raw.get("isSidechain") is not True:
+                _off_chain(e.line, leaf, warnings)
+        elif e.type == "queue-operation":
+            slots += _queue_operation(e)
+    items = [_message(s.entries, warnings) if isinstance(s, _Group) else s for s in slots]
+    return iter(settle(items, warnings))
+
+
+def _queue_operation(e: Entry) -> list[RawItem]:
+    text, operation = e.raw.get("content"), e.raw.get("operation")
+    if operation == "enqueue" and isinstance(text, str) and text.strip():
+        return [Queued(line=e.line, text=text)]
+    return [Dequeued(line=e.line)] if operation == "remove" else []
+
+
+def _off_chain(line: int, leaf: int, warnings: Warnings) -> None:
+    """A boundary the main chain does not go through: pending when nothing follows it."""
+    if line > leaf:
+        warnings.append(pending_boundary(line))
+    else:
+        warnings.append(f"line {line}: a compact boundary off the main chain skipped")
+
+
+def _boundary(e: Entry, warnings: Warnings) -> Boundary:
+    meta = e.raw.get("compactMetadata")
+    meta = meta if isinstance(meta, dict) else {}
+    pre, trigger = meta.get("preTokens"), meta.get("trigger")
+    if pre is not None and not (type(pre) is int and 0 <= pre < MAX_TOKENS):
+        warnings.append(f"line {e.line}: preTokens {_shown(pre)} is not a token count: unknown")
+        pre = None
+    return Boundary(
+        line=e.line,
+        trigger=trigger[:KEY_CHARS] if isinstance(trigger, str) and trigger else "unknown",
+        pre_tokens=pre,
+        summary="",
+    )
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _user(e: Entry, warnings: Warnings) -> Message:
+    if e.type != "user" or "content" not in e.message:
+        raise InvalidEvent(f"line {e.line}: a {e.type} entry without message content")
+    blocks = _content(e, warnings)
+    if e.raw.get("isCompactSummary") is True:
+        return Message(line=e.line, role="summary", blocks=blocks, usage=None, typed=False)
+    typed = (
+        e.raw.get("isMeta") is not True
+        and all(isinstance(b, Text) and b.kind == "text" for b in blocks)
+        and not text_of(blocks).lstrip().startswith(("<", INTERRUPTED_TEXT))
+    )
+    return Message(line=e.line, role="user", blocks=blocks, usage=None, typed=typed)
+
+
+def _message(parts: Sequence[Entry], warnings: Warnings) -> Message:
+    blocks: list[Block] = []
+    for e in parts:
+        if "content" not in e.message:
+            raise InvalidEvent(f"line {e.line}: an assistant entry without message content")
+        blocks += _content(e, warnings)
+    usages = [u for u in (_usage(e, warnings) for e in parts) if u is not None]
+    usage = None
+    if usages:
+        usage = Usage(prompt=usages[-1].prompt, output=max(u.output for u in usages))
+    return Message(
+        line=parts[0].line, role="assistant", blocks=tuple(blocks), usage=usage, typed=False
+    )
+
+
+def _usage(e: Entry, warnings: Warnings) -> Usage | None:
+    """The entry's usage block; ``None`` when it has none, all zero (a message Claude Code
+    made up) or a count that is not one (a warning naming the line)."""
+    raw = e.message.get("usage")
+    if not isinstance(raw, dict):
+        return None
+    counts = [raw.get(f) for f in _USAGE_FIELDS]
+    for field, count in zip(_USAGE_FIELDS, counts, strict=True):
+        if count is not None and not (type(count) is int and 0 <= count < MAX_TOKENS):
+            warnings.append(
+                f"line {e.line}: usage {field} {_shown(count)} is not a token count: usage ignored",
+                kind="usage",
+            )
+            return None
+    tokens = [c or 0 for c in counts]
+    if not any(tokens):
+        return None
+    return Usage(prompt=sum(tokens[:3]), output=tokens[3])

@@ -1,0 +1,640 @@
+"""``tierlog``: a thin command line over the library.
+
+Exit codes: 0 fine, 1 findings (``verify``, ``audit``; a corrupt database is one),
+2 usage or bad input (Ctrl-C included), 3 an internal error (a bug: one line, and
+the traceback with ``-vv``). No exception escapes as a traceback otherwise.
+The library never configures logging; this module does (``--log-format``, ``-v``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import stat
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import attrs
+import structlog
+
+from eventstore._errors import IntegrityError
+from eventstore._journal import Journal, check_session_id
+from eventstore._ops._audit import Finding, audit, clean_spills, verify
+from eventstore._ops._import import Import, created_journal
+from eventstore._ops._ship import ship
+from eventstore._ops._transfer import export_lines, read_sessions
+from eventstore._ops._witness import SessionHead, check_witness, heads, read_witness
+from eventstore._postgres._recorder import is_url
+from eventstore._report._collect import collect
+from eventstore._report._html import render
+from eventstore._sqlite._guard import is_corruption, is_database_fault
+from eventstore.claude_code._ingest import FORMATS, Loaded, ingest_loaded, load
+from eventstore.cli import _output as out
+from eventstore.cli._demo import run_demo
+from reducers import InvalidEvent, JournalError
+
+Handler = Callable[[argparse.Namespace], int]
+
+_COMMANDS: list[tuple[str, str, str, Callable[[argparse.ArgumentParser], None]]] = []
+
+
+def command(name: str, summary: str, example: str) -> Callable[[Handler], Handler]:
+    """Register a subcommand with its one-line summary and a usage example."""
+
+    def register(handler: Handler) -> Handler:
+        def setup(p: argparse.ArgumentParser) -> None:
+            p.set_defaults(handler=handler)
+            for add in getattr(handler, "_arguments", ()):
+                add(p)
+
+        _COMMANDS.append((name, summary, example, setup))
+        return handler
+
+    return register
+
+
+def arg(*names: str, **kwargs: Any) -> Callable[[Handler], Handler]:
+    """Declare an argument of the decorated subcommand."""
+
+    def declare(handler: Handler) -> Handler:
+        handler._arguments = [  # type: ignore[attr-defined]
+            lambda p: p.add_argument(*names, **kwargs),
+            *getattr(handler, "_arguments", ()),
+        ]
+        return handler
+
+    return declare
+
+
+DB = "journal file, or a postgresql:// URL"
+
+
+def open_journal(location: str, *, readonly: bool = False) -> Journal:
+    """The one way the CLI opens a journal: a file path or a postgresql:// URL."""
+    return Journal(location, readonly=readonly)
+
+
+def _reader(args: argparse.Namespace) -> Journal:
+    return open_journal(args.db, readonly=True)
+
+
+def _session_ids(journal: Journal, session_id: str | None) -> list[str] | None:
+    """``[session_id]`` if it names a session of the journal; ``None`` (all) if not given."""
+    if session_id is None:
+        return None
+    if not journal.has_session(session_id):
+        raise InvalidEvent(f"no session {session_id!r} in {journal.recorder.location}")
+    return [session_id]
+
+
+MAX_VERSION = 2**62
+
+
+def _version(text: str) -> int:
+    """An argparse type: a version number in ``0..2**62``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a version number: {text[:40]!r}") from None
+    if not 0 <= value <= MAX_VERSION:
+        raise argparse.ArgumentTypeError(f"version {text[:40]} is outside 0..2**62")
+    return value
+
+
+def _amount(kind: type[int] | type[float]) -> Callable[[str], float]:
+    """An argparse type: a number >= 0 (0 means no limit)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text[:40]!r}") from None
+        if not 0 <= value < 2**40:
+            raise argparse.ArgumentTypeError(f"{text[:40]} is outside 0..2**40")
+        return value
+
+    return parse
+
+
+def _corruption(exc: Exception) -> Finding:
+    """``exc`` as a finding if it says the database is corrupt; else ``exc`` is re-raised."""
+    if not isinstance(exc, IntegrityError) and not is_corruption(exc):
+        raise exc
+    problem = str(exc) if isinstance(exc, JournalError) else f"database is corrupt: {exc}"
+    return Finding(check="integrity", session_id=None, version=None, problem=problem)
+
+
+# -- commands ---------------------------------------------------------------------------
+@command(
+    "demo",
+    "replay the two SPEC incidents against a fresh journal",
+    "tierlog demo --db /tmp/tierlog-demo.db",
+)
+@arg("--db", default="tierlog-demo.db", help="journal to (re)create (default: %(default)s)")
+def _demo(args: argparse.Namespace) -> int:
+    if not args.verbose:  # the refusals are the point of the demo: no warning lines
+        logging.getLogger("tierlog").setLevel(logging.ERROR)
+    run_demo(args.db, print)
+    return 0
+
+
+@command(
+    "sessions",
+    "sessions with event counts, refusals, invalidations",
+    "tierlog sessions agent.db --json",
+)
+@arg("db", help=DB)
+@arg("--json", action="store_true", help="print JSON")
+def _sessions(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        rows = [attrs.asdict(s) for s in journal.recorder.summaries()]
+    out.emit(rows, args.json)
+    return 0
+
+
+@command(
+    "log", "the events of a session, one a line", "tierlog log agent.db mig-42 --from 10 --to 20"
+)
+@arg("db", help=DB)
+@arg("session", help="session id")
+@arg("--from", type=_version, dest="start", default=1, metavar="V", help="first version")
+@arg("--to", type=_version, dest="stop", metavar="V", help="last version")
+@arg("--json", action="store_true", help="print JSON Lines")
+def _log(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        journal.session(args.session)
+        for row in journal.recorder.read(args.session, start=args.start, stop=args.stop):
+            print(out.log_line(row, args.json))
+    return 0
+
+
+@command(
+    "state", "reduced tier state and its sha256", "tierlog state agent.db mig-42 --at 17 --json"
+)
+@arg("db", help=DB)
+@arg("session", help="session id")
+@arg("--at", type=_version, metavar="V", help="state after version V (default: latest)")
+@arg("--json", action="store_true", help="print the canonical state as JSON")
+def _state(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        s = journal.session(args.session)
+        state = s.state if args.at is None else s.state_at(args.at)
+        if args.json:
+            print(json.dumps({**state.to_json(), "sha256": state.sha256}, indent=2, sort_keys=True))
+        else:
+            print(out.describe_state(state))
+    return 0
+
+
+@command(
+    "diff", "what changed in the state between two versions", "tierlog diff agent.db mig-42 10 17"
+)
+@arg("db", help=DB)
+@arg("session", help="session id")
+@arg("v1", type=_version, help="earlier version")
+@arg("v2", type=_version, help="later version")
+@arg("--json", action="store_true", help="print JSON")
+def _diff(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        s = journal.session(args.session)
+        changes = out.diff(s.state_at(args.v1).to_json(), s.state_at(args.v2).to_json())
+    if args.json:
+        print(json.dumps(changes, indent=2, sort_keys=True))
+    else:
+        print("\n".join(out.diff_lines(changes)) or "no change")
+    return 0
+
+
+@command(
+    "verify",
+    "hash chains, payloads, spill files, every decision re-derived by replay",
+    "tierlog verify agent.db mig-42 --witness mig-42.head.json",
+)
+@arg("db", help=DB)
+@arg("session", nargs="?", help="one session (default: all)")
+@arg("--witness", metavar="FILE", help="heads saved by `tierlog head --json`: each must still hold")
+@arg("--json", action="store_true", help="print JSON")
+@arg(
+    "--clean",
+    action="store_true",
+    help="remove orphan spill files (a crash between writing a spill and committing it)",
+)
+def _verify(args: argparse.Namespace) -> int:
+    witness = read_witness(_read_text(args.witness), args.witness) if args.witness else None
+    try:
+        with _reader(args) as journal:
+            findings = _verify_or_corrupt(journal, args.session, witness)
+    except IntegrityError as exc:  # too damaged to open
+        findings = [_corruption(exc)]
+    if args.clean:  # orphans are notes: exit 0 unless something else is wrong
+        try:
+            with Journal(args.db) as journal:
+                findings = [f for f in findings if f.check != "orphan"] + clean_spills(journal)
+        except IntegrityError:  # a file no writer opens: its findings say why, nothing is cleaned
+            pass
+    fatal = any(f.fatal for f in findings)
+    if args.json:
+        print(json.dumps([attrs.asdict(f) for f in findings], indent=2))
+    else:
+        ok = [] if fatal else ["ok: every chain, payload, spill and decision verified"]
+        print("\n".join([*map(str, findings), *ok]))
+    return 1 if fatal else 0
+
+
+def _verify_or_corrupt(
+    journal: Journal, session_id: str | None, witness: list[SessionHead] | None
+) -> list[Finding]:
+    """verify's findings; on a corrupt page, what ``PRAGMA integrity_check`` says instead."""
+    try:
+        return _verify_journal(journal, session_id, witness)
+    except Exception as exc:  # re-raised unless it is corruption
+        found = _corruption(exc)
+    try:
+        problems = journal.recorder.integrity_problems()
+    except Exception:  # too damaged even for the check: the finding says so
+        return [found]
+    return [attrs.evolve(found, problem=p) for p in problems] + [found]
+
+
+def _verify_journal(
+    journal: Journal, session_id: str | None, witness: list[SessionHead] | None
+) -> list[Finding]:
+    """verify's findings, then the witness's (a witnessed session may be missing altogether)."""
+    if session_id is not None and witness is not None:
+        witness = [w for w in witness if w.session_id == session_id]
+        if not witness:
+            raise InvalidEvent(f"the witness holds no head for session {session_id!r}")
+        if not journal.has_session(session_id):
+            return check_witness(journal, witness)
+    ids = _session_ids(journal, session_id)
+    with out.Progress("verifying") as show:
+        findings = verify(journal, ids, progress=show)
+    return findings + check_witness(journal, witness or [])
+
+
+def _open_regular(path: str) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file: a FIFO, a device such as
+    /dev/zero or a folder is bad input, not something to read until memory runs out."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+    except OSError as exc:
+        raise InvalidEvent(f"cannot read {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        handle.close()
+        raise InvalidEvent(f"cannot read {path}: not a regular file")
+    return handle
+
+
+def _read_text(path: str, limit: int = 64 * 2**20) -> str:
+    """A small regular file's text (a witness), at most ``limit`` bytes."""
+    with _open_regular(path) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise InvalidEvent(f"cannot read {path}: larger than {limit // 2**20} MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidEvent(f"cannot read {path}: {exc}") from None
+
+
+@command(
+    "head",
+    "each session's head version and hash: a witness to keep elsewhere",
+    "tierlog head agent.db --json > agent.head.json",
+)
+@arg("db", help=DB)
+@arg("session", nargs="?", help="one session (default: all)")
+@arg("--json", action="store_true", help="print JSON (what `verify --witness` reads)")
+def _head(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        found = heads(journal, _session_ids(journal, args.session))
+    if args.json:
+        print(json.dumps([attrs.asdict(h) for h in found], indent=2))
+    else:
+        width = max((len(h.session_id) for h in found), default=0)
+        print("\n".join(f"{h.session_id:<{width}}  {h.version:>8}  {h.hash}" for h in found))
+    return 0
+
+
+@command(
+    "audit",
+    "refusals, invalidations, raw fallbacks and evicted obligations",
+    "tierlog audit agent.db --json",
+)
+@arg("db", help=DB)
+@arg("session", nargs="?", help="one session (default: all)")
+@arg("--json", action="store_true", help="print JSON")
+def _audit(args: argparse.Namespace) -> int:
+    try:
+        with _reader(args) as journal:
+            report = audit(journal, _session_ids(journal, args.session))
+    except Exception as exc:  # re-raised unless it is corruption
+        print(f"tierlog audit: {_corruption(exc)}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(attrs.asdict(report), indent=2, sort_keys=True))
+    else:
+        print(out.audit_text(report))
+    return 1 if report.findings else 0
+
+
+@command(
+    "sql",
+    "run a query on a read-only connection, within a time and a memory limit",
+    'tierlog sql agent.db "SELECT * FROM compaction_refusals" --timeout 30',
+)
+@arg("db", help=DB)
+@arg("query", help="SQL (the audit views: turns, compactions, markers, ...)")
+@arg("--json", action="store_true", help="print JSON")
+@arg(
+    "--timeout",
+    type=_amount(float),
+    default=30.0,
+    metavar="SECONDS",
+    help="stop the query after this long (0: no limit; default: %(default)s)",
+)
+@arg(
+    "--max-memory",
+    type=_amount(int),
+    default=256,
+    metavar="MB",
+    help="SQLite's memory limit for the query (PRAGMA hard_heap_limit; 0: none;"
+    " default: %(default)s)",
+)
+def _sql(args: argparse.Namespace) -> int:
+    limits = {"timeout": args.timeout or None, "heap_limit": int(args.max_memory * 2**20) or None}
+    with _reader(args) as journal:
+        structlog.stdlib.get_logger("tierlog").debug("query", **limits)
+        with journal.recorder.query(args.query, **limits) as result:
+            out.stream(result, args.json)
+    return 0
+
+
+@command("export", "write a session as JSON Lines", "tierlog export agent.db mig-42 > mig-42.jsonl")
+@arg("db", help=DB)
+@arg("session", help="session id")
+@arg("-o", "--output", help="file to write (default: standard output)")
+def _export(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        lines = list(export_lines(journal, args.session))
+    text = "".join(line + "\n" for line in lines)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+@command(
+    "import",
+    "read JSON Lines back through the same checks",
+    "tierlog import fresh.db mig-42.jsonl --session mig-42-copy",
+)
+@arg("db", help=f"{DB} (created if missing)")
+@arg("file", help="JSON Lines from `tierlog export`")
+@arg("--session", dest="rename", metavar="ID", help="import the file's one session as ID")
+def _import(args: argparse.Namespace) -> int:
+    if args.rename is not None:
+        check_session_id(args.rename)
+    try:
+        with _open_regular(args.file) as handle:
+            sessions = read_sessions(handle)
+    except OSError as exc:
+        raise InvalidEvent(f"cannot read {args.file}: {exc.strerror}") from None
+    with contextlib.ExitStack() as stack:
+        exists = is_url(args.db) or Path(args.db).exists()
+        existing = stack.enter_context(open_journal(args.db)) if exists else None
+        job = stack.enter_context(Import(args.db, sessions, rename=args.rename))
+        with out.Progress("importing command") as show:
+            job.decide(existing, show)  # without the journal's write lock
+        results = job.commit(existing or stack.enter_context(created_journal(args.db)))
+    for r in results:
+        what = "unchanged (already imported)" if r.unchanged else f"{r.events} events"
+        note = f", {r.redecided} command(s) decided differently now" if r.redecided else ""
+        print(f"{r.source_id} -> {r.session_id}: {what}{note}")
+        for skip in r.skipped:
+            print(f"  skipped (impossible after re-decision): {skip}")
+    return 0
+
+
+@command(
+    "report",
+    "one self-contained HTML file: the timeline of tiers, refusals and markers, and the audit",
+    "tierlog report agent.db mig-42 --at 17 -o mig-42.html",
+)
+@arg("db", help=DB)
+@arg("session", nargs="?", help="one session (default: every session, with the sessions list)")
+@arg("--at", type=_version, metavar="V", help="the version shown first (default: latest)")
+@arg("-o", "--output", metavar="FILE", help="file to write (default: DB stem.html; - for stdout)")
+def _report(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        if args.session is not None:
+            _session_ids(journal, args.session)
+        report = collect(journal, args.session, args.at)
+    page = render(report)
+    if args.output == "-":  # the page says utf-8: its bytes are, whatever the terminal's
+        sys.stdout.flush()
+        sys.stdout.buffer.write(page.encode("utf-8"))
+        sys.stdout.buffer.flush()
+    else:
+        stem = "journal" if is_url(args.db) else Path(args.db).stem
+        default = stem + (f"-{args.session}" if args.session else "") + ".html"
+        target = Path(args.output or default)
+        target.write_text(page, encoding="utf-8")
+        print(f"wrote {target} ({len(page.encode()):,} bytes)")
+    for p in report.broken:  # drawn with a warning on the page; a finding here
+        print(
+            f"tierlog report: session {p.session_id!r} does not verify: its hash chain breaks"
+            f" at v{p.version} ({p.problem}); the page says so. See tierlog verify.",
+            file=sys.stderr,
+        )
+    return 1 if report.broken else 0
+
+
+@command(
+    "spill",
+    "print a spill's bytes, checked against their recorded sha256",
+    "tierlog spill agent.db mig-42 9c/9c41e0...d2.spill > turns.jsonl",
+)
+@arg("db", help=DB)
+@arg("session", help="session id")
+@arg("handle", help="the spill's handle (tierlog sql DB 'SELECT handle FROM spills')")
+def _spill(args: argparse.Namespace) -> int:
+    with _reader(args) as journal:
+        try:
+            data = journal.read_spill(args.session, args.handle)
+        except IntegrityError as exc:  # the bytes are not the recorded ones: a finding
+            print(f"tierlog spill: {exc}", file=sys.stderr)
+            return 1
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+    return 0
+
+
+@command(
+    "ingest",
+    "real agent transcripts as sessions, their compactions and markers checked",
+    "tierlog ingest agent.db ~/.claude/projects/my-project/*.jsonl && tierlog audit agent.db",
+)
+@arg("db", help=f"{DB} (created if missing)")
+@arg("files", nargs="+", metavar="FILE", help="transcripts, one session each")
+@arg("--format", default="claude-code", choices=FORMATS, help="transcript format")
+@arg("--json", action="store_true", help="print JSON")
+def _ingest(args: argparse.Namespace) -> int:
+    if not args.verbose:  # refused markers are the point: they are reported below
+        logging.getLogger("tierlog").setLevel(logging.ERROR)
+    loaded, bad = _load_transcripts(args.files, args.format)  # before the journal is touched
+    results = []
+    if loaded:
+        with open_journal(args.db) as journal:
+            for item in loaded:
+                try:
+                    results.append(ingest_loaded(journal, item))
+                except InvalidEvent as exc:
+                    print(f"tierlog ingest: error: {item.path}: {exc}", file=sys.stderr)
+                    bad += 1
+    for r in results:
+        for warning in r.warnings:
+            print(f"tierlog ingest: warning: {r.path}: {warning}", file=sys.stderr)
+    if args.json:
+        print(json.dumps([attrs.asdict(r) for r in results], indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(out.ingest_text(r) for r in results) or "nothing ingested")
+    return 2 if bad else 0
+
+
+def _load_transcripts(paths: list[str], fmt: str) -> tuple[list[Loaded], int]:
+    """Each file read and mapped; an unreadable one reported. Returns them and the bad count."""
+    loaded, bad = [], 0
+    for path in paths:
+        try:
+            loaded.append(load(path, fmt))
+        except InvalidEvent as exc:
+            print(f"tierlog ingest: error: {path}: {exc}", file=sys.stderr)
+            bad += 1
+    return loaded, bad
+    return 0
+
+
+@command(
+    "ship",
+    "copy the events and spills DEST lacks from SRC, verbatim (resumable)",
+    "tierlog ship agent.db 'postgresql://tierlog@db.internal/fleet'",
+)
+@arg("src", help=f"{DB} to read")
+@arg("dest", help=f"{DB} to append to (created if missing)")
+@arg("--session", metavar="ID", help="ship only this session")
+@arg("--chunk", type=int, default=1000, metavar="N", help="events per transaction (%(default)s)")
+@arg("--json", action="store_true", help="print JSON")
+def _ship(args: argparse.Namespace) -> int:
+    if args.chunk < 1:
+        raise InvalidEvent(f"--chunk must be at least 1, not {args.chunk}")
+    with open_journal(args.src, readonly=True) as src, open_journal(args.dest) as dest:
+        ids = _session_ids(src, args.session)
+        with out.Progress("shipping") as show:
+            results = ship(src, dest, ids, chunk=args.chunk, progress=show)
+    if args.json:
+        print(json.dumps([attrs.asdict(r) for r in results], indent=2))
+    else:
+        print("\n".join(map(str, results)) or "nothing to ship: the source has no session")
+    return 1 if any(r.problem for r in results) else 0
+
+
+# -- entry point ------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    """The ``tierlog`` argument parser, every subcommand with help and an example."""
+    parser = argparse.ArgumentParser(
+        prog="tierlog",
+        description="Event-sourced journal for agent context compaction.",
+        epilog="example:\n  tierlog demo && tierlog audit tierlog-demo.db",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("console", "json"),
+        default="console",
+        help="how log lines on standard error look",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, summary, example, setup in _COMMANDS:
+        p = subs.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            epilog=f"example:\n  {example}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        setup(p)
+    return parser
+
+
+def configure_logging(fmt: str, verbose: int) -> None:
+    """Route structlog through stdlib logging to standard error."""
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if fmt == "json"
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    root = logging.getLogger("tierlog")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            renderer,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``tierlog`` with ``argv``; returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    configure_logging(args.log_format, args.verbose)
+    try:
+        return int(args.handler(args))
+    except (Exception, KeyboardInterrupt) as exc:
+        return _failed(args, exc)
+
+
+def _failed(args: argparse.Namespace, exc: BaseException) -> int:
+    """One line on standard error for ``exc``, and the exit code it means."""
+    if isinstance(exc, BrokenPipeError):  # `tierlog log ... | head`: the reader has had enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    code, message = 2, str(exc)
+    if isinstance(exc, KeyboardInterrupt):
+        message = "interrupted"
+    elif isinstance(exc, OSError) and exc.filename is not None:
+        message = f"{exc.filename}: {exc.strerror}"  # a file on the command line
+    elif is_database_fault(exc):
+        message = f"database {'is corrupt' if is_corruption(exc) else 'error'}: {exc}"
+    elif not isinstance(exc, (JournalError, OSError)):
+        code, message = 3, f"internal error: {type(exc).__name__}: {exc} (a bug; -vv shows where)"
+        if args.verbose >= 2:
+            traceback.print_exception(exc, file=sys.stderr)
+    print(f"tierlog {args.command}: error: {message}", file=sys.stderr)
+    return code
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,258 @@
+"""How the CLI shows things: tables, state summaries, diffs, progress."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from eventstore._ops._audit import AuditReport, EvictedObligation
+from eventstore._store._chain import Recorded
+from eventstore._store._recorder import QueryResult
+from eventstore.claude_code._ingest import IngestResult
+from eventstore.claude_code._review import CompactionReview
+from reducers import SessionState
+
+
+def rows_of(result: QueryResult) -> list[dict[str, Any]]:
+    """A query result as one dict a row."""
+    return [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+
+
+def stream(result: QueryResult, as_json: bool, *, buffer: int = 1000) -> None:
+    """Print rows as they come: JSON, or a table aligned on the first ``buffer`` rows."""
+    names = result.columns
+    records = ({n: _cell(v) for n, v in zip(names, row, strict=True)} for row in result.rows)
+    if as_json:
+        opener = "["
+        for record in records:
+            print(opener, json.dumps(record, ensure_ascii=False))
+            opener = ","
+        print("[]" if opener == "[" else "]")
+        return
+    head = list(itertools.islice(records, buffer))
+    if not head:
+        print("(no rows)")
+        return
+    lines, widths = _table(head)
+    print("\n".join(lines))
+    for record in records:
+        print(_line([_short(v) for v in record.values()], widths))
+
+
+def _line(cells: list[str], widths: list[int]) -> str:
+    return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))
+
+
+def _cell(value: Any) -> Any:
+    return f"<{len(value)} bytes>" if isinstance(value, bytes) else value
+
+
+def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
+    """Print rows as JSON or as an aligned table."""
+    rows = [{k: _cell(v) for k, v in row.items()} for row in rows]
+    if as_json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    print("\n".join(table(rows)) if rows else "(no rows)")
+
+
+def table(rows: list[dict[str, Any]]) -> list[str]:
+    """An aligned text table; long cells are cut at 60 characters."""
+    return _table(rows)[0]
+
+
+def _table(rows: list[dict[str, Any]]) -> tuple[list[str], list[int]]:
+    names = list(rows[0])
+    cells = [[_short(row[n]) for n in names] for row in rows]
+    widths = [max(len(n), *(len(c[i]) for c in cells)) for i, n in enumerate(names)]
+    body = [_line(r, widths) for r in cells]
+    return [_line(names, widths), "  ".join("-" * w for w in widths), *body], widths
+
+
+def _short(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def log_line(row: Recorded, as_json: bool) -> str:
+    """One event as a line: version, type, time and its payload."""
+    if as_json:
+        return json.dumps(
+            {
+                "version": row.version,
+                "type": row.type,
+                "recorded_at": row.recorded_at,
+                "payload": json.loads(row.payload),
+            }
+        )
+    return f"{row.version:>6}  {row.type:<18} {row.recorded_at}  {_short(row.payload)}"
+
+
+def describe_state(state: SessionState) -> str:
+    """A state as a person reads it."""
+    cfg = state.config
+    lines = [
+        f"version      {state.version}",
+        f"sha256       {state.sha256}",
+        f"unit         {state.unit}"
+        + (f" (floor {cfg.floor_span} {cfg.floor_unit})" if cfg else ""),
+        f"turns        {state.turns} ({state.tokens_total:,} tokens)",
+        f"occupancy    {state.occupancy:,} tokens"
+        + (f" of {cfg.window_tokens:,} (trigger {cfg.trigger_tokens:,})" if cfg else ""),
+        f"depth        L{state.depth}, tail starts at {state.tail_start}",
+        f"truncated    {list(state.truncated)}",
+        f"spills       {len(state.spills)}",
+        f"open calls   {sorted(state.open_calls)}",
+        f"constraints  {sorted(state.constraints)}",
+        f"negatives    {sorted(f'{k}={d.disposition}' for k, d in state.dispositions.items())}",
+    ]
+    if state.withdrawn:
+        lines.append(f"withdrawn    turns {list(state.withdrawn)} (retracted or cleared)")
+    for n in sorted(state.nodes.values(), key=lambda n: n.version):
+        status = "live" if n.live else f"replaced by {n.replaced_by}"
+        if not n.live and n.replaced_by is None:
+            status = "cleared"
+        lines.append(
+            f"node {n.node_id:<7} L{n.tier} [{n.covers_lo}, {n.covers_hi}) {status}: "
+            f"{_short(n.summary)}"
+        )
+    for m in sorted(state.markers.values(), key=lambda m: m.version):
+        status = "valid" if m.valid else f"INVALID ({m.invalidated_rule})"
+        lines.append(f"marker {m.marker_id:<5} on {m.node_id} depth L{m.tier_depth}: {status}")
+    return "\n".join(lines)
+
+
+def diff(a: Any, b: Any, path: str = "") -> list[dict[str, Any]]:
+    """Leaf-level changes between two JSON values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(a.keys() | b.keys()):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in a:
+                out.append({"path": sub, "change": "added", "after": b[key]})
+            elif key not in b:
+                out.append({"path": sub, "change": "removed", "before": a[key]})
+            else:
+                out += diff(a[key], b[key], sub)
+        return out
+    return [] if a == b else [{"path": path, "change": "changed", "before": a, "after": b}]
+
+
+def diff_lines(changes: Iterable[dict[str, Any]]) -> list[str]:
+    """Diff entries as ``+``/``-``/``~`` lines."""
+    marks = {"added": "+", "removed": "-", "changed": "~"}
+    lines = []
+    for c in changes:
+        before = f" {_short(json.dumps(c['before']))} ->" if "before" in c else ""
+        after = f" {_short(json.dumps(c['after']))}" if "after" in c else ""
+        lines.append(f"{marks[c['change']]} {c['path']}:{before}{after}")
+    return lines
+
+
+class Progress:
+    """A one-line progress display on a terminal, erased when done; silent when piped."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.active = sys.stderr.isatty()
+        self.width = 0
+
+    def __call__(self, item: object) -> None:
+        if self.active:
+            text = f"\r{self.label} {item} ..."
+            print(text, end="", file=sys.stderr, flush=True)
+            self.width = max(self.width, len(text))
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.active and self.width:
+            print("\r" + " " * self.width + "\r", end="", file=sys.stderr, flush=True)
+
+
+def audit_text(report: AuditReport) -> str:
+    """The audit report for a person."""
+    lines = []
+    for session_id, audit in report.sessions.items():
+        lines.append(f"== {session_id}")
+        for field in attrs.fields(type(audit)):
+            rows = getattr(audit, field.name)
+            if rows:
+                lines.append(f"  {field.name.replace('_', ' ')} ({len(rows)}):")
+                lines += [f"    {_audit_row(row)}" for row in rows]
+    totals = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in report.totals.items())
+    lines.append(f"total: {totals}")
+    return "\n".join(lines)
+
+
+def _audit_row(row: Any) -> str:
+    if isinstance(row, CompactionReview):
+        return "\n    ".join(review_lines(row))
+    if isinstance(row, EvictedObligation):
+        carried = ", ".join(row.carried_by) or "NOBODY"
+        return f"{row.kind} {row.key!r} at {row.position}: carried by {carried}"
+    fields = attrs.asdict(row)
+    if "violations" in fields:
+        rules = "; ".join(v["message"] for v in json.loads(fields["violations"]))
+        subject = fields.get("node_id") or fields.get("marker_id")
+        return f"v{row.version} {subject} [{fields['rules']}]: {rules}"
+    return f"v{row.version} " + " ".join(f"{k}={v}" for k, v in fields.items() if k != "version")
+
+
+# -- ingest and compaction reviews -------------------------------------------------------
+def ingest_text(r: IngestResult) -> str:
+    """What ``tierlog ingest`` did with one transcript."""
+    done = "unchanged (already ingested)" if r.unchanged else "ingested"
+    done += f", {_n(r.events, 'event')}"
+    if r.appended_after is not None:
+        done = f"grown, {_n(r.events - r.appended_after, 'event')} appended (now {r.events:,})"
+    lines = [
+        f"{r.session_id}: {done} from {r.path}",
+        f"  {_n(r.turns, 'turn')}, {_n(r.calls, 'call')} ({r.failed} failed, {r.rejected}"
+        f" rejected), {_n(r.interruptions, 'interruption')}, {_n(r.constraints, 'rule')} found,"
+        f" {_n(r.queued, 'queued text')}, {_n(len(r.compactions), 'compaction')}",
+    ]
+    for review in r.compactions:
+        lines.append("  " + review_lines(review)[0])
+        missing = [f"{o.key} ({o.detail})" for o in review.not_evidenced]
+        if missing:
+            lines.append(f"    not evidenced: {'; '.join(missing)} (tierlog audit shows where)")
+    return "\n".join(lines)
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def review_lines(r: CompactionReview) -> list[str]:
+    """A compaction review: a headline, then one line per obligation live at it."""
+    pre = r.pre_tokens
+    drift = f" ({(r.occupancy - pre) / pre:+.2%})" if pre else ""
+    where = f" at line {r.line} ({r.trigger})" if r.line is not None else ""
+    rules = f" ({','.join(r.marker_rules)})" if r.marker_rules else ""
+    if r.refused_rules:
+        marker = f"compaction refused ({','.join(r.refused_rules)})"
+    elif r.marker_id is None:
+        marker = "no marker"
+    else:
+        marker = f"marker {r.marker_id} {r.marker_status}{rules}"
+    head = (
+        f"{r.node_id}{where}: preTokens {'unknown' if pre is None else format(pre, ',')},"
+        f" occupancy {r.occupancy:,}{drift}; compacted {_n(r.turns_compacted, 'turn')},"
+        f" {r.tokens_compacted:,} tokens; summary {r.summary_chars:,} chars,"
+        f" {r.summary_tokens:,} tokens; {marker}"
+    )
+    lines = [head]
+    for o in r.obligations:
+        verdict = "evidenced    " if o.evidenced else "NOT evidenced"
+        detail = "" if o.kind == "constraint" else f" ({o.detail})"
+        lines.append(
+            f"  {verdict} {o.kind} {o.key!r}{detail} at turn {o.raised_at_turn}: {o.quote}"
+        )
+    return lines
