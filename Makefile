@@ -31,7 +31,7 @@ bench: install  ## benchmarks against raw SQLite and the eventsourcing library
 	$(BIN)/python -m bench.ceiling
 
 fuzz: install  ## the long campaigns: many more Hypothesis examples and crash loops
-	TIERLOG_CAMPAIGN=long $(BIN)/python -m pytest -q tests/test_properties.py tests/test_context_model.py tests/test_crash.py
+	TIERLOG_CAMPAIGN=long $(BIN)/python -m pytest -q tests/shell/test_properties.py tests/invariants/test_context_model.py tests/shell/test_crash.py
 
 soak: install  ## 30 s of 12 writer processes on a throwaway PostgreSQL cluster
 	$(BIN)/python -m tests.pg_soak --seconds 30

@@ -85,7 +85,7 @@ def _journal(target: Target) -> Iterator[eventstore.Journal]:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print the kill -9 campaign's counts when it ran."""
-    from tests.test_crash import TALLY
+    from tests.shell.test_crash import TALLY
 
     if TALLY:
         counts = ", ".join(f"{name}: {n}" for name, n in sorted(TALLY.items()))

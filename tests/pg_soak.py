@@ -1,7 +1,7 @@
 """Many processes writing one PostgreSQL journal at once, then every chain checked.
 
 ``make soak`` runs it for 30 s on its own throwaway cluster
-(``python -m tests.pg_soak --seconds 30``); ``tests/test_pg_concurrency.py`` runs
+(``python -m tests.pg_soak --seconds 30``); ``tests/postgres/test_pg_concurrency.py`` runs
 a few seconds of it in ``make test``. Eight processes append turns to eight
 sessions of their own; four more race on one shared session, each appending at
 the version it read a moment before (a stale one is a ``ConcurrencyError``, and

@@ -5,7 +5,7 @@ transaction, streams them back, keeps the snapshot cache and answers the audit
 queries. Every SQL string lives in a recorder; nothing above this port holds a
 connection. ``SqliteRecorder`` is the embedded implementation,
 ``PostgresRecorder`` the server one; each backend passes the same contract tests
-(``tests/test_recorder.py``).
+(``tests/store/test_recorder.py``).
 """
 
 from __future__ import annotations

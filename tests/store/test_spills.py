@@ -19,7 +19,7 @@ from eventstore._ops._transfer import export_lines, import_file
 from eventstore._sqlite._recorder import SqliteRecorder
 from tests.helpers import config, fill, refuse, refusing_session, rows
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LEGACY = ROOT / "tests" / "data" / "journal-0.1"
 
 

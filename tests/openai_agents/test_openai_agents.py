@@ -39,7 +39,7 @@ from eventstore.openai_agents import (
 from tests.helpers import rows
 
 Item = dict[str, Any]
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 set_tracing_disabled(True)  # no trace export: these tests never touch the network
 

@@ -21,7 +21,7 @@ from eventstore.cli._demo import run_demo
 from tests import transcripts
 from tests.browser import Page, launch, needs_browser, report
 from tests.helpers import fill, new_session
-from tests.test_html import HOSTILE
+from tests.report.test_html import HOSTILE
 from tests.timelines import expected, withdrawal_session
 
 _RAISES = (r.CallOpened, r.ConstraintStated, r.ItemDisposed)

@@ -20,7 +20,7 @@ from tests import strategies
 
 pytestmark = pytest.mark.skipif(not FAST, reason="orjson (the [fast] extra) is not installed")
 
-FIXTURE = Path(__file__).parent / "data" / "journal-0.1"
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "journal-0.1"
 
 # every code point that is not a surrogate, the awkward ones drawn often
 awkward = st.sampled_from(

@@ -17,7 +17,7 @@ from eventstore.cli import main
 from tests.helpers import fill, new_session
 from tests.targets import SqliteTarget, Target, on_both
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 VERBATIM = "SELECT session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"
 ALL_ROWS = f"{VERBATIM} FROM events ORDER BY session_id, version"
 

@@ -12,7 +12,7 @@ from eventstore._sqlite._recorder import SqliteRecorder
 from eventstore._store._chain import check_chain
 from tests.helpers import rows
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _spawn(*args: str) -> subprocess.Popen[str]:

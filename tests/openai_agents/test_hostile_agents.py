@@ -21,9 +21,9 @@ import eventstore
 import eventstore.openai_agents as public
 from eventstore.cli import main
 from eventstore.openai_agents import Summary, SummaryRequest, TierlogSession
-from tests.test_openai_agents import EAGER
+from tests.openai_agents.test_openai_agents import EAGER
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SID = "s"
 
 # pickle.dumps of these values by tierlog before the split (commit 4705a6d), when the

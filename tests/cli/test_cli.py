@@ -23,7 +23,7 @@ from eventstore.cli import build_parser, main
 from tests.helpers import fill, new_session
 from tests.targets import SqliteTarget, Target, on_both
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _by_hand(rows: list[dict[str, Any]]) -> str:

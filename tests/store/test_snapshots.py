@@ -184,7 +184,7 @@ class TestLegacySnapshot:
 
     def test_fixture_from_0_1_reopens(self, tmp_path: Path) -> None:
         """The 0.1 journal's snapshots are 0.1 ones: reopening replays to the same state."""
-        data = Path(__file__).resolve().parent / "data" / "journal-0.1"
+        data = Path(__file__).resolve().parents[1] / "data" / "journal-0.1"
         db = tmp_path / "j.db"
         db.write_bytes((data / "journal-0.1.db").read_bytes())
         expected = json.loads((data / "expected.json").read_text())

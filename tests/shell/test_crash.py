@@ -18,7 +18,7 @@ from eventstore._ops._transfer import export_lines
 from eventstore._sqlite._recorder import SqliteRecorder
 from tests.helpers import fill, refuse, refusing_session, rows
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ROUNDS = 200 if os.environ.get("TIERLOG_CAMPAIGN") == "long" else 3
 KINDS = ("appends", "refusals", "imports")
 TALLY: Counter[str] = Counter()  # printed at the end of the run (conftest.py)

@@ -1,0 +1,1 @@
+"""Benchmarks and the fidelity simulator, as bounded smoke tests."""

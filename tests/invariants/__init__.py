@@ -1,0 +1,1 @@
+"""The pure checks: compaction (C1-C5), markers (M1-M3), the digest context."""

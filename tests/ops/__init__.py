@@ -1,0 +1,1 @@
+"""Operations: import/export, transfer, ship."""

@@ -1,0 +1,1 @@
+"""The PostgreSQL backend, on a throwaway cluster."""

@@ -1,0 +1,1 @@
+"""The pure folds: events to SessionState."""

@@ -1,0 +1,1 @@
+"""The HTML report: timeline model, page, browser."""

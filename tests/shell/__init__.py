@@ -1,0 +1,1 @@
+"""The shell: Journal, Session, decide, effects, concurrency and crashes."""

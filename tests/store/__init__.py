@@ -1,0 +1,1 @@
+"""The storage port, its contract suite on both backends, the chain, codec, snapshots, spills."""
