@@ -23,7 +23,7 @@ from pathlib import Path
 import eventstore
 import invariants
 import reducers as r
-from bench.run import (
+from bench.common import (
     CONFIG,
     INSERT,
     PLAIN_DDL,
@@ -34,9 +34,10 @@ from bench.run import (
     plain_events,
     rows_for,
 )
-from eventstore._sqlite._recorder import SqliteRecorder, utc_now
+from eventstore._sqlite._recorder import SqliteRecorder
 from eventstore._sqlite._schema import TABLES
 from eventstore._store._chain import link_rows
+from eventstore._store._clock import utc_now
 
 
 def per_commit(tmp: Path, n: int, reps: int) -> list[float]:

@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import eventstore  # noqa: E402
-from bench.run import CONFIG, content, median_rates, plain_events, result, rows_for  # noqa: E402
+from bench.common import CONFIG, content, median_rates, plain_events, result, rows_for  # noqa: E402
 from tests.pgcluster import Cluster, missing  # noqa: E402
 
 COLUMNS = "session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"

@@ -7,12 +7,13 @@ Everything a user needs is importable from here::
     s.append_turn("user", "never modify files under /etc", 12)
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from eventstore._errors import ConcurrencyError, IntegrityError
 from eventstore._journal import Journal, open
 from eventstore._session import Session
 from eventstore._values import Context, Turn
-from eventstore.claude_code._ingest import IngestResult, ingest
-from eventstore.claude_code._review import CompactionReview, ObligationReview
 from invariants import MarkerInvalid, UnrecoverableCompactionError
 from reducers import (
     CallOpened,
@@ -43,6 +44,26 @@ from reducers import (
     TurnRetracted,
     Violation,
 )
+
+_LAZY = {  # an integration is imported on first use, never by ``import eventstore``
+    "CompactionReview": "eventstore.claude_code",
+    "IngestResult": "eventstore.claude_code",
+    "ObligationReview": "eventstore.claude_code",
+    "ingest": "eventstore.claude_code",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The names an integration provides, imported when first asked for."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'eventstore' has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    from eventstore.claude_code import CompactionReview, IngestResult, ObligationReview, ingest
 
 __all__ = [
     "CallOpened",

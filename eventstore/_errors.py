@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from reducers import JournalError
 
 
@@ -22,3 +24,17 @@ class UnreadableRow(IntegrityError):
             f"session {session_id!r} v{version}: a stored text is not UTF-8 (edited by hand?)"
         )
         self.version = version
+
+
+def is_corruption(exc: BaseException) -> bool:  # sqlite3 is a backend's: never imported here
+    """Whether SQLite found the file damaged (a malformed page, a torn header)."""
+    return getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT"
+
+
+def is_database_fault(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite failing (I/O, lock, full disk, corruption), not misuse."""
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is None:  # nothing opened SQLite, so nothing it raised
+        return False
+    faults = (sqlite3.OperationalError, sqlite3.DataError, sqlite3.IntegrityError)
+    return isinstance(exc, faults) or type(exc) is sqlite3.DatabaseError

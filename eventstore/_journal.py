@@ -17,13 +17,10 @@ from types import TracebackType
 import attrs
 
 from eventstore._effects import SessionEffects, SpillStore
-from eventstore._postgres._recorder import PostgresRecorder, is_url
-from eventstore._postgres._spills import TableSpills
+from eventstore._location import is_url
 from eventstore._session import Session
-from eventstore._sqlite._recorder import SYNCHRONOUS, SqliteRecorder, utc_now
-from eventstore._store._recorder import Recorder
-from eventstore._store._snapshots import SNAPSHOT_EVERY, Snapshots
-from eventstore._store._spills import FolderSpills
+from eventstore._sqlite import SYNCHRONOUS, SqliteRecorder
+from eventstore._store import SNAPSHOT_EVERY, FolderSpills, Recorder, Snapshots, utc_now
 from invariants import validate
 from reducers import InvalidEvent, SessionConfig, SessionStarted, SessionState, fold
 
@@ -159,6 +156,8 @@ def _backend(
 ) -> tuple[Recorder, SpillStore, Path | None]:
     """A recorder and spill store for a file path or a ``postgresql://`` URL."""
     if is_url(location):
+        from eventstore._postgres import PostgresRecorder, TableSpills  # psycopg only when used
+
         if str(synchronous).lower() not in SYNCHRONOUS:
             raise InvalidEvent(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
         pg = PostgresRecorder(

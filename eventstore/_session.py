@@ -30,9 +30,7 @@ from eventstore._commands import (
 from eventstore._decide import Decision, decide
 from eventstore._effects import Effects
 from eventstore._errors import IntegrityError
-from eventstore._store._codec import from_rows
-from eventstore._store._recorder import Recorder, expect_version
-from eventstore._store._snapshots import Snapshots
+from eventstore._store import Recorder, Snapshots, expect_version, from_rows
 from eventstore._values import Context, Turn
 from reducers import (
     CallOpened,

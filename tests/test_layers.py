@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,29 +35,77 @@ IMPURE = {
 }
 
 
-RECORDERS = {
-    "_sqlite",
-    "_sqlite_guard",
-    "_schema",
-    "_postgres",
-    "_pg_schema",
-    "_pg_wire",
-}  # behind the port
+BACKENDS = {"_sqlite", "_postgres"}  # behind the port: the only parts that speak SQL
+INTEGRATIONS = {"claude_code", "openai_agents", "langchain", "codex"}
+SHELL = "shell"  # eventstore's root modules
+# What each part of eventstore may import (besides reducers, invariants and itself).
+ALLOWED: dict[str, set[str]] = {
+    SHELL: {"_store", *BACKENDS},
+    "_store": {SHELL},
+    "_sqlite": {SHELL, "_store"},
+    "_postgres": {SHELL, "_store"},
+    "_ops": {SHELL, "_store"},
+    "_report": {SHELL, "_store", "_ops"},
+    "testing": {SHELL, "_store"},
+    **{name: {SHELL, "_ops"} for name in INTEGRATIONS},
+    "cli": {SHELL, "_store", "_ops", "_report", *INTEGRATIONS},
+}
+# The shell modules that the parts below the shell may use: errors and locations.
+BELOW_SHELL = {"eventstore._errors", "eventstore._location"}
 CONNECTION = {"conn", "execute", "executemany", "executescript", "cursor"}
 
 
+@functools.cache
+def _modules(*folders: str) -> dict[str, Path]:
+    """Every module below ``folders``, by dotted name."""
+    found = {}
+    for folder in folders:
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _imported(path: Path) -> Iterator[tuple[str, ast.stmt]]:
+    """The modules ``path`` imports (TYPE_CHECKING too), with their statement: for
+    ``from pkg import name``, ``pkg.name`` where that is a module, else ``pkg``."""
+    modules = _modules("eventstore", "bench")
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, node) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                yield (name if name in modules else node.module), node
+
+
 def _graph() -> dict[str, set[str]]:
-    """Each eventstore module and the eventstore modules it imports (TYPE_CHECKING too)."""
-    graph: dict[str, set[str]] = {}
-    for path in (ROOT / "eventstore").glob("*.py"):
-        deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module == "eventstore":
-                deps |= {alias.name for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("eventstore."):
-                deps.add(node.module.split(".")[1])  # type: ignore[union-attr]
-        graph[path.stem] = deps
-    return graph
+    """Each module of eventstore and bench, and the modules of both that it imports."""
+    modules = _modules("eventstore", "bench")
+    return {
+        name: {dep for dep, _ in _imported(path) if dep in modules and dep != name}
+        for name, path in modules.items()
+    }
+
+
+def _part(module: str) -> str:
+    """The part of eventstore a dotted module name belongs to."""
+    parts = module.split(".")
+    if len(parts) == 1 or (len(parts) == 2 and parts[1] not in ALLOWED):
+        return SHELL
+    return parts[1]
+
+
+def _crossings() -> Iterator[tuple[str, str, ast.stmt]]:
+    """``(module, imported, statement)`` for each import from one part of eventstore
+    into another (the package's face and ``python -m eventstore`` aside)."""
+    modules = _modules("eventstore")
+    for name, path in modules.items():
+        if name in ("eventstore", "eventstore.__main__"):
+            continue
+        for dep, node in _imported(path):
+            if dep in modules and _part(dep) != _part(name):
+                yield name, dep, node
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str]:
@@ -117,39 +167,112 @@ class TestLayers:
         below = {"reducers": ["reducers"], "invariants": ["invariants", "reducers"]}
         assert ast.literal_eval(out) == below.get(package, ["eventstore", "invariants", "reducers"])
 
-    def test_no_import_cycles_inside_eventstore(self) -> None:
-        """No eventstore module imports, even for type checking, one that imports it back."""
+    def test_no_import_cycles_in_eventstore_or_bench(self) -> None:
+        """No module of eventstore or bench imports, even for type checking, one that
+        imports it back."""
         assert _cycle(_graph()) == []
 
     def test_the_cycle_finder_finds_cycles(self) -> None:
         """The check above can fail: a two-module loop is reported."""
         assert _cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
 
-    def test_only_recorders_speak_sql(self) -> None:
-        """Only the modules behind the Recorder port import a driver or run a statement."""
+    def test_only_backends_speak_sql(self) -> None:
+        """Only the backends behind the Recorder port import a driver or run a statement."""
         drivers = {"sqlite3", "sqlite_utils", "psycopg"}
-        for path in (ROOT / "eventstore").glob("*.py"):
-            if path.stem in RECORDERS:
+        for name, path in _modules("eventstore").items():
+            if _part(name) in BACKENDS:
                 continue
-            tree = ast.parse(path.read_text())
-            imported = {
-                alias.name.split(".")[0]
-                for node in ast.walk(tree)
-                if isinstance(node, ast.Import)
-                for alias in node.names
-            } | {
-                node.module.split(".")[0]
-                for node in ast.walk(tree)
-                if isinstance(node, ast.ImportFrom) and node.module
-            }
-            assert imported & drivers == set(), path.name
+            imported = {dep.split(".")[0] for dep, _ in _imported(path)}
+            assert imported & drivers == set(), name
             executes = {
                 node.attr
-                for node in ast.walk(tree)
+                for node in ast.walk(ast.parse(path.read_text()))
                 if isinstance(node, ast.Attribute) and node.attr in CONNECTION
             }
-            assert executes == set(), path.name
+            assert executes == set(), name
 
+
+class TestFolders:
+    def test_every_part_has_its_rules(self) -> None:
+        """Each subpackage of eventstore is named in the folder rules (a new one must say
+        what it may import)."""
+        folders = {p.parent.name for p in (ROOT / "eventstore").glob("*/__init__.py")}
+        assert folders <= set(ALLOWED)
+
+    def test_each_part_imports_only_what_it_may(self) -> None:
+        """A part imports only the parts its rule allows: no backend outside the shell,
+        no integration in the core, nothing from the CLI."""
+        wrong = [
+            f"{name} imports {dep}"
+            for name, dep, _ in _crossings()
+            if _part(dep) not in ALLOWED[_part(name)]
+        ]
+        assert wrong == []
+
+    def test_other_parts_are_reached_through_their_face(self) -> None:
+        """From outside a subpackage, only its ``__init__`` is imported, never a private
+        module of it."""
+        deep = [
+            f"{name} imports {dep}"
+            for name, dep, _ in _crossings()
+            if _part(dep) != SHELL and dep.count(".") > 1
+        ]
+        assert deep == []
+
+    def test_below_the_shell_only_errors_and_locations(self) -> None:
+        """The store and the backends use the shell's errors and locations, nothing that
+        decides or opens a journal."""
+        up = [
+            f"{name} imports {dep}"
+            for name, dep, _ in _crossings()
+            if _part(name) in {"_store", *BACKENDS} and _part(dep) == SHELL
+            if dep not in BELOW_SHELL
+        ]
+        assert up == []
+
+    def test_the_shell_imports_postgres_only_when_it_opens_one(self) -> None:
+        """The shell's import of the PostgreSQL backend sits inside a function."""
+        top = [
+            name
+            for name, dep, node in _crossings()
+            if _part(name) == SHELL and _part(dep) == "_postgres"
+            if node in ast.parse(_modules("eventstore")[name].read_text()).body
+        ]
+        assert top == []
+
+    def test_import_eventstore_loads_no_integration_backend_or_tool(self) -> None:
+        """``import eventstore`` and opening a SQLite journal load no integration, no
+        PostgreSQL, no report, operation or CLI module."""
+        code = (
+            "import sys, tempfile, os, eventstore;"
+            "eventstore.open(os.path.join(tempfile.mkdtemp(), 'j.db')).close();"
+            "print(sorted(m for m in sys.modules if m.startswith(('eventstore.', 'psycopg'))))"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+        loaded = {_part(m) for m in ast.literal_eval(out) if m.startswith("eventstore.")}
+        assert loaded == {SHELL, "_store", "_sqlite"}
+        assert "psycopg" not in out
+
+    def test_the_root_holds_the_shell_only(self) -> None:
+        """eventstore's root holds at most 15 modules: the shell; the rest are folders."""
+        assert len(list((ROOT / "eventstore").glob("*.py"))) <= 15
+
+    def test_each_subpackage_says_what_it_is(self) -> None:
+        """Every package's ``__init__`` opens with a docstring."""
+        for path in (ROOT / "eventstore").rglob("__init__.py"):
+            assert ast.get_docstring(ast.parse(path.read_text())), path
+
+    def test_the_rules_can_fail(self) -> None:
+        """The part of a module is read from its name: a backend's private module is a
+        backend, a root module the shell."""
+        assert _part("eventstore._sqlite._recorder") == "_sqlite"
+        assert _part("eventstore._journal") == SHELL
+        assert "_sqlite" not in ALLOWED["claude_code"]
+
+
+class TestPublicNames:
     def test_public_names_come_from_eventstore(self) -> None:
         """Every name the SPEC lists is importable from eventstore, and in __all__."""
         names = [

@@ -1,1 +1,42 @@
 """Operations over whole journals: verify and replay, import and export, ship, witnesses, audit."""
+
+from __future__ import annotations
+
+from eventstore._ops._audit import (
+    AuditReport,
+    EvictedObligation,
+    Finding,
+    SessionAudit,
+    audit,
+    clean_spills,
+    verify,
+)
+from eventstore._ops._import import Import, created_journal
+from eventstore._ops._reviews import Review, Reviewer, ReviewLine, review, reviewers
+from eventstore._ops._ship import ship
+from eventstore._ops._transfer import export_lines, read_sessions
+from eventstore._ops._witness import SessionHead, check_witness, heads, read_witness
+
+__all__ = [
+    "AuditReport",
+    "EvictedObligation",
+    "Finding",
+    "Import",
+    "Review",
+    "ReviewLine",
+    "Reviewer",
+    "SessionAudit",
+    "SessionHead",
+    "audit",
+    "check_witness",
+    "clean_spills",
+    "created_journal",
+    "export_lines",
+    "heads",
+    "read_sessions",
+    "read_witness",
+    "review",
+    "reviewers",
+    "ship",
+    "verify",
+]

@@ -8,14 +8,14 @@ import attrs
 
 from eventstore._journal import Journal
 from eventstore._ops._replay import divergences
-from eventstore._store._chain import ChainWalk
-from eventstore._store._recorder import (
+from eventstore._ops._reviews import Review, review
+from eventstore._store import (
+    ChainWalk,
     CompactionRefusalRow,
     FallbackRow,
     InvalidationRow,
     MarkerRefusalRow,
 )
-from eventstore.claude_code._review import CompactionReview, review_session
 from invariants import carries_call
 from reducers import Node, SessionState, in_spans
 
@@ -136,9 +136,7 @@ class SessionAudit:
     evicted_obligations: tuple[EvictedObligation, ...]
     # ingested transcripts: each compaction and what its summary evidences. Not a
     # finding and not totalled: what it does not evidence is a marker refusal already.
-    compaction_reviews: tuple[CompactionReview, ...] = attrs.field(
-        default=(), metadata={"total": False}
-    )
+    compaction_reviews: tuple[Review, ...] = attrs.field(default=(), metadata={"total": False})
 
     @property
     def findings(self) -> bool:
@@ -184,7 +182,7 @@ def _audit_session(journal: Journal, session_id: str) -> SessionAudit:
         marker_invalidations=rows.marker_invalidations,
         raw_fallbacks=rows.raw_fallbacks,
         evicted_obligations=evicted_obligations(journal.session(session_id).state),
-        compaction_reviews=review_session(journal, session_id),
+        compaction_reviews=review(journal, session_id),
     )
 
 

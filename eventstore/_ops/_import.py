@@ -28,8 +28,8 @@ from types import TracebackType
 import attrs
 
 from eventstore._journal import Journal, check_session_id
+from eventstore._location import is_url
 from eventstore._ops._redecide import Outcome, Redecider
-from eventstore._postgres._recorder import is_url
 from reducers import (
     Event,
     InvalidEvent,

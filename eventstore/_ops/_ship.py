@@ -20,8 +20,7 @@ import attrs
 
 from eventstore._errors import ConcurrencyError, IntegrityError
 from eventstore._journal import Journal
-from eventstore._store._chain import Recorded
-from eventstore._store._codec import from_payload
+from eventstore._store import Recorded, from_payload
 from reducers import Spill, Spilled
 
 CHUNK = 1000

@@ -10,8 +10,7 @@ from typing import Any
 from eventstore._errors import IntegrityError
 from eventstore._journal import Journal, check_session_id
 from eventstore._ops._import import Import, Imported
-from eventstore._store._chain import GENESIS, chain_hash
-from eventstore._store._codec import SCHEMA_VERSION, from_payload
+from eventstore._store import GENESIS, SCHEMA_VERSION, chain_hash, from_payload
 from reducers import Event, InvalidEvent, canonical_json
 
 

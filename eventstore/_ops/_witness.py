@@ -18,7 +18,7 @@ import cattrs
 
 from eventstore._journal import Journal
 from eventstore._ops._audit import Finding
-from eventstore._store._codec import converter
+from eventstore._store import converter
 from reducers import InvalidEvent
 
 

@@ -26,26 +26,27 @@ from typing import Any
 from urllib.parse import unquote
 
 from eventstore._errors import IntegrityError
+from eventstore._location import _QUERY_SECRET, _USERINFO_SECRET, redact
 from eventstore._postgres import _schema as _pg_schema
 from eventstore._postgres._spills import SpillRow
 from eventstore._postgres._wire import Wire, first_line
-from eventstore._sqlite._recorder import utc_now
-from eventstore._store._chain import GENESIS, Recorded
-from eventstore._store._recorder import (
+from eventstore._store import (
+    GENESIS,
     AppendPath,
     AuditQueries,
     Head,
     QueryResult,
+    Recorded,
     Recorder,
     Row,
     StoredSnapshot,
+    audit_queries,
     read_range,
     seconds,
+    utc_now,
 )
-from eventstore._store._views import audit_queries
 from reducers import InvalidEvent, JournalError
 
-SCHEMES = ("postgresql://", "postgres://")
 PAGE = 2_000  # rows a read fetches at a time
 COPY_MIN = 64  # batches at least this long are written with COPY
 LOCK_TIMEOUT = 30.0  # seconds a writer waits for a session's lock (SQLite's busy timeout)
@@ -82,22 +83,6 @@ FROM events GROUP BY session_id ORDER BY session_id
 _AUDIT_SQL = audit_queries(_pg_schema.VIEWS, "%s")
 
 _READ_ONLY_START = re.compile(r"\s*(\(\s*)*(select|with|values|table|explain)\b", re.I)
-
-
-def is_url(location: object) -> bool:
-    """Whether ``location`` names a PostgreSQL journal rather than a file."""
-    return isinstance(location, str) and location.startswith(SCHEMES)
-
-
-_USERINFO_SECRET = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/@]*:)([^/]*)@", re.I)
-_QUERY_SECRET = re.compile(r"([?&](?:ssl)?password=)([^&#]*)", re.I)
-
-
-def redact(url: str) -> str:
-    """The URL without its secrets (the userinfo password, any ``password=`` or
-    ``sslpassword=`` parameter), for messages; never raises, even on a malformed URL."""
-    url = _USERINFO_SECRET.sub(r"\1***@", str(url), count=1)
-    return _QUERY_SECRET.sub(r"\1***", url)
 
 
 def _secrets(url: str) -> set[str]:

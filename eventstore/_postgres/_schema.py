@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from eventstore._errors import IntegrityError
-from eventstore._store._views import COMMON, render
+from eventstore._store import COMMON, render
 from reducers import JournalError
 
 SCHEMA_VERSION = 1

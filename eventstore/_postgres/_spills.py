@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple, Protocol
 
 from eventstore._errors import IntegrityError
-from eventstore._store._spills import handle_for, is_legacy
+from eventstore._store import handle_for, is_legacy
 from reducers import JournalError, Spill, Spilled
 
 MAX_CHAIN = 10_000  # bases followed before a chain is called a loop

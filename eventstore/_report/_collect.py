@@ -20,12 +20,11 @@ from pathlib import Path
 import attrs
 
 from eventstore._journal import Journal
-from eventstore._ops._audit import SessionAudit, audit
+from eventstore._ops import SessionAudit, audit
 from eventstore._report._build import build
 from eventstore._report._timeline import Timeline
 from eventstore._session import Session
-from eventstore._store._chain import ChainProblem, ChainWalk
-from eventstore._store._recorder import SessionSummary
+from eventstore._store import ChainProblem, ChainWalk, SessionSummary
 from reducers import Event, InvalidEvent
 
 

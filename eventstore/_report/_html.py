@@ -22,15 +22,13 @@ from typing import Any, Final
 
 import attrs
 
-from eventstore._ops._audit import SessionAudit
+from eventstore._ops import Review, SessionAudit
 from eventstore._report._assets import CONTROL_CLASS, CSS, SCRIPT
 from eventstore._report._build import TEXT
 from eventstore._report._collect import Report, SessionReport
 from eventstore._report._spans import cut
 from eventstore._report._timeline import Timeline
-from eventstore._store._chain import ChainProblem
-from eventstore._store._recorder import SessionSummary
-from eventstore.claude_code._review import CompactionReview
+from eventstore._store import ChainProblem, SessionSummary
 
 _JSON_ESCAPES = {
     "<": "\\u003c",
@@ -265,41 +263,23 @@ def _audit(sections: SessionAudit) -> Iterator[str]:
     yield "</div>"
 
 
-_REVIEW_COLUMNS = (
-    "version",
-    "node_id",
-    "trigger",
-    "pre_tokens",
-    "occupancy",
-    "turns_compacted",
-    "tokens_compacted",
-    "summary_chars",
-    "summary_tokens",
-    "marker_id",
-    "marker_status",
-    "marker_rules",
-)
-
-
-def _reviews(reviews: Sequence[CompactionReview]) -> Iterator[str]:
-    """Each compaction of an ingested session, and what its summary evidences."""
+def _reviews(reviews: Sequence[Review]) -> Iterator[str]:
+    """Each reviewed compaction of an ingested session, and what its summary evidences."""
     e = _text
     yield f"<h4>Compactions of the ingested transcript ({len(reviews)})</h4>"
-    head = "".join(f"<th>{e(n.replace('_', ' '))}</th>" for n in _REVIEW_COLUMNS)
+    names = list(reviews[0].columns())
+    head = "".join(f"<th>{e(n.replace('_', ' '))}</th>" for n in names)
     yield f'<table class="grid audit-compaction_reviews"><thead><tr>{head}</tr></thead><tbody>'
     for r in reviews:
-        cells = [_audit_cell(n, getattr(r, n)) for n in _REVIEW_COLUMNS]
+        cells = [_audit_cell(n, v) for n, v in r.columns().items()]
         yield "<tr>" + "".join(map(_td, cells)) + "</tr>"
-        if r.obligations:
+        if lines := r.lines():
             items = "".join(
-                f'<li class="{"" if o.evidenced else "bad"}">'
-                f"<b>{'evidenced' if o.evidenced else 'NOT evidenced'}</b> {e(o.kind)}"
-                f" <bdi>{e(o.key)}</bdi> (<bdi>{e(o.detail)}</bdi>), raised at turn"
-                f" {o.raised_at_turn}: <q><bdi>{e(o.quote)}</bdi></q></li>"
-                for o in r.obligations
+                f'<li class="{"" if x.ok else "bad"}"><b>{e(x.verdict)}</b>'
+                f" <bdi>{e(x.subject)}</bdi>: <q><bdi>{e(x.quote)}</bdi></q></li>"
+                for x in lines
             )
-            span = len(_REVIEW_COLUMNS)
-            yield f'<tr><td colspan="{span}"><ul class="reviews">{items}</ul></td></tr>'
+            yield f'<tr><td colspan="{len(names)}"><ul class="reviews">{items}</ul></td></tr>'
     yield "</tbody></table>"
 
 

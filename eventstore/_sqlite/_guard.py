@@ -5,8 +5,7 @@ SQLite's failures read as tierlog errors.
 query_only`` and an authorizer that denies every write, ``ATTACH`` and ``PRAGMA``),
 bounds its memory and its time (a progress handler that also lets Ctrl-C through),
 turns its failures into ``InvalidEvent``, ``IntegrityError`` or ``KeyboardInterrupt``,
-and lifts every limit once, whatever happens. ``is_corruption`` and
-``is_database_fault`` tell SQLite failing from misuse, for the CLI's exit codes.
+and lifts every limit once, whatever happens.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Generator
 
-from eventstore._errors import IntegrityError
+from eventstore._errors import IntegrityError, is_corruption
 from reducers import InvalidEvent
 
 _READS = {
@@ -31,17 +30,6 @@ _READS = {
 def _read_only(action: int, *_: object) -> int:
     """Authorizer: reads only (ATTACH, PRAGMA and every write are denied)."""
     return sqlite3.SQLITE_OK if action in _READS else sqlite3.SQLITE_DENY
-
-
-def is_corruption(exc: BaseException) -> bool:
-    """Whether SQLite found the file damaged (a malformed page, a torn header)."""
-    return getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT"
-
-
-def is_database_fault(exc: BaseException) -> bool:
-    """Whether ``exc`` is SQLite failing (I/O, lock, full disk, corruption), not misuse."""
-    faults = (sqlite3.OperationalError, sqlite3.DataError, sqlite3.IntegrityError)
-    return isinstance(exc, faults) or type(exc) is sqlite3.DatabaseError
 
 
 class QueryGuard:

@@ -10,48 +10,32 @@ import contextlib
 import itertools
 import os
 import sqlite3
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import quote
 
-from eventstore._errors import ConcurrencyError, IntegrityError, UnreadableRow
+from eventstore._errors import ConcurrencyError, IntegrityError, UnreadableRow, is_corruption
 from eventstore._sqlite import _schema
-from eventstore._sqlite._guard import QueryGuard, is_corruption
-from eventstore._store._chain import GENESIS, Recorded
-from eventstore._store._recorder import (
+from eventstore._sqlite._guard import QueryGuard
+from eventstore._store import (
+    GENESIS,
     AppendPath,
     AuditQueries,
     Head,
     QueryResult,
+    Recorded,
     Recorder,
     Row,
     StoredSnapshot,
+    audit_queries,
     read_range,
     seconds,
+    utc_now,
 )
-from eventstore._store._views import audit_queries
 from reducers import InvalidEvent, JournalError
 
 SYNCHRONOUS = ("full", "normal")
-
-
-_second: tuple[int, str] = (-1, "")  # the last second utc_now formatted, and its text
-
-
-def utc_now() -> str:
-    """The store's clock: UTC, ISO 8601, microseconds (``datetime.isoformat``'s form,
-    ``2026-11-29T05:23:39.123456+00:00``; the date and time are formatted once a second)."""
-    global _second
-    micros = time.time_ns() // 1000
-    second, fraction = divmod(micros, 1_000_000)
-    last, text = _second
-    if second != last:
-        text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        _second = (second, text)
-    return f"{text}.{fraction:06d}+00:00"
 
 
 _INSERT = (

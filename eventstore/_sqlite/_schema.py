@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 
-import sqlite_utils
-
 from eventstore._errors import IntegrityError
-from eventstore._store._views import COMMON, render
+from eventstore._store import COMMON, render
 from reducers import JournalError
 
 APPLICATION_ID = 0x74696572  # "tier"
@@ -193,8 +191,8 @@ def schema_problems(conn: sqlite3.Connection) -> list[str]:
     views = dict(conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'view'"))
     problems += [
         f"view {name} was changed (it is not tierlog's): audits that read it are misled"
-        for name, sql in VIEWS.items()
-        if name in views and not _same(views[name], f'CREATE VIEW "{name}" AS {sql}')
+        for name in VIEWS
+        if name in views and not _same(views[name], view_sql(name))
     ]
     return problems
 
@@ -219,25 +217,31 @@ def _check_events_table(conn: sqlite3.Connection) -> None:
 def _create(conn: sqlite3.Connection) -> None:
     for statement in TABLES:
         conn.execute(statement)
-    db = sqlite_utils.Database(conn)
-    for name, sql in VIEWS.items():
-        db.create_view(name, sql)
+    for name in VIEWS:
+        conn.execute(view_sql(name))
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def _add_missing_views(conn: sqlite3.Connection) -> None:
     """Views added after a journal was created (same schema version: views only read)."""
-    have = {name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type='view'")}
-    missing = [name for name in VIEWS if name not in have]
-    if not missing:
+    if not _missing_views(conn):
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
-        db = sqlite_utils.Database(conn)
-        for name in missing:
-            db.create_view(name, VIEWS[name], ignore=True)  # another process may have won
+        for name in _missing_views(conn):  # read again under the lock: another may have won
+            conn.execute(view_sql(name))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def view_sql(name: str) -> str:
+    """The statement that creates audit view ``name`` (the text ``verify`` compares)."""
+    return f'CREATE VIEW "{name}" AS {VIEWS[name]}'
+
+
+def _missing_views(conn: sqlite3.Connection) -> list[str]:
+    have = {name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type='view'")}
+    return [name for name in VIEWS if name not in have]

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 import attrs
 
 from eventstore._journal import Journal
+from eventstore._ops import ReviewLine
 from invariants import carries_call
 from reducers import (
     Compacted,
@@ -100,6 +101,16 @@ class ObligationReview:
     quote: str
     evidenced: bool
 
+    def line(self) -> ReviewLine:
+        """This judgement as a line of the review."""
+        detail = "" if self.kind == "constraint" else f" ({self.detail})"
+        return ReviewLine(
+            ok=self.evidenced,
+            verdict="evidenced" if self.evidenced else "NOT evidenced",
+            subject=f"{self.kind} {self.key!r}{detail} at turn {self.raised_at_turn}",
+            quote=self.quote,
+        )
+
 
 @attrs.frozen(kw_only=True)
 class CompactionReview:
@@ -125,6 +136,54 @@ class CompactionReview:
     def not_evidenced(self) -> tuple[ObligationReview, ...]:
         """The obligations the summary does not evidence."""
         return tuple(o for o in self.obligations if not o.evidenced)
+
+    def headline(self) -> str:
+        """Where the compaction stood, what it replaced, and what became of its marker."""
+        pre = self.pre_tokens
+        drift = f" ({(self.occupancy - pre) / pre:+.2%})" if pre else ""
+        where = f" at line {self.line} ({self.trigger})" if self.line is not None else ""
+        return (
+            f"{self.node_id}{where}: preTokens {'unknown' if pre is None else format(pre, ',')},"
+            f" occupancy {self.occupancy:,}{drift}; compacted {_n(self.turns_compacted, 'turn')},"
+            f" {self.tokens_compacted:,} tokens; summary {self.summary_chars:,} chars,"
+            f" {self.summary_tokens:,} tokens; {self._marker()}"
+        )
+
+    def _marker(self) -> str:
+        rules = f" ({','.join(self.marker_rules)})" if self.marker_rules else ""
+        if self.refused_rules:
+            return f"compaction refused ({','.join(self.refused_rules)})"
+        if self.marker_id is None:
+            return "no marker"
+        return f"marker {self.marker_id} {self.marker_status}{rules}"
+
+    def lines(self) -> tuple[ReviewLine, ...]:
+        """One line per obligation live at the compaction."""
+        return tuple(o.line() for o in self.obligations)
+
+    def columns(self) -> dict[str, object]:
+        """The review's figures, for the report's table."""
+        return {name: getattr(self, name) for name in COLUMNS}
+
+
+COLUMNS = (
+    "version",
+    "node_id",
+    "trigger",
+    "pre_tokens",
+    "occupancy",
+    "turns_compacted",
+    "tokens_compacted",
+    "summary_chars",
+    "summary_tokens",
+    "marker_id",
+    "marker_status",
+    "marker_rules",
+)
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 def review_session(journal: Journal, session_id: str) -> tuple[CompactionReview, ...]:

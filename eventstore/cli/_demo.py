@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from eventstore._journal import Journal
-from eventstore._postgres._recorder import is_url
+from eventstore._location import is_url
 from eventstore.cli._incidents import SQL_HINTS, Say, dropped_rejection, evicted_constraint
 from reducers import JournalError
 

@@ -23,18 +23,26 @@ from typing import Any, BinaryIO
 import attrs
 import structlog
 
-from eventstore._errors import IntegrityError
+from eventstore._errors import IntegrityError, is_corruption, is_database_fault
 from eventstore._journal import Journal, check_session_id
-from eventstore._ops._audit import Finding, audit, clean_spills, verify
-from eventstore._ops._import import Import, created_journal
-from eventstore._ops._ship import ship
-from eventstore._ops._transfer import export_lines, read_sessions
-from eventstore._ops._witness import SessionHead, check_witness, heads, read_witness
-from eventstore._postgres._recorder import is_url
-from eventstore._report._collect import collect
-from eventstore._report._html import render
-from eventstore._sqlite._guard import is_corruption, is_database_fault
-from eventstore.claude_code._ingest import FORMATS, Loaded, ingest_loaded, load
+from eventstore._location import is_url
+from eventstore._ops import (
+    Finding,
+    Import,
+    SessionHead,
+    audit,
+    check_witness,
+    clean_spills,
+    created_journal,
+    export_lines,
+    heads,
+    read_sessions,
+    read_witness,
+    ship,
+    verify,
+)
+from eventstore._report import collect, render
+from eventstore.claude_code import FORMATS, Loaded, ingest_loaded, load
 from eventstore.cli import _output as out
 from eventstore.cli._demo import run_demo
 from reducers import InvalidEvent, JournalError

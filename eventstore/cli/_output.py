@@ -10,11 +10,9 @@ from typing import Any
 
 import attrs
 
-from eventstore._ops._audit import AuditReport, EvictedObligation
-from eventstore._store._chain import Recorded
-from eventstore._store._recorder import QueryResult
-from eventstore.claude_code._ingest import IngestResult
-from eventstore.claude_code._review import CompactionReview
+from eventstore._ops import AuditReport, EvictedObligation, Review
+from eventstore._store import QueryResult, Recorded
+from eventstore.claude_code import IngestResult
 from reducers import SessionState
 
 
@@ -192,7 +190,7 @@ def audit_text(report: AuditReport) -> str:
 
 
 def _audit_row(row: Any) -> str:
-    if isinstance(row, CompactionReview):
+    if isinstance(row, Review):
         return "\n    ".join(review_lines(row))
     if isinstance(row, EvictedObligation):
         carried = ", ".join(row.carried_by) or "NOBODY"
@@ -219,7 +217,7 @@ def ingest_text(r: IngestResult) -> str:
         f" {_n(r.queued, 'queued text')}, {_n(len(r.compactions), 'compaction')}",
     ]
     for review in r.compactions:
-        lines.append("  " + review_lines(review)[0])
+        lines.append("  " + review.headline())
         missing = [f"{o.key} ({o.detail})" for o in review.not_evidenced]
         if missing:
             lines.append(f"    not evidenced: {'; '.join(missing)} (tierlog audit shows where)")
@@ -230,29 +228,6 @@ def _n(count: int, word: str) -> str:
     return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
-def review_lines(r: CompactionReview) -> list[str]:
-    """A compaction review: a headline, then one line per obligation live at it."""
-    pre = r.pre_tokens
-    drift = f" ({(r.occupancy - pre) / pre:+.2%})" if pre else ""
-    where = f" at line {r.line} ({r.trigger})" if r.line is not None else ""
-    rules = f" ({','.join(r.marker_rules)})" if r.marker_rules else ""
-    if r.refused_rules:
-        marker = f"compaction refused ({','.join(r.refused_rules)})"
-    elif r.marker_id is None:
-        marker = "no marker"
-    else:
-        marker = f"marker {r.marker_id} {r.marker_status}{rules}"
-    head = (
-        f"{r.node_id}{where}: preTokens {'unknown' if pre is None else format(pre, ',')},"
-        f" occupancy {r.occupancy:,}{drift}; compacted {_n(r.turns_compacted, 'turn')},"
-        f" {r.tokens_compacted:,} tokens; summary {r.summary_chars:,} chars,"
-        f" {r.summary_tokens:,} tokens; {marker}"
-    )
-    lines = [head]
-    for o in r.obligations:
-        verdict = "evidenced    " if o.evidenced else "NOT evidenced"
-        detail = "" if o.kind == "constraint" else f" ({o.detail})"
-        lines.append(
-            f"  {verdict} {o.kind} {o.key!r}{detail} at turn {o.raised_at_turn}: {o.quote}"
-        )
-    return lines
+def review_lines(r: Review) -> list[str]:
+    """A review: its headline, then one line per obligation live at the compaction."""
+    return [r.headline(), *(f"  {x.verdict:13} {x.subject}: {x.quote}" for x in r.lines())]

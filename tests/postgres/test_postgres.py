@@ -13,8 +13,9 @@ import pytest
 
 import eventstore
 import reducers as r
+from eventstore._location import redact
 from eventstore._ops._audit import audit, verify
-from eventstore._postgres._recorder import PostgresRecorder, redact
+from eventstore._postgres._recorder import PostgresRecorder
 from eventstore.cli import main
 from eventstore.cli._incidents import dropped_rejection, evicted_constraint
 from tests.helpers import fill, new_session

@@ -23,8 +23,9 @@ from hypothesis import HealthCheck, given, settings
 
 import eventstore
 import reducers as r
-from eventstore._sqlite._recorder import SqliteRecorder, utc_now
+from eventstore._sqlite._recorder import SqliteRecorder
 from eventstore._store._chain import GENESIS, check_chain
+from eventstore._store._clock import utc_now
 from eventstore._store._codec import to_payload
 from eventstore._store._recorder import Recorder
 from tests import strategies
