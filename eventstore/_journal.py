@@ -22,7 +22,14 @@ from eventstore._session import Session
 from eventstore._sqlite import SYNCHRONOUS, SqliteRecorder
 from eventstore._store import SNAPSHOT_EVERY, FolderSpills, Recorder, Snapshots, utc_now
 from invariants import validate
-from reducers import InvalidEvent, SessionConfig, SessionStarted, SessionState, fold
+from reducers import (
+    InvalidArgument,
+    InvalidEvent,
+    SessionConfig,
+    SessionStarted,
+    SessionState,
+    fold,
+)
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 
@@ -103,7 +110,7 @@ class Journal:
         """Start a new session; InvalidEvent if the id is taken."""
         check_session_id(session_id)
         if not isinstance(config, SessionConfig):
-            raise InvalidEvent(f"config must be a SessionConfig, not {type(config).__name__}")
+            raise InvalidArgument(f"config must be a SessionConfig, not {type(config).__name__}")
         started = SessionStarted(**attrs.asdict(config))
         with self.recorder.transaction():
             if self.recorder.head(session_id).version:
@@ -148,7 +155,7 @@ class Journal:
 
 def _check_snapshot_every(snapshot_every: object) -> None:
     if type(snapshot_every) is not int or snapshot_every < 0:
-        raise InvalidEvent(f"snapshot_every must be an integer >= 0, not {snapshot_every!r}")
+        raise InvalidArgument(f"snapshot_every must be an integer >= 0, not {snapshot_every!r}")
 
 
 def _backend(
@@ -159,7 +166,7 @@ def _backend(
         from eventstore._postgres import PostgresRecorder, TableSpills  # psycopg only when used
 
         if str(synchronous).lower() not in SYNCHRONOUS:
-            raise InvalidEvent(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
+            raise InvalidArgument(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
         pg = PostgresRecorder(
             str(location), readonly=readonly, clock=clock, synchronous=synchronous
         )

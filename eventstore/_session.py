@@ -38,6 +38,7 @@ from reducers import (
     ConstraintLifted,
     ConstraintStated,
     Event,
+    InvalidArgument,
     InvalidEvent,
     ItemDisposed,
     Marker,
@@ -102,7 +103,7 @@ class Session:
         version = require_count("version", version)
         head = self.state.version
         if not 0 <= version <= head:
-            raise InvalidEvent(f"version {version} is outside 0..{head}")
+            raise InvalidArgument(f"version {version} is outside 0..{head}")
         return fold(self.events(stop=version))
 
     def events(self, *, start: int = 1, stop: int | None = None) -> Iterator[Event]:

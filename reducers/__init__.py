@@ -6,7 +6,7 @@ roots live here, at the bottom of the import graph, so that ``invariants`` and
 ``eventstore`` build on them and nothing imports upwards.
 """
 
-from reducers._errors import InvalidEvent, JournalError
+from reducers._errors import InvalidArgument, InvalidEvent, JournalError
 from reducers._events import (
     CALL_KINDS,
     DISPOSITIONS,
@@ -74,6 +74,7 @@ __all__ = [
     "ConstraintStated",
     "ContextCleared",
     "Event",
+    "InvalidArgument",
     "InvalidEvent",
     "ItemDisposed",
     "JournalError",

@@ -16,3 +16,8 @@ class InvalidEvent(JournalError, ValueError):
 
     Nothing is written when it is raised.
     """
+
+
+class InvalidArgument(JournalError, ValueError):
+    """A bad argument that is not an event: a timeout, a version to read at, a file
+    that cannot be read, a query, an option. Nothing is written when it is raised."""

@@ -303,6 +303,7 @@ class TestPublicNames:
 
         for error in (
             eventstore.ConcurrencyError,
+            eventstore.InvalidArgument,
             eventstore.InvalidEvent,
             eventstore.IntegrityError,
             eventstore.UnrecoverableCompactionError,
@@ -311,3 +312,9 @@ class TestPublicNames:
             assert issubclass(error, eventstore.JournalError)
         assert eventstore.MarkerInvalid is invariants.MarkerInvalid
         assert eventstore.UnrecoverableCompactionError is invariants.UnrecoverableCompactionError
+
+    def test_a_bad_argument_is_not_a_bad_event(self) -> None:
+        """InvalidArgument (a timeout, a version to read at, a query) is a ValueError and a
+        JournalError, and is not taken for InvalidEvent."""
+        assert issubclass(eventstore.InvalidArgument, ValueError)
+        assert not issubclass(eventstore.InvalidArgument, eventstore.InvalidEvent)

@@ -32,6 +32,7 @@ from eventstore._location import is_url
 from eventstore._ops._redecide import Outcome, Redecider
 from reducers import (
     Event,
+    InvalidArgument,
     InvalidEvent,
     JournalError,
     SessionConfig,
@@ -75,7 +76,9 @@ class Import:
         if rename is not None:
             check_session_id(rename)
             if len(sessions) != 1:
-                raise InvalidEvent(f"--session renames one session; the file holds {len(sessions)}")
+                raise InvalidArgument(
+                    f"--session renames one session; the file holds {len(sessions)}"
+                )
         self._sessions = sessions
         self._rename = rename
         self._unchanged: list[Imported] = []

@@ -19,7 +19,7 @@ import cattrs
 from eventstore._journal import Journal
 from eventstore._ops._audit import Finding
 from eventstore._store import converter
-from reducers import InvalidEvent
+from reducers import InvalidArgument
 
 
 @attrs.frozen(kw_only=True)
@@ -48,14 +48,16 @@ def read_witness(text: str, source: str) -> list[SessionHead]:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise InvalidEvent(f"{source} is not JSON: {exc}") from None
+        raise InvalidArgument(f"{source} is not JSON: {exc}") from None
     if not isinstance(data, list):
-        raise InvalidEvent(f"{source}: a witness is the list `tierlog head --json` prints")
+        raise InvalidArgument(f"{source}: a witness is the list `tierlog head --json` prints")
     try:
         return converter.structure(data, list[SessionHead])
     except cattrs.BaseValidationError as exc:
         why = "; ".join(cattrs.transform_error(exc))
-        raise InvalidEvent(f"{source} is not a witness from `tierlog head --json`: {why}") from None
+        raise InvalidArgument(
+            f"{source} is not a witness from `tierlog head --json`: {why}"
+        ) from None
 
 
 def check_witness(journal: Journal, witness: Iterable[SessionHead]) -> list[Finding]:

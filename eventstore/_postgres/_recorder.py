@@ -45,7 +45,7 @@ from eventstore._store import (
     seconds,
     utc_now,
 )
-from reducers import InvalidEvent, JournalError
+from reducers import InvalidArgument, JournalError
 
 PAGE = 2_000  # rows a read fetches at a time
 COPY_MIN = 64  # batches at least this long are written with COPY
@@ -403,13 +403,13 @@ class PostgresRecorder(AuditQueries, AppendPath):
         READ ONLY transaction that is rolled back, cancelled after ``timeout`` seconds (none:
         the server's own limit). ``heap_limit`` is SQLite's: the server bounds its own memory."""
         if not sql.strip():
-            raise InvalidEvent("empty query")
+            raise InvalidArgument("empty query")
         timeout = None if timeout is None else seconds(timeout)
         if self.wire.depth or self.wire.pending:
             raise JournalError("query() runs in its own transaction, not inside another")
         hint = " (tierlog sql is read-only: SELECT and WITH queries only)"
         if not _READ_ONLY_START.match(sql):
-            raise InvalidEvent(f"query refused{hint}")
+            raise InvalidArgument(f"query refused{hint}")
         errors = self._pg.errors
         try:
             # rolled back, never committed: lo_from_bytea() and pg_notify() ignore READ
@@ -425,11 +425,11 @@ class PostgresRecorder(AuditQueries, AppendPath):
                 names = tuple(c.name for c in cursor.description or ())
                 rows = [tuple(map(_plain, row)) for row in cursor.fetchall()] if names else []
         except errors.QueryCanceled:
-            raise InvalidEvent(f"query stopped after {timeout or 0:g} s (--timeout)") from None
+            raise InvalidArgument(f"query stopped after {timeout or 0:g} s (--timeout)") from None
         except (errors.ReadOnlySqlTransaction, errors.InsufficientPrivilege) as exc:
-            raise InvalidEvent(f"query failed: {first_line(exc)}{hint}") from None
+            raise InvalidArgument(f"query failed: {first_line(exc)}{hint}") from None
         except self._pg.Error as exc:
-            raise InvalidEvent(f"query failed: {first_line(exc)}") from None
+            raise InvalidArgument(f"query failed: {first_line(exc)}") from None
         return QueryResult(columns=names, rows=rows)
 
     def integrity_problems(self) -> list[str]:

@@ -25,7 +25,7 @@ from eventstore._report._build import build
 from eventstore._report._timeline import Timeline
 from eventstore._session import Session
 from eventstore._store import ChainProblem, ChainWalk, SessionSummary
-from reducers import Event, InvalidEvent
+from reducers import Event, InvalidArgument
 
 
 @attrs.frozen(kw_only=True)
@@ -56,7 +56,7 @@ class Report:
 def collect(journal: Journal, session_id: str | None = None, at: int | None = None) -> Report:
     """The report of one session (at version ``at``), or of every session with the list."""
     if at is not None and session_id is None:
-        raise InvalidEvent("--at needs a SESSION: versions belong to one session")
+        raise InvalidArgument("--at needs a SESSION: versions belong to one session")
     ids = journal.sessions() if session_id is None else [session_id]
     sessions = tuple(_session(journal, sid, at) for sid in ids)
     listing = None if session_id else tuple(journal.recorder.summaries())
@@ -69,7 +69,7 @@ def _session(journal: Journal, session_id: str, at: int | None) -> SessionReport
     walk = ChainWalk(session_id, journal.recorder.read(session_id))
     timeline = build(session_id, _events(walk, session))
     if at is not None and not 0 <= at <= timeline.version:
-        raise InvalidEvent(f"version {at} is outside 0..{timeline.version}")
+        raise InvalidArgument(f"version {at} is outside 0..{timeline.version}")
     sections = audit(journal, [session_id]).sessions[session_id]
     return SessionReport(
         timeline=timeline,

@@ -4,7 +4,7 @@ SQLite's failures read as tierlog errors.
 ``QueryGuard`` makes a connection read-only for one statement (``PRAGMA
 query_only`` and an authorizer that denies every write, ``ATTACH`` and ``PRAGMA``),
 bounds its memory and its time (a progress handler that also lets Ctrl-C through),
-turns its failures into ``InvalidEvent``, ``IntegrityError`` or ``KeyboardInterrupt``,
+turns its failures into ``InvalidArgument``, ``IntegrityError`` or ``KeyboardInterrupt``,
 and lifts every limit once, whatever happens.
 """
 
@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Generator
 
 from eventstore._errors import IntegrityError, is_corruption
-from reducers import InvalidEvent
+from reducers import InvalidArgument
 
 _READS = {
     sqlite3.SQLITE_SELECT,
@@ -94,13 +94,13 @@ class QueryGuard:
         name = getattr(exc, "sqlite_errorname", "")
         memory = f"its memory limit of {self.heap_limit / 2**20:g} MB" if self.heap_limit else ""
         if isinstance(exc, MemoryError) or (name == "SQLITE_TOOBIG" and memory):
-            return InvalidEvent(f"query stopped: it needs more than {memory or 'memory'}")
+            return InvalidArgument(f"query stopped: it needs more than {memory or 'memory'}")
         if name == "SQLITE_INTERRUPT":
             if time.monotonic() <= self.deadline:
                 return KeyboardInterrupt()
-            return InvalidEvent(f"query stopped after {self.timeout:g} s (--timeout)")
+            return InvalidArgument(f"query stopped after {self.timeout:g} s (--timeout)")
         if is_corruption(exc):
             return IntegrityError(f"database is corrupt: {exc}")
         denied = "not authorized" in str(exc) or "readonly" in str(exc)
         hint = " (tierlog sql is read-only: SELECT and WITH queries only)" if denied else ""
-        return InvalidEvent(f"query failed: {exc}{hint}")
+        return InvalidArgument(f"query failed: {exc}{hint}")

@@ -33,7 +33,7 @@ from eventstore._store import (
     seconds,
     utc_now,
 )
-from reducers import InvalidEvent, JournalError
+from reducers import InvalidArgument, JournalError
 
 SYNCHRONOUS = ("full", "normal")
 
@@ -105,7 +105,7 @@ class SqliteRecorder(AuditQueries, AppendPath):
     ) -> None:
         synchronous = str(synchronous).lower()
         if synchronous not in SYNCHRONOUS:
-            raise InvalidEvent(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
+            raise InvalidArgument(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
         if not isinstance(path, (str, os.PathLike)):
             raise JournalError(f"a journal path must be a str or a path, not {type(path).__name__}")
         self.path = Path(path)
@@ -418,7 +418,7 @@ class SqliteRecorder(AuditQueries, AppendPath):
         rows are exhausted or the result is closed.
         """
         if not sql.strip():
-            raise InvalidEvent("empty query")
+            raise InvalidArgument("empty query")
         timeout = None if timeout is None else seconds(timeout)
         guard = QueryGuard(self.conn, self.readonly, timeout=timeout, heap_limit=heap_limit)
         guard.install()

@@ -20,7 +20,7 @@ import attrs
 
 from eventstore._errors import ConcurrencyError
 from eventstore._store._chain import Recorded, check_links, link_rows
-from reducers import Event, InvalidEvent, JournalError, require_count
+from reducers import Event, InvalidArgument, InvalidEvent, JournalError, require_count
 
 Row = tuple[str, int, str, int, str, str, str, str]
 """A row's values in insert order: ``Recorded`` without ``seq`` (``recorded[1:]``)."""
@@ -238,18 +238,21 @@ class Recorder(Protocol):
 
 def seconds(timeout: object, name: str = "timeout") -> float:
     """``timeout`` as a number of seconds, checked for every backend: a finite number
-    above zero, else InvalidEvent (``nan`` and ``inf`` included)."""
+    above zero, else InvalidArgument (``nan`` and ``inf`` included)."""
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise InvalidEvent(f"{name} must be a number of seconds, not {timeout!r}")
+        raise InvalidArgument(f"{name} must be a number of seconds, not {timeout!r}")
     if not math.isfinite(timeout) or timeout <= 0:
-        raise InvalidEvent(f"{name} must be a positive, finite number of seconds, not {timeout}")
+        raise InvalidArgument(f"{name} must be a positive, finite number of seconds, not {timeout}")
     return float(timeout)
 
 
 def read_range(start: object, stop: object) -> tuple[int, int | None]:
     """A read's ``start`` and ``stop``, checked for every backend: versions from 0 to
-    2**63-1 (``stop`` may be ``None``), else InvalidEvent."""
-    return require_count("start", start), None if stop is None else require_count("stop", stop)
+    2**63-1 (``stop`` may be ``None``), else InvalidArgument."""
+    try:
+        return require_count("start", start), None if stop is None else require_count("stop", stop)
+    except InvalidEvent as exc:
+        raise InvalidArgument(str(exc)) from None
 
 
 _Row = TypeVar("_Row")
@@ -370,7 +373,9 @@ class AppendPath(abc.ABC):
         rows = list(rows)  # checked, then written: an iterator would be spent by the check
         for row in rows:
             if not isinstance(row, Recorded):
-                raise InvalidEvent(f"append_recorded takes Recorded rows, not {type(row).__name__}")
+                raise InvalidArgument(
+                    f"append_recorded takes Recorded rows, not {type(row).__name__}"
+                )
         with self.transaction():
             last = check_links(session_id, self.head(session_id), rows)
             self._write_rows(session_id, [row[1:] for row in rows])

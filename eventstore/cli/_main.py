@@ -45,7 +45,7 @@ from eventstore._report import collect, render
 from eventstore.claude_code import FORMATS, Loaded, ingest_loaded, load
 from eventstore.cli import _output as out
 from eventstore.cli._demo import run_demo
-from reducers import InvalidEvent, JournalError
+from reducers import InvalidArgument, InvalidEvent, JournalError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -292,10 +292,10 @@ def _open_regular(path: str) -> BinaryIO:
     try:
         handle = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
     except OSError as exc:
-        raise InvalidEvent(f"cannot read {path}: {exc.strerror}") from None
+        raise InvalidArgument(f"cannot read {path}: {exc.strerror}") from None
     if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
         handle.close()
-        raise InvalidEvent(f"cannot read {path}: not a regular file")
+        raise InvalidArgument(f"cannot read {path}: not a regular file")
     return handle
 
 
@@ -304,11 +304,11 @@ def _read_text(path: str, limit: int = 64 * 2**20) -> str:
     with _open_regular(path) as f:
         data = f.read(limit + 1)
     if len(data) > limit:
-        raise InvalidEvent(f"cannot read {path}: larger than {limit // 2**20} MiB")
+        raise InvalidArgument(f"cannot read {path}: larger than {limit // 2**20} MiB")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidEvent(f"cannot read {path}: {exc}") from None
+        raise InvalidArgument(f"cannot read {path}: {exc}") from None
 
 
 @command(
@@ -415,7 +415,7 @@ def _import(args: argparse.Namespace) -> int:
         with _open_regular(args.file) as handle:
             sessions = read_sessions(handle)
     except OSError as exc:
-        raise InvalidEvent(f"cannot read {args.file}: {exc.strerror}") from None
+        raise InvalidArgument(f"cannot read {args.file}: {exc.strerror}") from None
     with contextlib.ExitStack() as stack:
         exists = is_url(args.db) or Path(args.db).exists()
         existing = stack.enter_context(open_journal(args.db)) if exists else None
@@ -543,7 +543,7 @@ def _load_transcripts(paths: list[str], fmt: str) -> tuple[list[Loaded], int]:
 @arg("--json", action="store_true", help="print JSON")
 def _ship(args: argparse.Namespace) -> int:
     if args.chunk < 1:
-        raise InvalidEvent(f"--chunk must be at least 1, not {args.chunk}")
+        raise InvalidArgument(f"--chunk must be at least 1, not {args.chunk}")
     with open_journal(args.src, readonly=True) as src, open_journal(args.dest) as dest:
         ids = _session_ids(src, args.session)
         with out.Progress("shipping") as show:

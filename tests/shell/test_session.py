@@ -112,7 +112,7 @@ class TestCommands:
         """state_at(v) equals folding the first v events."""
         events = list(s.events())
         assert s.state_at(5).sha256 == reducers.fold(events[:5]).sha256
-        with pytest.raises(eventstore.InvalidEvent):
+        with pytest.raises(eventstore.InvalidArgument):
             s.state_at(99)
 
 

@@ -113,7 +113,7 @@ class TestSchema:
 
     def test_bad_synchronous_is_invalid(self, db_path: Path) -> None:
         """Only 'full' and 'normal' are accepted."""
-        with pytest.raises(eventstore.InvalidEvent):
+        with pytest.raises(eventstore.InvalidArgument):
             eventstore.open(db_path, synchronous="off")
 
 

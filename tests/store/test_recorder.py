@@ -219,9 +219,9 @@ class RecorderContract(abc.ABC):
     def test_a_read_of_no_range_is_invalid(
         self, store: Recorder, start: object, stop: object
     ) -> None:
-        """Bounds that are not versions are InvalidEvent, before anything is read."""
+        """Bounds that are not versions are InvalidArgument, before anything is read."""
         for read in (store.read, store.read_payloads):
-            with pytest.raises(eventstore.InvalidEvent):
+            with pytest.raises(eventstore.InvalidArgument):
                 read("s", start=start, stop=stop)  # type: ignore[arg-type]
 
     def test_turn_payloads_skip_other_events(self, store: Recorder) -> None:
@@ -297,26 +297,26 @@ class RecorderContract(abc.ABC):
         "sql", ["DELETE FROM events", "INSERT INTO snapshots VALUES ('x', 1, 'y', 'z')", ""]
     )
     def test_query_refuses_writes_and_nothing(self, store: Recorder, sql: str) -> None:
-        """A query that writes (or is empty) is InvalidEvent, and nothing changes."""
+        """A query that writes (or is empty) is InvalidArgument, and nothing changes."""
         store.append("s", [TURN], expected_version=0)
-        with pytest.raises(eventstore.InvalidEvent):
+        with pytest.raises(eventstore.InvalidArgument):
             store.query(sql, timeout=5)
         assert store.head("s")[0] == 1
 
     def test_query_stops_at_its_timeout(self, store: Recorder) -> None:
-        """An endless query is stopped after the timeout with InvalidEvent."""
+        """An endless query is stopped after the timeout with InvalidArgument."""
         endless = (
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
         )
-        with pytest.raises(eventstore.InvalidEvent, match="stopped"):
+        with pytest.raises(eventstore.InvalidArgument, match="stopped"):
             store.query(endless, timeout=0.2)
 
     @pytest.mark.parametrize("timeout", [float("nan"), float("inf"), 0, -1.0])
     def test_query_refuses_a_timeout_that_is_not_a_duration(
         self, store: Recorder, timeout: float
     ) -> None:
-        """nan, inf, zero and negative timeouts are InvalidEvent on every backend."""
-        with pytest.raises(eventstore.InvalidEvent, match="positive, finite"):
+        """nan, inf, zero and negative timeouts are InvalidArgument on every backend."""
+        with pytest.raises(eventstore.InvalidArgument, match="positive, finite"):
             store.query("SELECT 1", timeout=timeout)
 
     # -- verbatim copies (tierlog ship) -----------------------------------------------------
@@ -328,7 +328,7 @@ class RecorderContract(abc.ABC):
         source = SqliteRecorder(tmp_path / "source.db")
         source.append("s", _turns(3), expected_version=0)
         rows = list(source.read("s"))
-        with pytest.raises(eventstore.InvalidEvent, match="Recorded rows"):
+        with pytest.raises(eventstore.InvalidArgument, match="Recorded rows"):
             store.append_recorded("s", [tuple(row) for row in rows])  # type: ignore[misc]
         with pytest.raises(eventstore.IntegrityError, match="not an integer"):
             store.append_recorded("s", [rows[0]._replace(version="1")])  # type: ignore[arg-type]
