@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import json
 import logging
-import os
-import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,9 +33,10 @@ from eventstore.openai_agents import (
     TierlogSession,
 )
 from tests.helpers import rows
+from tests.test_docs import run_page
 
 Item = dict[str, Any]
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "openai-agents.md"
 
 set_tracing_disabled(True)  # no trace export: these tests never touch the network
 
@@ -754,23 +751,13 @@ class TestSummaryClaims:
         session.close()
 
 
-class TestReadmeExample:
+class TestDocsExample:
     def test_example_runs_as_printed(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """The SDK section's example runs in an empty folder and prints what it says."""
-        section = README.read_text().split("## With the OpenAI Agents SDK", 1)[1]
-        code = re.search(r"```python\n(.*?)```", section, re.S)
-        assert code is not None
-        out = io.StringIO()
-        cwd = os.getcwd()
-        os.chdir(tmp_path)
-        try:
-            with contextlib.redirect_stdout(out):
-                exec(compile(code.group(1), "README.md", "exec"), {})
-        finally:
-            os.chdir(cwd)
-        assert out.getvalue().splitlines() == [
+        """docs/openai-agents.md's example runs in an empty folder and prints what it says."""
+        out = run_page(PAGE, tmp_path)
+        assert out.splitlines() == [
             "['M1']",
             "('no-etc',)",
             "['system', 'user', 'assistant']",

@@ -445,7 +445,7 @@ class TestQuery:
         with eventstore.open(pg.location) as journal:
             new_session(journal)
             before = pg.rows()
-            with pytest.raises(eventstore.InvalidEvent):
+            with pytest.raises(eventstore.InvalidArgument):
                 journal.recorder.query(sql, timeout=5)
         assert pg.rows() == before
 

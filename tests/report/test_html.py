@@ -205,9 +205,9 @@ class TestCollect:
     def test_at_needs_a_session_and_a_version_in_range(self, journal: eventstore.Journal) -> None:
         """--at without SESSION, or outside 0..head, is bad input."""
         fill(new_session(journal), 2)
-        with pytest.raises(eventstore.InvalidEvent, match="needs a SESSION"):
+        with pytest.raises(eventstore.InvalidArgument, match="needs a SESSION"):
             collect(journal, None, 1)
-        with pytest.raises(eventstore.InvalidEvent, match=r"outside 0\.\.3"):
+        with pytest.raises(eventstore.InvalidArgument, match=r"outside 0\.\.3"):
             collect(journal, "s", 4)
         assert collect(journal, "s", 1).sessions[0].at == 1
 
