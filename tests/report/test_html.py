@@ -194,25 +194,3 @@ class TestReviews:
         for o in review.not_evidenced:
             assert html.escape(o.key) in page
         assert page.count("NOT evidenced") == len(review.not_evidenced)
-
-
-class TestCollect:
-    def test_at_needs_a_session_and_a_version_in_range(self, journal: eventstore.Journal) -> None:
-        """--at without SESSION, or outside 0..head, is bad input."""
-        fill(new_session(journal), 2)
-        with pytest.raises(eventstore.InvalidArgument, match="needs a SESSION"):
-            collect(journal, None, 1)
-        with pytest.raises(eventstore.InvalidArgument, match=r"outside 0\.\.3"):
-            collect(journal, "s", 4)
-        assert collect(journal, "s", 1).sessions[0].at == 1
-
-    def test_audit_is_the_audit_command_s(self, journal: eventstore.Journal) -> None:
-        """Each session carries exactly what eventstore._audit.audit reports for it."""
-        from eventstore._ops._audit import audit
-
-        s = new_session(journal)
-        fill(s, 3)
-        s.truncate(0, 2, "budget")
-        s.state_constraint("k", "rule")
-        report = collect(journal, "s")
-        assert report.sessions[0].audit == audit(journal, ["s"]).sessions["s"]
