@@ -20,10 +20,12 @@ demo: install  ## replay both SPEC incidents into ./tierlog-demo.db
 test: install  ## the test suite (a bounded slice of the crash and fuzz campaigns)
 	$(BIN)/python -m pytest -q
 
-lint: install  ## ruff and mypy --strict
+lint: install  ## ruff, mypy --strict, and the report's script parsed by node (when installed)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	@if command -v node >/dev/null; then node --check eventstore/_report/report.js; \
+	else echo "node not found: eventstore/_report/report.js not checked"; fi
 
 bench: install  ## benchmarks against raw SQLite and the eventsourcing library
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[bench]'

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
+from typing import Any
 
 import attrs
 
@@ -186,4 +187,58 @@ def long_text_session(journal: eventstore.Journal, sid: str = "long") -> Session
     s.retract_turn(4, "P" * LONG)
     s.clear_context("Z" * LONG)
     fill(s, 1)
+    return s
+
+
+def story_session(journal: eventstore.Journal) -> Session:
+    """A token-unit session that spills: a refused then an accepted L1 summary, a valid
+    marker, a checkpoint, a retraction, a digest resume, an L2 digest that replaces the
+    L1 (its marker invalidated, a later resume falls back to raw), a refused marker, a
+    lifted constraint, and a clear that takes the digest out under a valid marker."""
+    s = journal.start_session(
+        "story",
+        config(truncator_unit="tokens", floor_unit="tokens", floor_span=20, on_unsafe="spill"),
+    )
+    s.append_turn("user", "Add tenant_id to orders. Never modify files under /etc.", 40)
+    s.state_constraint("no-etc", "never modify files under /etc")
+    s.open_call("call-1", "tool_call", "grep -rn tenant_id migrations/")
+    s.append_turn("assistant", "Searching the migrations.", 10)
+    s.open_call("call-2", "tool_call", "ls migrations/")
+    s.append_turn("tool", "0001_init.sql 0002_orders.sql", 20)
+    s.resolve_call("call-2", "2 files")
+    s.dispose("plan-A", "rejected", "add-column-then-backfill locks the table")
+    s.append_turn("tool", "orders.sql:12: tenant_id", 30)
+    s.truncate(0, 40, "budget")
+    with contextlib.suppress(eventstore.UnrecoverableCompactionError):
+        s.compact(tier=1, input=(0, 70), covers=(0, 70), tail_start=70, summary="grep", tokens=1)
+    carried: dict[str, Any] = {
+        "constraints": ["no-etc"],
+        "unresolved_ids": ["call-1"],
+        "dispositions": {"plan-A": "rejected"},
+    }
+    span: dict[str, Any] = {"input": (0, 70), "covers": (0, 70), "tail_start": 70}
+    l1 = s.compact(tier=1, summary="plan A out", tokens=9, **span, **carried)
+    first = s.emit_marker(l1.node_id)
+    s.checkpoint()
+    s.append_turn("assistant", "Writing 0003_tenant.sql.", 15)
+    s.append_turn("user", "ok", 5)
+    s.retract_turn(5, "pop_item")
+    s.resume(first.marker_id)
+    l2 = s.compact(
+        tier=2,
+        input=(0, 115),
+        covers=(0, 115),
+        tail_start=115,
+        summary="session digest",
+        tokens=6,
+        replaces=[l1.node_id],
+        **carried,
+    )
+    s.resume(first.marker_id)
+    with contextlib.suppress(eventstore.MarkerInvalid):
+        s.emit_marker(l1.node_id)
+    s.emit_marker(l2.node_id)
+    s.lift_constraint("no-etc")
+    s.clear_context("clear_session")
+    s.append_turn("assistant", "Done.", 5)
     return s

@@ -1,5 +1,10 @@
 """The report as one self-contained HTML file: inline CSS, inline script, data as JSON.
 
+The stylesheet and the script are the package's data files ``report.css`` and
+``report.js`` (read with :mod:`importlib.resources`, so they ship in the wheel). The
+script reads each session's JSON block and draws its timeline as SVG; it computes the
+state at a version exactly as ``eventstore._report._timeline.view_at`` does.
+
 Nothing here trusts session content. Text that goes into markup passes through
 ``html.escape``, its bidi and other control characters shown as escapes
 (:func:`visible`: an RLO in a key cannot reverse the page's own words); each
@@ -18,12 +23,12 @@ import html
 import json
 import re
 from collections.abc import Iterator, Sequence
+from importlib import resources
 from typing import Any, Final
 
 import attrs
 
 from eventstore._ops import Review, SessionAudit
-from eventstore._report._assets import CONTROL_CLASS, CSS, SCRIPT
 from eventstore._report._build import TEXT
 from eventstore._report._collect import Report, SessionReport
 from eventstore._report._spans import cut
@@ -40,6 +45,22 @@ _JSON_ESCAPES = {
 _JSON_UNSAFE = str.maketrans(_JSON_ESCAPES)
 
 
+def _asset(name: str) -> str:
+    """A data file of this package as the page inlines it (after a newline: the CSP
+    hashes name the exact text between the tags)."""
+    return "\n" + resources.files("eventstore._report").joinpath(name).read_text(encoding="utf-8")
+
+
+CSS: Final = _asset("report.css")
+SCRIPT: Final = _asset("report.js")
+
+# Bidi controls and the other invisible control characters (tab, newline and carriage
+# return excepted), as a regular expression character class; report.js's ``CONTROLS``
+# is the same class (a test checks), so the page and the script show the same escapes.
+CONTROL_CLASS: Final = (
+    r"\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f"
+    r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+)
 _CONTROLS = re.compile(f"[{CONTROL_CLASS}]")
 
 

@@ -7,6 +7,7 @@ file or a PostgreSQL URL.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -661,6 +662,23 @@ LIMITS = ("--max-memory", "32", "--timeout", "30")
 NO_TIMEOUT = ("--timeout", "0")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """The user and system CPU time process ``pid`` has used (Linux's /proc)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    utime, stime = stat.rsplit(")", 1)[1].split()[11:13]
+    return (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
+
+
+def _until_busy(child: subprocess.Popen[str], cpu: float) -> None:
+    """Return once ``child`` has used ``cpu`` more seconds of CPU; fail if it ends first
+    or after 60 s."""
+    goal, deadline = _cpu_seconds(child.pid) + cpu, time.monotonic() + 60
+    while _cpu_seconds(child.pid) < goal:
+        assert child.poll() is None, "the child ended before its query ran"
+        assert time.monotonic() < deadline, "the query never ran"
+        time.sleep(0.01)
+
+
 class TestSqlLimits:
     def test_an_endless_query_stops_at_the_timeout(
         self, capsys: pytest.CaptureFixture[str], demo_db: str
@@ -717,10 +735,12 @@ class TestSqlLimits:
         assert json.loads(run(capsys, "sql", str(demo_db), "SELECT 1 WHERE 0", "--json")[1]) == []
 
     @pytest.mark.slow
+    @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
     def test_ctrl_c_stops_the_query(self, demo_db: str) -> None:
         """SIGINT while an endless query runs with no timeout: exit 2, 'interrupted'.
 
-        The signal is sent once the child logs (-vv) that it starts the query.
+        The signal is sent once the child, after logging (-vv) that it starts the query,
+        has spent a fifth of a second of CPU time: by then it is inside SQLite's loop.
         """
         query = f"{ENDLESS} SELECT max(x) FROM c"
         argv = ["tierlog", "-vv", "sql", str(demo_db), query, *NO_TIMEOUT]
@@ -740,7 +760,7 @@ class TestSqlLimits:
         for line in child.stderr:  # ends at EOF if the child dies first
             if "query" in line:
                 break
-        time.sleep(0.2)  # into SQLite's loop
+        _until_busy(child, 0.2)
         child.send_signal(signal.SIGINT)
         try:
             _, err = child.communicate(timeout=10)

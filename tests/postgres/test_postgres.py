@@ -35,6 +35,17 @@ def _connect(url: str) -> Any:
     return psycopg.connect(url, autocommit=True)
 
 
+def _until_waiting_for_a_lock(pg: PostgresTarget, recorder: PostgresRecorder) -> None:
+    """Return once ``recorder``'s connection waits on a lock (pg_stat_activity); fail
+    after 30 s."""
+    pid = recorder.conn.info.backend_pid
+    deadline = time.monotonic() + 30
+    sql = "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s"
+    while pg.rows_with(sql, (pid,)) != [("Lock",)]:
+        assert time.monotonic() < deadline, "the second writer never waited for the lock"
+        time.sleep(0.01)
+
+
 class TestOpen:
     def test_both_schemes_open_the_same_journal(self, pg: PostgresTarget) -> None:
         """postgresql:// and postgres:// name the same journal."""
@@ -365,28 +376,29 @@ class TestSpills:
 
 class TestLocking:
     def test_writers_on_other_sessions_do_not_wait(self, pg: PostgresTarget) -> None:
-        """A transaction holding session a's lock does not delay a commit on session b."""
-        holder, other = PostgresRecorder(pg.location), PostgresRecorder(pg.location)
+        """A transaction holding session a's lock does not delay a commit on session b
+        (one that waited on a's holder, stuck in this very thread, would time out)."""
+        holder = PostgresRecorder(pg.location)
+        other = PostgresRecorder(pg.location, lock_timeout=5)
         with holder.transaction():
             holder.append("a", [TURN], expected_version=0)
-            started = time.monotonic()
             other.append("b", [TURN], expected_version=0)  # commits while a is locked
-            assert time.monotonic() - started < 5
         assert (holder.head("a").version, holder.head("b").version) == (1, 1)
         holder.close()
         other.close()
 
     def test_a_stalled_lock_holder_makes_a_waiting_writer_give_up(self, pg: PostgresTarget) -> None:
         """A writer waits for a stalled holder of the session's lock only up to its
-        lock_timeout, then gets a ConcurrencyError and writes nothing."""
+        lock_timeout (its connection's setting), then gets a ConcurrencyError and writes
+        nothing."""
         holder = PostgresRecorder(pg.location)
         waiter = PostgresRecorder(pg.location, lock_timeout=0.3)
+        setting = waiter.query("SELECT current_setting('lock_timeout')", timeout=5).rows
+        assert setting == [("300ms",)]
         with holder.transaction():
             holder.head("s")  # takes the lock, then stalls
-            started = time.monotonic()
             with pytest.raises(eventstore.ConcurrencyError, match="lock"):
                 waiter.append("s", [TURN], expected_version=0)
-            assert time.monotonic() - started < 5
         assert waiter.head("s").version == 0
         holder.close()
         waiter.close()
@@ -422,8 +434,8 @@ class TestLocking:
             first.append("s", [TURN], expected_version=0)
             thread = threading.Thread(target=late_writer)
             thread.start()
-            time.sleep(0.3)
-            assert outcome == []  # still waiting for the lock
+            _until_waiting_for_a_lock(pg, second)
+            assert outcome == []
         thread.join(30)
         assert outcome == ["session 's' is at version 1, expected 0"]
         first.close()

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 import eventstore
-from eventstore._report._assets import CONTROL_CLASS, CSS, SCRIPT
 from eventstore._report._collect import collect
-from eventstore._report._html import render, script_json, visible
+from eventstore._report._html import CONTROL_CLASS, CSS, SCRIPT, render, script_json, visible
 from tests import transcripts
 from tests.helpers import fill, new_session
 from tests.timelines import long_text_session
@@ -116,10 +115,6 @@ class TestVisible:
         assert re.findall(f"[{CONTROL_CLASS}]", shown.replace("\t", "").replace("\n", "")) == []
         assert "plan-A\u2039U+202E\u203a" in shown
 
-    def test_the_script_escapes_the_same_characters(self) -> None:
-        """The page's script matches the same character class as :func:`visible`."""
-        assert f"var CONTROLS = /[{CONTROL_CLASS}]/g;" in SCRIPT
-
 
 class TestRender:
     def test_hostile_content_stays_data(self, hostile: eventstore.Journal) -> None:
@@ -199,25 +194,3 @@ class TestReviews:
         for o in review.not_evidenced:
             assert html.escape(o.key) in page
         assert page.count("NOT evidenced") == len(review.not_evidenced)
-
-
-class TestCollect:
-    def test_at_needs_a_session_and_a_version_in_range(self, journal: eventstore.Journal) -> None:
-        """--at without SESSION, or outside 0..head, is bad input."""
-        fill(new_session(journal), 2)
-        with pytest.raises(eventstore.InvalidArgument, match="needs a SESSION"):
-            collect(journal, None, 1)
-        with pytest.raises(eventstore.InvalidArgument, match=r"outside 0\.\.3"):
-            collect(journal, "s", 4)
-        assert collect(journal, "s", 1).sessions[0].at == 1
-
-    def test_audit_is_the_audit_command_s(self, journal: eventstore.Journal) -> None:
-        """Each session carries exactly what eventstore._audit.audit reports for it."""
-        from eventstore._ops._audit import audit
-
-        s = new_session(journal)
-        fill(s, 3)
-        s.truncate(0, 2, "budget")
-        s.state_constraint("k", "rule")
-        report = collect(journal, "s")
-        assert report.sessions[0].audit == audit(journal, ["s"]).sessions["s"]
