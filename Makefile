@@ -3,9 +3,13 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The real Claude Code CLI for the tests (tests/claude_code/cli.py), pinned, from npm
+CLAUDE_CODE_VERSION := $(shell cat tests/claude_code/claude-code.version)
+CLAUDE_CODE_OLD     := 2.0.77
+CLAUDE_CODE_STAMP   := .tools/claude-code/.installed-$(CLAUDE_CODE_VERSION)
 
 .PHONY: install demo test lint bench fuzz clean
-.PHONY: soak
+.PHONY: soak claude-code fixtures-claude-code
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +22,25 @@ demo: install  ## replay both SPEC incidents into ./tierlog-demo.db
 	$(BIN)/tierlog demo
 
 test: install  ## the test suite (a bounded slice of the crash and fuzz campaigns)
+	@$(MAKE) --no-print-directory claude-code \
+	  || echo "make test: the Claude Code CLI could not be installed (npm?): its tests skip"
 	$(BIN)/python -m pytest -q
+
+claude-code: $(CLAUDE_CODE_STAMP)  ## the pinned Claude Code CLI, from npm into .tools/ (git-ignored)
+
+$(CLAUDE_CODE_STAMP): tests/claude_code/claude-code.version
+	rm -rf .tools/claude-code
+	npm install --prefix .tools/claude-code --no-audit --no-fund --loglevel=error \
+	  @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+	.tools/claude-code/node_modules/.bin/claude --version | grep -q '^$(CLAUDE_CODE_VERSION) '
+	touch $@
+
+fixtures-claude-code: install claude-code  ## regenerate tests/data/claude-code with the real CLIs
+	npm install --prefix .tools/claude-code-$(CLAUDE_CODE_OLD) --no-audit --no-fund \
+	  --loglevel=error @anthropic-ai/claude-code@$(CLAUDE_CODE_OLD)
+	$(BIN)/python -m tests.claude_code.make_fixtures
+	$(BIN)/python -m tests.claude_code.make_fixtures --version $(CLAUDE_CODE_OLD) \
+	  --binary .tools/claude-code-$(CLAUDE_CODE_OLD)/node_modules/.bin/claude
 
 lint: install  ## ruff, mypy --strict, and the report's script parsed by node (when installed)
 	$(BIN)/ruff check .
@@ -39,7 +61,7 @@ soak: install  ## 30 s of 12 writer processes on a throwaway PostgreSQL cluster
 	$(BIN)/python -m tests.pg_soak --seconds 30
 
 clean:
-	rm -rf $(VENV) tierlog-demo.db tierlog-demo.db-* tierlog-demo.db.spills .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .tools tierlog-demo.db tierlog-demo.db-* tierlog-demo.db.spills .pytest_cache .mypy_cache .ruff_cache
 
 .PHONY: fidelity
 fidelity: install  ## the session simulator: does the gate pay for itself? (bench/fidelity.json, .svg)

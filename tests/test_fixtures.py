@@ -1,4 +1,4 @@
-"""The test suite is self-contained: fixtures live in tests/data, with licence and provenance."""
+"""The test data: the project's own files only, listed with how each was made."""
 
 from __future__ import annotations
 
@@ -6,56 +6,46 @@ import hashlib
 import re
 from pathlib import Path
 
-import pytest
-
 from tests import transcripts
 
 TESTS = Path(__file__).resolve().parent
 # Built from parts so that this file does not match itself (nor any scan for the path).
 _SHARED = "sha" + "red"
-OUTSIDE = re.compile(
-    "|".join(
-        [
-            re.escape("../" + _SHARED),
-            re.escape("/work/" + _SHARED),
-            r"""["']""" + _SHARED + r"""["']\s*(?:/|,|\))""",  # a quoted path component
-        ]
-    )
-)
+OUTSIDE = re.compile(re.escape("/work/" + _SHARED))  # an absolute path to it
+QUOTED = re.compile(r"""["']""" + _SHARED + r"""["']""")  # the folder as a path component
 
 
-class TestSelfContained:
-    @pytest.mark.parametrize("module", sorted(TESTS.rglob("*.py")), ids=lambda p: p.name)
-    def test_no_test_module_reads_outside_the_repository(self, module: Path) -> None:
-        """No test module names the shared folder beside the clone."""
-        found = OUTSIDE.findall(module.read_text(encoding="utf-8"))
-        assert found == [], f"{module.name} refers to files outside the repository: {found}"
+class TestOnlyOurOwnData:
+    def test_no_committed_file_is_a_copy_of_the_real_transcripts(self) -> None:
+        """No file under tests/ has the bytes of a file of the real-transcript folder."""
+        theirs = {
+            hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in (transcripts.REAL_DIR.glob("*") if transcripts.REAL_DIR.is_dir() else [])
+        }
+        ours = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in TESTS.rglob("*.jsonl*")}
+        assert [ours[d].name for d in theirs & ours.keys()] == []
 
-    def test_the_pattern_catches_the_old_path(self) -> None:
-        """The check recognises the way the transcript tests used to find their data."""
-        old = "DATA = ROOT.parent / " + f'"{_SHARED}"' + ' / "data"'
-        assert OUTSIDE.search(old)
-        assert OUTSIDE.search(f"open('../{_SHARED}/data/x.jsonl')")
-        assert not OUTSIDE.search('db = tmp_path / "shared.db"')
+    def test_the_real_transcripts_are_named_in_one_module(self) -> None:
+        """Only tests/transcripts.py says where the real transcripts are, and not by an
+        absolute path."""
+        named = [p.name for p in TESTS.rglob("*.py") if QUOTED.search(_code(p))]
+        assert named == ["transcripts.py"]
+        assert [p.name for p in TESTS.rglob("*.py") if OUTSIDE.search(_code(p))] == []
 
-
-class TestTranscriptFixtures:
-    def test_licence_and_provenance_sit_beside_the_data(self) -> None:
-        """The MIT licence and a README naming the source repository are committed."""
-        assert "MIT License" in (transcripts.DATA / "LICENSE").read_text()
-        assert "marot/spotter" in (transcripts.DATA / "README.md").read_text()
-
-    def test_every_fixture_is_listed_with_its_original_sha256(self) -> None:
-        """Each data file is in the README table, and its (decompressed) bytes match it."""
+    def test_every_claude_code_fixture_is_listed_with_how_it_was_made(self) -> None:
+        """Each file in tests/data/claude-code is in its README's table."""
         readme = (transcripts.DATA / "README.md").read_text()
-        files = sorted(p for p in transcripts.DATA.iterdir() if p.suffix in (".jsonl", ".gz"))
-        assert len(files) == 4
-        for path in files:
-            row = next(line for line in readme.splitlines() if f"`{path.name}`" in line)
-            digest = hashlib.sha256(transcripts.text_of(path).encode("utf-8")).hexdigest()
-            assert digest in row, path.name
+        files = sorted(p.name for p in transcripts.DATA.glob("*.jsonl"))
+        assert files == sorted(p.name for p in transcripts.GENERATED)
+        assert [f for f in files if f"`{f}`" not in readme] == []
 
     def test_every_committed_file_is_under_one_megabyte(self) -> None:
         """Fixtures stay small enough to commit."""
         big = [p.name for p in (TESTS / "data").rglob("*") if p.stat().st_size >= 1_000_000]
         assert big == []
+
+
+def _code(path: Path) -> str:
+    """A module's text without this module's own pattern-building lines."""
+    text = path.read_text(encoding="utf-8")
+    return "" if path.name == "test_fixtures.py" else text

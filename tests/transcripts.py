@@ -1,9 +1,17 @@
-"""Replay real Claude Code transcripts (tests/data/claude-code, MIT) into a tierlog session.
+"""Claude Code transcripts for the tests: the project's own, and real ones read from beside it.
 
-Each user or assistant entry becomes a turn (assistant tokens from its usage
-block, others estimated at 4 characters a token), each ``tool_use`` block an open
-call and each ``tool_result`` its resolution. A ``compact_boundary`` entry is
-reported to the caller, which decides what compaction to propose there.
+The project's own (``tests/data/claude-code``) were written by the real CLI against a
+mock API (``make fixtures-claude-code``) or derived from those by hand. The real
+sessions the team studies are other people's data and are never committed: they are
+read from ``../shared/data/claude-code`` beside the clone. Naming one of them
+(``transcripts.LONG_SESSION``, ``SUMMARIZER_RUN``, ``SHORT``, ``TOOL_HEAVY``) inside a
+test skips the test, with one line, where that folder is not there.
+
+:func:`replay` appends a transcript to a session: each user or assistant entry
+becomes a turn (assistant tokens from its usage block, others estimated at 4
+characters a token), each ``tool_use`` block an open call and each
+``tool_result`` its resolution. A ``compact_boundary`` entry is reported to the
+caller, which decides what compaction to propose there.
 """
 
 from __future__ import annotations
@@ -14,13 +22,47 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import eventstore
 
-DATA = Path(__file__).resolve().parent / "data" / "claude-code"
-LONG_SESSION = DATA / "258c7280-ae70-4798-800f-63464d01a85d.jsonl.gz"  # gzip: under 1 MB
-SUMMARIZER_RUN = DATA / "258c7280-ae70-4798-800f-63464d01a85d.acompact.jsonl"
-SHORT = DATA / "short.jsonl"
-TOOL_HEAVY = DATA / "tool_heavy.jsonl"
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "claude-code"
+NOTES = DATA / "cli-2.1.332-notes.jsonl"  # the pinned CLI: attachments, both compactions
+NOTES_2_0 = DATA / "cli-2.0.77-notes.jsonl"  # the same script on Claude Code 2.0.77
+MISSING_PARENT = DATA / "handmade-missing-logical-parent.jsonl"
+BROKEN_CHAIN = DATA / "handmade-broken-chain.jsonl"
+GENERATED = (NOTES, NOTES_2_0, MISSING_PARENT, BROKEN_CHAIN)
+
+REAL_DIR = ROOT.parent / "shared" / "data" / "claude-code"  # other people's: never committed
+_REAL = {
+    "LONG_SESSION": "258c7280-ae70-4798-800f-63464d01a85d.jsonl",
+    "SUMMARIZER_RUN": "258c7280-ae70-4798-800f-63464d01a85d.acompact.jsonl",
+    "SHORT": "short.jsonl",
+    "TOOL_HEAVY": "tool_heavy.jsonl",
+}
+
+
+def real_sessions() -> list[Path]:
+    """Every real session transcript beside the clone (none where it is not there)."""
+    if not REAL_DIR.is_dir():
+        return []
+    return sorted(p for p in REAL_DIR.glob("*.jsonl") if not p.name.endswith(".acompact.jsonl"))
+
+
+def real(name: str) -> Path:
+    """The real transcript ``name`` beside the clone; skips the test where it is not."""
+    path = REAL_DIR / name
+    if not path.is_file():
+        pytest.skip(f"real transcript {name} not beside the clone (../shared/data/claude-code)")
+    return path
+
+
+def __getattr__(name: str) -> Path:
+    """``LONG_SESSION``, ``SUMMARIZER_RUN``, ``SHORT``, ``TOOL_HEAVY``: see :func:`real`."""
+    if name in _REAL:
+        return real(_REAL[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def text_of(path: Path) -> str:

@@ -473,12 +473,12 @@ _JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
     max_leaves=6,
 )
-_SHORT = [json.loads(line) for line in transcripts.SHORT.read_text().splitlines()]
+_SMALL = [json.loads(line) for line in transcripts.NOTES_2_0.read_text().splitlines()]
 
 
 class TestAnyInput:
     @given(
-        line=st.integers(0, len(_SHORT) - 1),
+        line=st.integers(0, len(_SMALL) - 1),
         path=st.lists(
             st.sampled_from(
                 [
@@ -503,15 +503,15 @@ class TestAnyInput:
         ),
         value=_JSON,
     )
-    @example(line=3, path=["type"], value=[])  # an unhashable entry type
-    @example(line=4, path=["message", "id"], value={})  # an unhashable message id
-    @example(line=12, path=["parentUuid"], value=[1])  # an unhashable parent
-    @example(line=4, path=["message", "usage", "input_tokens"], value=2**70)  # overflow
+    @example(line=1, path=["type"], value=[])  # an unhashable entry type
+    @example(line=2, path=["message", "id"], value={})  # an unhashable message id
+    @example(line=3, path=["parentUuid"], value=[1])  # an unhashable parent
+    @example(line=2, path=["message", "usage", "input_tokens"], value=2**70)  # overflow
     def test_a_mangled_entry_ingests_or_is_invalid_input(
         self, line: int, path: list[str | int], value: object
     ) -> None:
-        """Any JSON value anywhere in a real entry: ingested (maybe warned) or InvalidEvent."""
-        entries = json.loads(json.dumps(_SHORT))
+        """Any JSON value anywhere in an entry the CLI wrote: ingested or InvalidEvent."""
+        entries = json.loads(json.dumps(_SMALL))
         target = entries[line]
         for step in path[:-1]:
             nxt = target[step] if _has(target, step) else None
