@@ -24,6 +24,7 @@ from reducers import (
     MarkerEmitted,
     MarkerInvalidated,
     MarkerRefused,
+    Noted,
     Resumed,
     SessionStarted,
     SessionState,
@@ -154,6 +155,11 @@ def _cleared(state: SessionState, e: ContextCleared) -> None:
         )
 
 
+def _noted(state: SessionState, e: Noted) -> None:
+    if e.count < 1:
+        raise InvalidEvent(f"a note concerns at least one item (got count {e.count})")
+
+
 _RULES: dict[type[Any], Callable[[SessionState, Any], None]] = {
     TurnAppended: _turn,
     CallOpened: _call_opened,
@@ -170,4 +176,5 @@ _RULES: dict[type[Any], Callable[[SessionState, Any], None]] = {
     Resumed: _known_marker,
     TurnRetracted: _retracted,
     ContextCleared: _cleared,
+    Noted: _noted,
 }

@@ -406,6 +406,28 @@ class ContextCleared:
     reason: str = attrs.field(validator=_text)
 
 
+NOTE_KIND: Final = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+def _note_kind(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not NOTE_KIND.fullmatch(value):
+        raise _fail(attribute, "must be a snake_case name of at most 40 characters", value)
+
+
+@attrs.frozen(kw_only=True)
+class Noted:
+    """A guess, skip or fallback made while reading someone else's data (an ingested
+    transcript): ``kind`` names the heuristic (``chain_fallback``, ``off_chain``, ...),
+    ``text`` says what was done, ``line`` where in the source, ``count`` how many
+    items it concerns. It changes no tier state: ``audit`` and ``report`` show it.
+    """
+
+    kind: str = attrs.field(validator=_note_kind)
+    text: str = attrs.field(validator=_name)
+    line: int | None = attrs.field(default=None, validator=_optional_count)
+    count: int = attrs.field(default=1, validator=_count)
+
+
 Event: TypeAlias = (
     SessionStarted
     | TurnAppended
@@ -425,6 +447,7 @@ Event: TypeAlias = (
     | Resumed
     | TurnRetracted
     | ContextCleared
+    | Noted
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {
@@ -448,6 +471,7 @@ EVENT_TYPES: Final[dict[str, type[Event]]] = {
         Resumed,
         TurnRetracted,
         ContextCleared,
+        Noted,
     )
 }
 
@@ -465,5 +489,6 @@ PLAIN_EVENTS: Final = frozenset(
         Checkpointed,
         TurnRetracted,
         ContextCleared,
+        Noted,
     }
 )

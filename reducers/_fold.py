@@ -30,6 +30,7 @@ from reducers._events import (
     MarkerEmitted,
     MarkerInvalidated,
     MarkerRefused,
+    Noted,
     Resumed,
     SessionConfig,
     SessionStarted,
@@ -321,8 +322,8 @@ def _context_cleared(acc: _Acc, e: ContextCleared) -> None:
             nodes[k] = attrs.evolve(nodes[k], live=False)
 
 
-def _no_state_change(acc: _Acc, e: CompactionRefused | Resumed) -> None:
-    """Refusals and resumes are audit records: they change no tier state."""
+def _no_state_change(acc: _Acc, e: CompactionRefused | Resumed | Noted) -> None:
+    """Refusals, resumes and notes are audit records: they change no tier state."""
 
 
 _HANDLERS: dict[type[Any], Callable[[_Acc, Any], None]] = {
@@ -344,6 +345,7 @@ _HANDLERS: dict[type[Any], Callable[[_Acc, Any], None]] = {
     Resumed: _no_state_change,
     TurnRetracted: _turn_retracted,
     ContextCleared: _context_cleared,
+    Noted: _no_state_change,
 }
 
 

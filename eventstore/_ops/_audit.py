@@ -15,6 +15,7 @@ from eventstore._store import (
     FallbackRow,
     InvalidationRow,
     MarkerRefusalRow,
+    NoteRow,
 )
 from invariants import carries_call
 from reducers import Node, SessionState, in_spans
@@ -134,23 +135,32 @@ class SessionAudit:
     marker_invalidations: tuple[InvalidationRow, ...]
     raw_fallbacks: tuple[FallbackRow, ...]
     evicted_obligations: tuple[EvictedObligation, ...]
+    # what tierlog guessed, skipped or fell back on reading someone else's data
+    notes: tuple[NoteRow, ...] = ()
     # ingested transcripts: each compaction and what its summary evidences. Not a
     # finding and not totalled: what it does not evidence is a marker refusal already.
     compaction_reviews: tuple[Review, ...] = attrs.field(default=(), metadata={"total": False})
 
     @property
+    def chain_notes(self) -> tuple[NoteRow, ...]:
+        """The notes saying the source's chain was not read whole (or only by a guess)."""
+        return tuple(n for n in self.notes if n.kind in CHAIN_KINDS)
+
+    @property
     def findings(self) -> bool:
         """Whether anything here needs a person: a refusal, an invalidation, a
-        fallback, or an evicted obligation no live node carries."""
+        fallback, a note, or an evicted obligation no live node carries."""
         recorded = (
             self.compaction_refusals,
             self.marker_refusals,
             self.marker_invalidations,
             self.raw_fallbacks,
+            self.notes,
         )
         return any(recorded) or any(not o.carried_by for o in self.evicted_obligations)
 
 
+CHAIN_KINDS = frozenset({"chain_broken", "chain_fallback", "off_chain"})
 SECTIONS = tuple(a.name for a in attrs.fields(SessionAudit) if a.metadata.get("total", True))
 
 
@@ -181,6 +191,7 @@ def _audit_session(journal: Journal, session_id: str) -> SessionAudit:
         marker_refusals=rows.marker_refusals,
         marker_invalidations=rows.marker_invalidations,
         raw_fallbacks=rows.raw_fallbacks,
+        notes=rows.notes,
         evicted_obligations=evicted_obligations(journal.session(session_id).state),
         compaction_reviews=review(journal, session_id),
     )

@@ -136,6 +136,8 @@ _INTS = {
     "tier_depth",
     "checkpoint_at",
     "before",
+    "line",
+    "count",
 }
 
 

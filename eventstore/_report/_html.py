@@ -246,6 +246,7 @@ def _session(s: SessionReport) -> Iterator[str]:
             f'<p class="tampered" role="alert">Not verified from v{s.chain.version} on: the'
             f" hash chain breaks there ({e(s.chain.problem)}).</p>"
         )
+    yield from _chain_alert(s.audit)
     yield f'<p class="config">{e(_config_line(t))}</p>'
     yield '<div class="controls"></div><div class="legend">'
     for cls, label in _LEGEND:
@@ -265,7 +266,16 @@ _SECTIONS = {
     "marker_invalidations": "Invalidated markers",
     "raw_fallbacks": "Resumes that fell back to the raw checkpoint",
     "evicted_obligations": "Obligations raised in a truncated range",
+    "notes": "Notes: what tierlog guessed, skipped or fell back on reading the source",
 }
+
+
+def _chain_alert(sections: SessionAudit) -> Iterator[str]:
+    """The source's chain not read whole (or joined by a guess), said above the timeline."""
+    for n in sections.chain_notes:
+        head = "Chain joined by a guess" if n.kind == "chain_fallback" else "CHAIN NOT READ WHOLE"
+        where = "" if n.line is None else f" (line {n.line})"
+        yield f'<p class="tampered" role="alert">{head}{where}: {_text(n.text)}</p>'
 
 
 def _audit(sections: SessionAudit) -> Iterator[str]:

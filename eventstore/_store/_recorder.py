@@ -88,6 +88,17 @@ class FallbackRow:
 
 
 @attrs.frozen(kw_only=True)
+class NoteRow:
+    """A ``Noted`` event: a guess, skip or fallback made reading someone else's data."""
+
+    version: int
+    kind: str
+    line: int | None
+    count: int
+    text: str
+
+
+@attrs.frozen(kw_only=True)
 class AuditRows:
     """What the audit views say about one session."""
 
@@ -95,6 +106,7 @@ class AuditRows:
     marker_refusals: tuple[MarkerRefusalRow, ...]
     marker_invalidations: tuple[InvalidationRow, ...]
     raw_fallbacks: tuple[FallbackRow, ...]
+    notes: tuple[NoteRow, ...] = ()
 
 
 def _nothing() -> None:
@@ -263,7 +275,7 @@ class AuditQueries(abc.ABC):
     to run a query as dicts; the typed rows are the same for every backend."""
 
     SUMMARIES_SQL: ClassVar[str]
-    AUDIT_SQL: ClassVar[tuple[str, str, str, str]]  # each takes the session id
+    AUDIT_SQL: ClassVar[tuple[str, str, str, str, str]]  # each takes the session id
 
     @abc.abstractmethod
     def _dicts(self, sql: str, params: tuple[object, ...] = ()) -> Iterable[dict[str, Any]]:
@@ -281,6 +293,7 @@ class AuditQueries(abc.ABC):
             marker_refusals=self._typed(MarkerRefusalRow, sql[1], session_id),
             marker_invalidations=self._typed(InvalidationRow, sql[2], session_id),
             raw_fallbacks=self._typed(FallbackRow, sql[3], session_id),
+            notes=self._typed(NoteRow, sql[4], session_id),
         )
 
     def _typed(self, cls: type[_Row], sql: str, session_id: str) -> tuple[_Row, ...]:

@@ -71,6 +71,8 @@ VIEWS: dict[str, View] = {
     "resumes": View(
         "Resumed", fields("marker_id", "source", "checkpoint_at", "context_sha256", "reason")
     ),
+    # not a SPEC view: what tierlog guessed, skipped or fell back on reading a transcript
+    "notes": View("Noted", fields("kind", "line", "count", "text")),
 }
 
 
@@ -89,7 +91,7 @@ def render(
     return out
 
 
-def audit_queries(views: Mapping[str, str], param: str) -> tuple[str, str, str, str]:
+def audit_queries(views: Mapping[str, str], param: str) -> tuple[str, str, str, str, str]:
     """``AuditQueries.AUDIT_SQL`` for a schema whose views' SQL is ``views`` and whose
     parameter marker is ``param``: each query reads tierlog's own SQL of its view as a
     subquery, never the view stored in the database, so an audit is not misled by a
@@ -108,4 +110,5 @@ def audit_queries(views: Mapping[str, str], param: str) -> tuple[str, str, str, 
         rows(
             "version, marker_id, checkpoint_at, reason", "resumes", " AND source = 'raw_checkpoint'"
         ),
+        rows("version, kind, line, count, text", "notes"),
     )

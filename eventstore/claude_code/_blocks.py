@@ -13,6 +13,7 @@ from eventstore.claude_code._lines import Warnings
 from reducers import InvalidEvent
 
 REJECTED_TEXT = "The user doesn't want to proceed with this tool use"
+PERMISSION_TEXT = "Claude requested permissions to"  # refused by the permission settings
 KEY_CHARS = 60
 
 
@@ -74,7 +75,8 @@ def _block(b: object, line: int, cwd: str, refused: bool, warnings: Warnings) ->
     if kind == "tool_result" and isinstance(b.get("tool_use_id"), str):
         text = _result_text(b.get("content"))
         is_error = _is_error(b.get("is_error"), b["tool_use_id"], line, warnings)
-        rejected = is_error and (text.startswith(REJECTED_TEXT) or refused)
+        asked = text.startswith((REJECTED_TEXT, PERMISSION_TEXT))
+        rejected = is_error and (asked or refused)
         return ToolResult(
             tool_use_id=b["tool_use_id"], text=text, is_error=is_error, rejected=rejected
         )
@@ -87,7 +89,9 @@ def _tool_use(b: Raw, call_id: str, line: int, cwd: str, warnings: Warnings) -> 
     args = raw_input if isinstance(raw_input, dict) else {}
     text = json.dumps(raw_input, ensure_ascii=False, sort_keys=True)
     if not call_id.strip():
-        warnings.append(f"line {line}: a {name} tool_use without an id is no call", kind="no-id")
+        warnings.note(
+            "bad_value", line, f"a {name} tool_use without an id is no call", fold="no-id"
+        )
         return Text(text=f"{name} {text}", kind="tool_use without an id")
     return ToolUse(id=call_id, name=name, key=short_key(name, args, cwd), input=text)
 
@@ -97,11 +101,8 @@ def _is_error(value: object, call_id: str, line: int, warnings: Warnings) -> boo
     if value is None or isinstance(value, bool):
         return value is True
     shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-    warnings.append(
-        f"line {line}: tool_result for {call_id} has is_error {shown}, not true or false:"
-        " counted as an error",
-        kind="is_error",
-    )
+    text = f"tool_result for {call_id} has is_error {shown}, not true or false: counted as an error"
+    warnings.note("bad_value", line, text, fold="is_error")
     return True
 
 

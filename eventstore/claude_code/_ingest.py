@@ -5,7 +5,7 @@ the turns, tokens and events ``_ingest_plan``'s. Here the plan is written:
 
 - each batch of turns with the events they raise through ``Session.extend``;
 - a ``compact_boundary``: a tier-1 compaction over everything before it, its
-  summary the text Claude Code resumed from, carrying what :mod:`_mention` finds
+  summary the text Claude Code resumed from, carrying what :mod:`_evidence` finds
   evidenced; then a marker on it. A refusal (C1-C5, M1-M3) is recorded, not raised.
 
 Whether the session is new, unchanged, or a transcript that has grown since it was
@@ -27,7 +27,7 @@ import attrs
 from eventstore._journal import Journal
 from eventstore._session import Session
 from eventstore.claude_code import _transcript as cc
-from eventstore.claude_code._mention import carried_by
+from eventstore.claude_code._evidence import carried_by
 from eventstore.claude_code._plan import Plan, Step, build_plan, estimate
 from eventstore.claude_code._review import CompactionReview, review_session
 from invariants import MarkerInvalid, UnrecoverableCompactionError

@@ -125,7 +125,7 @@ def _dequeue(s: _Settling, line: int, warnings: Warnings) -> None:
         s.out.append(s.taken)
     s.taken = s.queued.pop() if s.queued else None
     if s.taken is None:
-        warnings.append(f"line {line}: a queue remove with nothing queued, ignored", kind="rm")
+        warnings.note("queue", line, "a queue remove with nothing queued, ignored", fold="rm")
 
 
 def _message(s: _Settling, m: Message, warnings: Warnings) -> None:
@@ -137,7 +137,7 @@ def _message(s: _Settling, m: Message, warnings: Warnings) -> None:
         s.queued = [q for q in s.queued if not _says(m, q.text)]
     if m.role == "summary":
         if s.boundary is None:
-            warnings.append(f"line {m.line}: a compact summary without a boundary, skipped")
+            warnings.note("no_summary", m.line, "a compact summary without a boundary, skipped")
         else:
             s.out.append(attrs.evolve(s.boundary, summary=text_of(m.blocks)))
             s.boundary = None
@@ -148,7 +148,7 @@ def _message(s: _Settling, m: Message, warnings: Warnings) -> None:
 
 def _unsummarised(s: _Settling, warnings: Warnings) -> None:
     if s.boundary is not None:
-        warnings.append(f"line {s.boundary.line}: compact boundary without a summary skipped")
+        warnings.note("no_summary", s.boundary.line, "compact boundary without a summary skipped")
         s.boundary = None
 
 

@@ -5,7 +5,14 @@ device: only regular files are read), grow it without bound (at most
 ``MAX_BYTES``, read a line at a time), or raise anything but InvalidEvent naming
 its line (bytes that are not UTF-8, a number too long to convert, nesting deeper
 than ``MAX_DEPTH``, a lone surrogate). An entry repeated (same ``uuid``, or the
-same line without one) counts once, with a warning.
+same line without one) counts once, with a note.
+
+Every JSON object is kept as an entry, whatever its type, so that the parent chain
+runs through types tierlog maps to nothing (``attachment``, ``progress``, ...) and
+through types it does not know yet; an unknown type is noted once, at its first
+line. A *note* is a warning the journal records (a ``Noted`` event, placed after
+the last turn before its line); a plain warning (a file still being written, say)
+is only printed.
 """
 
 from __future__ import annotations
@@ -26,8 +33,12 @@ from reducers import InvalidEvent
 
 KNOWN_TYPES = frozenset(
     {"user", "assistant", "system", "progress", "file-history-snapshot", "queue-operation"}
-    | {"summary"}  # older versions: a session title
+    | {"summary", "custom-title", "agent-name", "tag"}  # titles and names a session was given
+    | {"attachment"}  # 2.1: hook context, reminders, CLAUDE.md, files, in the parent chain
+    | {"last-prompt", "cost-state", "mode", "tools-used", "atis-latch", "pr-link"}
+    | {"api-request", "api-request-shape", "api-request-blob"}  # 2.1.3xx bookkeeping
 )
+READ_TYPES = frozenset({"user", "assistant", "system", "queue-operation"})  # mapped to events
 MAX_BYTES = 256 * 2**20  # a file larger than this is refused (about 4x this in memory)
 MAX_DEPTH = 100  # JSON nesting (real entries: 7 at most); deeper is refused
 _KINDS = {
@@ -41,13 +52,25 @@ _KINDS = {
 Raw: TypeAlias = dict[str, Any]
 
 
+@attrs.frozen(kw_only=True)
+class Note:
+    """A warning the journal records: which heuristic, at which line, about how many."""
+
+    kind: str
+    line: int
+    text: str
+    count: int = 1
+
+
 class Warnings:
-    """Warnings in the order first given; those of one ``kind`` folded into the first."""
+    """Warnings in the order first given; those of one ``kind`` folded into the first.
+    :meth:`note` also records one for the journal (:attr:`notes`)."""
 
     def __init__(self) -> None:
         self._texts: list[str] = []
         self._kinds: dict[str, int] = {}
         self._more: Counter[str] = Counter()
+        self.notes: list[Note] = []
 
     def append(self, text: str, kind: str | None = None) -> None:
         """Add ``text``; a later one of the same ``kind`` only counts as one more."""
@@ -57,6 +80,15 @@ class Warnings:
         if kind is not None:
             self._kinds[kind] = len(self._texts)
         self._texts.append(text)
+
+    def note(self, kind: str, line: int, text: str, *, count: int = 1, fold: str = "") -> None:
+        """A warning ``line N: text`` the journal records as a note of ``kind``; with
+        ``fold``, only the first of that fold is recorded (the rest are counted)."""
+        if fold and fold in self._kinds:
+            self._more[fold] += 1
+            return
+        self.append(f"line {line}: {text}", kind=fold or None)
+        self.notes.append(Note(kind=kind, line=line, text=text, count=count))
 
     def all(self) -> tuple[str, ...]:
         """Every warning, a folded kind's first one saying how many more there were."""
@@ -135,8 +167,8 @@ def entries(lines: Iterable[tuple[int, bytes]], warnings: Warnings) -> list[Entr
         raise InvalidEvent("empty file: not a Claude Code transcript")
     _keep(previous, True, found, seen, unknown, warnings)
     for kind, numbers in unknown.items():
-        more = f" (and {len(numbers) - 1} more such lines)" if len(numbers) > 1 else ""
-        warnings.append(f"line {numbers[0]}: unknown entry type {kind} skipped{more}")
+        text = f"unknown entry type {kind}: mapped to nothing, kept for the parent chain"
+        warnings.note("unknown_entry", numbers[0], text)
     seen.warn(warnings)
     return found
 
@@ -156,10 +188,9 @@ def _keep(
     kind = raw.get("type")
     if not (isinstance(kind, str) and kind in KNOWN_TYPES):
         unknown.setdefault(repr(kind), []).append(number)
-    else:
-        entry = Entry(line=number, raw=raw)
-        if seen.first(entry, line):
-            found.append(entry)
+    entry = Entry(line=number, raw=raw)
+    if seen.first(entry, line):
+        found.append(entry)
 
 
 @attrs.define
@@ -172,6 +203,8 @@ class _Seen:
 
     def first(self, entry: Entry, line: bytes) -> bool:
         """Whether ``entry`` is not a repeat of one read before (and remember it)."""
+        if entry.uuid is None and entry.type not in READ_TYPES:
+            return True  # bookkeeping Claude Code may write twice: nothing is read from it
         if entry.uuid is None:
             digest = hashlib.blake2b(line.strip(), digest_size=16).digest()
             if digest in self.lines:
@@ -185,10 +218,8 @@ class _Seen:
         return at == entry.line
 
     def warn(self, warnings: Warnings) -> None:
-        if self.repeats:
-            (line, what), more = self.repeats[0], len(self.repeats) - 1
-            rest = f" (and {more:,} more repeated entries)" if more else ""
-            warnings.append(f"line {line}: an entry repeating {what} skipped{rest}")
+        for line, what in self.repeats:
+            warnings.note("repeat", line, f"an entry repeating {what} skipped", fold="repeat")
 
 
 def decode(number: int, line: bytes, *, last: bool, warnings: Warnings) -> Raw | None:

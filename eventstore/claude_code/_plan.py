@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import attrs
 
 from eventstore.claude_code import _transcript as cc
+from eventstore.claude_code._attempts import CORRECTION, Attempts, error_line, keyed, what
 from eventstore.claude_code._review import boundary_note, preamble
 from reducers import (
     CallOpened,
@@ -29,9 +30,11 @@ from reducers import (
     Event,
     InvalidEvent,
     ItemDisposed,
+    Noted,
 )
 
 CHARS_PER_TOKEN = 4
+OCCUPANCY_GAP = 0.05  # occupancy further than this from preTokens at a boundary is noted
 REASON_CHARS = 200
 _RULE = re.compile(r"\b(never|do not|don't|dont|always|must|only)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -64,6 +67,8 @@ class Plan:
     steps: list[Step] = attrs.field(factory=list)
     warnings: list[str] = attrs.field(factory=list)
     names: dict[str, str] = attrs.field(factory=dict)  # call id -> name
+    whats: dict[str, str] = attrs.field(factory=dict)  # call id -> what it attempted
+    attempts: Attempts = attrs.field(factory=Attempts)
     open: set[str] = attrs.field(factory=set)
     last_call: str | None = None  # the last call since the user's last request
     turns: int = 0
@@ -79,7 +84,9 @@ def build_plan(transcript: cc.Transcript) -> Plan:
     """Turns with their tokens and raised events, and the boundaries between them. Pure."""
     plan = Plan()
     plan.steps.append(Draft(role="system", content=preamble(transcript.session_id)))
+    notes = list(transcript.notes)
     for item in transcript.items:
+        notes = _place(plan, notes, item.line)
         if isinstance(item, cc.Boundary):
             note = boundary_note(item.line, item.trigger, item.pre_tokens)
             plan.steps += [item, Draft(role="system", content=note)]
@@ -93,9 +100,27 @@ def build_plan(transcript: cc.Transcript) -> Plan:
                 plan.steps.append(_plan_message(plan, item))
             except InvalidEvent as exc:  # a value no event takes: name its line
                 raise InvalidEvent(f"line {item.line}: {exc}") from None
+    _place(plan, notes, None)
     _assign_tokens(plan.steps)
     plan.turns = sum(isinstance(s, Draft) for s in plan.steps)
     return plan
+
+
+def _place(plan: Plan, notes: list[cc.Note], line: int | None) -> list[cc.Note]:
+    """Record the notes before ``line`` (all: ``None``) after the last turn so far; the
+    notes still to place."""
+    cut = (
+        len(notes)
+        if line is None
+        else next((i for i, n in enumerate(notes) if n.line >= line), len(notes))
+    )
+    last = next(s for s in reversed(plan.steps) if isinstance(s, Draft))
+    last.raised += [_noted(n.kind, n.line, n.text, n.count) for n in notes[:cut]]
+    return notes[cut:]
+
+
+def _noted(kind: str, line: int, text: str, count: int = 1) -> Noted:
+    return Noted(kind=kind, text=text, line=line, count=count)
 
 
 def _plan_message(plan: Plan, m: cc.Message) -> Draft:
@@ -106,6 +131,7 @@ def _plan_message(plan: Plan, m: cc.Message) -> Draft:
     sentence the user typed with never/do not/don't/always/must/only a pending rule."""
     draft = Draft(role=m.role, content=render(m.blocks), usage=m.usage)
     if m.typed:
+        _correction(plan, draft, m)
         plan.last_call = None  # a new request: an interruption from now on is of its work
     for b in m.blocks:
         if isinstance(b, cc.ToolUse):
@@ -114,7 +140,7 @@ def _plan_message(plan: Plan, m: cc.Message) -> Draft:
             _result(plan, draft, b, m.line)
         elif b.kind == "text" and m.role == "user" and cc.INTERRUPTED_TEXT in b.text:
             plan.interruptions += 1
-            key = f"interrupted: {plan.last_call or 'reply'}"
+            key = keyed(f"interrupted: {plan.last_call or 'reply'}", m.line)
             reason = f"line {m.line}: {b.text.strip()}"
             draft.raised.append(ItemDisposed(key=key, disposition="rejected", reason=reason))
     if m.typed:
@@ -124,10 +150,13 @@ def _plan_message(plan: Plan, m: cc.Message) -> Draft:
 
 def _open(plan: Plan, draft: Draft, b: cc.ToolUse, line: int) -> None:
     if b.id in plan.names:
-        plan.warnings.append(f"line {line}: tool_use {b.id} appears twice; the first counts")
+        text = f"tool_use {b.id} appears twice; the first counts"
+        plan.warnings.append(f"line {line}: {text}")
+        draft.raised.append(_noted("bad_value", line, text))
         return
     name = f"{b.name}: {b.key}" if b.key else b.name
     plan.names[b.id] = plan.last_call = name
+    plan.whats[b.id] = what(b.name, b.key, b.input)
     plan.open.add(b.id)
     plan.calls += 1
     draft.raised.append(CallOpened(call_id=b.id, kind="tool_call", name=name))
@@ -135,20 +164,32 @@ def _open(plan: Plan, draft: Draft, b: cc.ToolUse, line: int) -> None:
 
 def _result(plan: Plan, draft: Draft, b: cc.ToolResult, line: int) -> None:
     if b.tool_use_id not in plan.open:
-        plan.warnings.append(
-            f"line {line}: tool_result for {b.tool_use_id}, which is not an open call: ignored"
-        )
+        text = f"tool_result for {b.tool_use_id}, which is not an open call: ignored"
+        plan.warnings.append(f"line {line}: {text}")
+        draft.raised.append(_noted("bad_value", line, text))
         return
     plan.open.discard(b.tool_use_id)
     outcome = "rejected" if b.rejected else "error" if b.is_error else "ok"
     draft.raised.append(CallResolved(call_id=b.tool_use_id, outcome=outcome))
-    if b.is_error:
-        plan.rejected += b.rejected
-        plan.failed += not b.rejected
-        reason = f"line {line}: {' '.join(b.text.split())}"[:REASON_CHARS]
-        disposition = "rejected" if b.rejected else "failed"
-        name = plan.names[b.tool_use_id]
-        draft.raised.append(ItemDisposed(key=name, disposition=disposition, reason=reason))
+    subject = plan.whats[b.tool_use_id]
+    if not b.is_error:
+        draft.raised += plan.attempts.succeeded(subject, line)
+        return
+    plan.rejected += b.rejected
+    plan.failed += not b.rejected
+    disposition = "rejected" if b.rejected else "failed"
+    draft.raised.append(plan.attempts.failed(subject, line, disposition, error_line(b.text)))
+
+
+def _correction(plan: Plan, draft: Draft, m: cc.Message) -> None:
+    """Typed text that turns the agent back ("No, ...", "Stop", "Nein, ...") is a user
+    correction: a ``rejected`` fact on what the agent did last, quoting the text."""
+    text = " ".join(cc.text_of(m.blocks).split())
+    if CORRECTION.match(text):
+        key = keyed(f"corrected: {plan.last_call or 'reply'}", m.line)
+        quote = text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
+        reason = f"line {m.line}: {quote}"
+        draft.raised.append(ItemDisposed(key=key, disposition="rejected", reason=reason))
 
 
 def _rules(plan: Plan, draft: Draft, text: str) -> None:
@@ -190,8 +231,13 @@ def _assign_tokens(steps: Sequence[Step]) -> None:
     """Give every draft its tokens (see the module doc). Occupancy is tracked as the
     journal computes it: a compaction leaves its summary's estimate."""
     occupancy = 0
-    for step in steps:
+    for at, step in enumerate(steps):
         if isinstance(step, cc.Boundary):
+            gap = _gap(step, occupancy)
+            if gap is not None:
+                note = steps[at + 1]
+                assert isinstance(note, Draft)  # build_plan puts it there
+                note.raised.append(gap)
             occupancy = estimate(step.summary)
             continue
         if step.usage is None:
@@ -199,6 +245,19 @@ def _assign_tokens(steps: Sequence[Step]) -> None:
         else:
             step.tokens = max(1, step.usage.prompt + step.usage.output - occupancy)
         occupancy += step.tokens
+
+
+def _gap(b: cc.Boundary, occupancy: int) -> Noted | None:
+    """A note when the occupancy before ``b`` is more than 5% away from its preTokens."""
+    pre = b.pre_tokens
+    if not pre or abs(occupancy - pre) <= OCCUPANCY_GAP * pre:
+        return None
+    return _noted(
+        "occupancy_gap",
+        b.line,
+        f"occupancy {occupancy:,} before the compaction is {(occupancy - pre) / pre:+.1%}"
+        f" from preTokens {pre:,} (more than 5%): turns before it may be missing or miscounted",
+    )
 
 
 def estimate(text: str) -> int:

@@ -15,6 +15,7 @@ import attrs
 
 from eventstore._journal import Journal
 from eventstore._ops import ReviewLine
+from eventstore.claude_code._attempts import resolved_later
 from invariants import carries_call
 from reducers import (
     Compacted,
@@ -100,13 +101,21 @@ class ObligationReview:
     raised_at_turn: int
     quote: str
     evidenced: bool
+    resolved_later: bool = False  # an attempt a later success of the same call resolved
+
+    @property
+    def verdict(self) -> str:
+        """``evidenced``, ``resolved later`` (no obligation any more) or ``NOT evidenced``."""
+        if self.resolved_later:
+            return "resolved later"
+        return "evidenced" if self.evidenced else "NOT evidenced"
 
     def line(self) -> ReviewLine:
         """This judgement as a line of the review."""
         detail = "" if self.kind == "constraint" else f" ({self.detail})"
         return ReviewLine(
-            ok=self.evidenced,
-            verdict="evidenced" if self.evidenced else "NOT evidenced",
+            ok=self.evidenced or self.resolved_later,
+            verdict=self.verdict,
             subject=f"{self.kind} {self.key!r}{detail} at turn {self.raised_at_turn}",
             quote=self.quote,
         )
@@ -134,8 +143,8 @@ class CompactionReview:
 
     @property
     def not_evidenced(self) -> tuple[ObligationReview, ...]:
-        """The obligations the summary does not evidence."""
-        return tuple(o for o in self.obligations if not o.evidenced)
+        """The obligations the summary does not evidence (an attempt resolved later is none)."""
+        return tuple(o for o in self.obligations if not o.evidenced and not o.resolved_later)
 
     def headline(self) -> str:
         """Where the compaction stood, what it replaced, and what became of its marker."""
@@ -304,6 +313,7 @@ def _obligations(
             raised_at_turn=state.turn_index(d.position),
             quote=_short(d.reason),
             evidenced=p.dispositions.get(d.key) == d.disposition,
+            resolved_later=resolved_later(d.disposition, d.reason),
         )
 
 

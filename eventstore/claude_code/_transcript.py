@@ -1,25 +1,16 @@
 """Read a Claude Code transcript (JSON Lines) into typed values.
 
-Only the reading lives here: which entries form the session's main chain and how
-an API message split over several entries is put back together. The file and its
-lines are ``_claude_code_lines``'s, boundaries and queued text in order
-``_claude_code_items``'s, content blocks and short keys ``_claude_code_blocks``'s;
-this module re-exports their values. Mapping onto a journal is ``_ingest_plan``'s
-job. The main chain's compact boundaries are the ones its walk crosses.
-
-The main chain: walk ``parentUuid`` back from the last user or assistant entry,
-crossing a compaction through ``logicalParentUuid``. Claude Code writes parallel
-tool calls as a branching tree (each result hangs off the entry holding its
-``tool_use``, hook progress entries interleave), so the walk alone misses some:
-an assistant entry belongs to the chain when its ``message.id`` does, and a tool
-result when the ``tool_use`` it answers does. Sidechain entries (subagents, the
-summarizer) never do.
+Only the reading lives here: how an API message split over several entries is put
+back together. The file and its lines are ``_lines``'s, the main chain ``_chain``'s,
+boundaries and queued text in order ``_items``'s, content blocks and short keys
+``_blocks``'s; this module re-exports their values. Mapping onto a journal is
+``_plan``'s job. The main chain's compact boundaries are the ones its walk crosses.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeAlias
 
@@ -31,9 +22,11 @@ from eventstore.claude_code._blocks import Block as Block
 from eventstore.claude_code._blocks import Text as Text
 from eventstore.claude_code._blocks import ToolResult as ToolResult
 from eventstore.claude_code._blocks import ToolUse as ToolUse
-from eventstore.claude_code._blocks import blocks, text_of
+from eventstore.claude_code._blocks import blocks
 from eventstore.claude_code._blocks import command_head as command_head
 from eventstore.claude_code._blocks import short_key as short_key
+from eventstore.claude_code._blocks import text_of as text_of
+from eventstore.claude_code._chain import main_chain
 from eventstore.claude_code._items import Boundary as Boundary
 from eventstore.claude_code._items import Dequeued, pending_boundary, settle
 from eventstore.claude_code._items import Item as Item
@@ -44,7 +37,8 @@ from eventstore.claude_code._items import Usage as Usage
 from eventstore.claude_code._lines import KNOWN_TYPES as KNOWN_TYPES
 from eventstore.claude_code._lines import MAX_BYTES as MAX_BYTES
 from eventstore.claude_code._lines import MAX_DEPTH as MAX_DEPTH
-from eventstore.claude_code._lines import Entry, Raw, Warnings, entries, file_lines
+from eventstore.claude_code._lines import Entry, Warnings, entries, file_lines
+from eventstore.claude_code._lines import Note as Note
 from reducers import InvalidEvent
 
 INTERRUPTED_TEXT = "[Request interrupted by user"
@@ -60,11 +54,13 @@ _USAGE_FIELDS = (
 
 @attrs.frozen(kw_only=True)
 class Transcript:
-    """A transcript's main chain in file order, and what was skipped on the way."""
+    """A transcript's main chain in file order, what was skipped on the way, and the
+    notes (in line order) the journal records of it."""
 
     session_id: str
     items: tuple[Item, ...]
     warnings: tuple[str, ...]
+    notes: tuple[Note, ...] = ()
 
 
 def read(path: str | Path, *, max_bytes: int = MAX_BYTES) -> Transcript:
@@ -80,87 +76,17 @@ def parse(data: bytes) -> Transcript:
 def _parse(lines: Iterable[tuple[int, bytes]]) -> Transcript:
     warnings = Warnings()
     found = entries(lines, warnings)
-    chain, spine = _main_chain(found, warnings)
+    chain, spine = main_chain(found, warnings)
     items = tuple(_items(found, chain, spine, warnings))
-    return Transcript(session_id=_session_id(found, chain), items=items, warnings=warnings.all())
+    return Transcript(
+        session_id=_session_id(found, chain),
+        items=items,
+        warnings=warnings.all(),
+        notes=tuple(sorted(warnings.notes, key=lambda n: n.line)),
+    )
 
 
-# -- the main chain ----------------------------------------------------------------------
-def _main_chain(entries: Sequence[Entry], warnings: Warnings) -> tuple[set[int], set[int]]:
-    """Line numbers of the main chain's user and assistant entries (see the module doc),
-    and of every entry the walk back from its leaf crossed (compact boundaries too)."""
-    talk = [e for e in entries if e.type in ("user", "assistant")]
-    if not talk:
-        raise InvalidEvent(
-            f"line {entries[0].line if entries else 1}: not a Claude Code transcript"
-            " (no user or assistant entry)"
-        )
-    main = [e for e in talk if e.raw.get("isSidechain") is not True]
-    if not main:
-        raise InvalidEvent(
-            f"line {talk[0].line}: only sidechain entries (a subagent's or the summarizer's"
-            " transcript), no session main chain"
-        )
-    by_uuid: dict[str, Entry] = {}
-    for e in entries:
-        if e.uuid is not None and e.raw.get("isSidechain") is not True:
-            by_uuid.setdefault(e.uuid, e)
-    spine = _spine(main[-1], by_uuid, warnings)
-    return _widen(main, spine, warnings), spine
-
-
-def _spine(leaf: Entry, by_uuid: Mapping[str, Entry], warnings: Warnings) -> set[int]:
-    lines: set[int] = set()
-    entry: Entry | None = leaf
-    while entry is not None and entry.line not in lines:
-        lines.add(entry.line)
-        parent = entry.raw.get("parentUuid") or entry.raw.get("logicalParentUuid")
-        if not isinstance(parent, str):
-            break
-        entry = by_uuid.get(parent)
-        if entry is None:
-            warnings.append(
-                f"line {min(lines)}: parent {parent!r} is not in the file; "
-                "the main chain starts here"
-            )
-    return lines
-
-
-def _widen(main: Sequence[Entry], spine: set[int], warnings: Warnings) -> set[int]:
-    """The spine plus the split parts of its messages and the results of its calls."""
-    message_ids = {e.message_id for e in main if e.line in spine and e.type == "assistant"} - {None}
-    chain = {e.line for e in main if e.line in spine or e.message_id in message_ids}
-    calls = {b["id"] for e in main if e.line in chain for b in _blocks(e, "tool_use")}
-    for e in main:
-        results = _blocks(e, "tool_result")
-        if e.line not in chain and results and all(b["tool_use_id"] in calls for b in results):
-            chain.add(e.line)
-    off = [e.line for e in main if e.line not in chain]
-    if off:
-        warnings.append(
-            f"line {off[0]}: {len(off)} user/assistant entries off the main chain"
-            " (an abandoned branch) are not turns"
-        )
-    return chain
-
-
-def _blocks(entry: Entry, kind: str) -> list[Raw]:
-    content = entry.message.get("content")
-    if not isinstance(content, list):
-        return []
-    return [
-        b
-        for b in content
-        if isinstance(b, dict)
-        and b.get("type") == kind
-        and _usable(b.get("id" if kind == "tool_use" else "tool_use_id"))
-    ]
-
-
-def _usable(call_id: object) -> bool:
-    return isinstance(call_id, str) and bool(call_id.strip())
-
-
+# -- reading ------------------------------------------------------------------------------
 def _session_id(entries: Sequence[Entry], chain: set[int]) -> str:
     """The ``sessionId`` of the chain's last entry, checked as a tierlog session id."""
     leaf = next(e for e in reversed(entries) if e.line in chain)
@@ -233,7 +159,7 @@ def _off_chain(line: int, leaf: int, warnings: Warnings) -> None:
     if line > leaf:
         warnings.append(pending_boundary(line))
     else:
-        warnings.append(f"line {line}: a compact boundary off the main chain skipped")
+        warnings.note("off_chain", line, "a compact boundary off the main chain skipped")
 
 
 def _boundary(e: Entry, warnings: Warnings) -> Boundary:
@@ -241,7 +167,7 @@ def _boundary(e: Entry, warnings: Warnings) -> Boundary:
     meta = meta if isinstance(meta, dict) else {}
     pre, trigger = meta.get("preTokens"), meta.get("trigger")
     if pre is not None and not (type(pre) is int and 0 <= pre < MAX_TOKENS):
-        warnings.append(f"line {e.line}: preTokens {_shown(pre)} is not a token count: unknown")
+        warnings.note("bad_value", e.line, f"preTokens {_shown(pre)} is not a token count: unknown")
         pre = None
     return Boundary(
         line=e.line,
@@ -295,10 +221,8 @@ def _usage(e: Entry, warnings: Warnings) -> Usage | None:
     counts = [raw.get(f) for f in _USAGE_FIELDS]
     for field, count in zip(_USAGE_FIELDS, counts, strict=True):
         if count is not None and not (type(count) is int and 0 <= count < MAX_TOKENS):
-            warnings.append(
-                f"line {e.line}: usage {field} {_shown(count)} is not a token count: usage ignored",
-                kind="usage",
-            )
+            text = f"usage {field} {_shown(count)} is not a token count: usage ignored"
+            warnings.note("bad_value", e.line, text, fold="usage")
             return None
     tokens = [c or 0 for c in counts]
     if not any(tokens):

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from eventstore._ops import AuditReport, EvictedObligation, Review
-from eventstore._store import QueryResult, Recorded
+from eventstore._store import NoteRow, QueryResult, Recorded
 from eventstore.claude_code import IngestResult
 from reducers import SessionState
 
@@ -178,7 +178,7 @@ def audit_text(report: AuditReport) -> str:
     """The audit report for a person."""
     lines = []
     for session_id, audit in report.sessions.items():
-        lines.append(f"== {session_id}")
+        lines.append(f"== {session_id}{_chain_head(audit.chain_notes)}")
         for field in attrs.fields(type(audit)):
             rows = getattr(audit, field.name)
             if rows:
@@ -189,9 +189,21 @@ def audit_text(report: AuditReport) -> str:
     return "\n".join(lines)
 
 
+def _chain_head(notes: Iterable[NoteRow]) -> str:
+    """What a session's first audit line says of its source's chain (nothing if whole)."""
+    lost = [n.text for n in notes if n.kind != "chain_fallback"]
+    guessed = [n.text for n in notes if n.kind == "chain_fallback"]
+    parts = [f"CHAIN NOT READ WHOLE: {'; '.join(lost)}"] if lost else []
+    parts += [f"chain joined by a guess: {'; '.join(guessed)}"] if guessed else []
+    return ": " + " | ".join(parts) if parts else ""
+
+
 def _audit_row(row: Any) -> str:
     if isinstance(row, Review):
         return "\n    ".join(review_lines(row))
+    if isinstance(row, NoteRow):
+        where = "" if row.line is None else f" line {row.line}"
+        return f"v{row.version} {row.kind}{where}: {row.text}"
     if isinstance(row, EvictedObligation):
         carried = ", ".join(row.carried_by) or "NOBODY"
         return f"{row.kind} {row.key!r} at {row.position}: carried by {carried}"

@@ -214,14 +214,15 @@ class TestBadFiles:
         with pytest.raises(InvalidEvent, match=r"^line 7: not JSON"):
             cc.parse("\n".join(lines).encode())
 
-    def test_unknown_entry_types_are_skipped_with_a_warning(self) -> None:
-        """A type this reader does not know is named, once per type, with its first line."""
+    def test_unknown_entry_types_are_noted_once_with_their_first_line(self) -> None:
+        """A type this reader does not know is named, once per type, with its first line,
+        and is a note for the journal."""
         extra = [json.dumps({"type": "telemetry", "n": i}) for i in range(3)]
-        text = "\n".join([*extra, transcripts.SHORT.read_text()])
+        text = "\n".join([*extra, transcripts.NOTES_2_0.read_text()])
         t = cc.parse(text.encode())
-        assert t.warnings == (
-            "line 1: unknown entry type 'telemetry' skipped (and 2 more such lines)",
-        )
+        said = "unknown entry type 'telemetry': mapped to nothing, kept for the parent chain"
+        assert t.warnings == (f"line 1: {said}",)
+        assert [(n.kind, n.line, n.text) for n in t.notes] == [("unknown_entry", 1, said)]
 
     @pytest.mark.parametrize(
         ("data", "message"),
@@ -413,7 +414,7 @@ class TestRepeatedEntries:
         twice = cc.parse(_twice(s))
         assert twice.items == once.items
         assert twice.warnings == (
-            "line 9: an entry repeating uuid 'u0' of line 1 skipped (and 7 more repeated entries)",
+            "line 9: an entry repeating uuid 'u0' of line 1 skipped (and 7 more such lines)",
         )
 
     def test_a_boundary_off_the_main_chain_is_no_compaction(self) -> None:

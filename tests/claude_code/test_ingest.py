@@ -94,8 +94,9 @@ class TestRealSession:
         r = results[LONG_ID + ".jsonl"]
         assert (state.turns, len(state.call_ids), dict(state.open_calls)) == (r.turns, 186, {})
         facts = {k: (d.disposition, d.reason.split(":")[0]) for k, d in state.dispositions.items()}
-        assert facts["Bash: git push"] == ("failed", "line 615")
-        assert facts["TaskOutput: bd0afab"] == ("rejected", "line 494")
+        assert facts["Bash: git push 2>&1 (line 615)"] == ("failed", "line 615")
+        assert facts["interrupted: TaskOutput: bd0afab (line 495)"] == ("rejected", "line 495")
+        assert facts["TaskOutput: bd0afab (line 494)"] == ("superseded", "resolved later")
         (read,) = [k for k in facts if k.startswith("Read: /tmp/claude-1000/")]
         assert facts[read][0] == "failed"  # after the boundary: a file that did not exist
 
@@ -154,11 +155,11 @@ class TestRealSession:
         assert not any(isinstance(e, reducers.CompactionRefused) for e in events)
         assert (review.marker_status, review.refused_rules) == ("refused", ())
         assert [(o.key, o.evidenced) for o in review.not_evidenced] == [
-            ("TaskOutput: bd0afab", False),
-            ("interrupted: TaskOutput: bd0afab", False),
-            ("Bash: git push", False),
-            ("Bash: mix test", False),
+            ("interrupted: TaskOutput: bd0afab (line 495)", False),
+            ("Bash: git push 2>&1 (line 615)", False),
         ]
+        resolved = [o.key for o in review.obligations if o.resolved_later]
+        assert len(resolved) == 5  # the refused TaskOutput, four mix test runs, later done
         assert review.turns_compacted == before.turn_index(end) == 232
 
     def test_verify_passes_and_state_at_replays(
@@ -246,9 +247,9 @@ class TestObligations:
         state = journal.session("s-1").state
         facts = {k: (d.disposition, d.reason) for k, d in state.dispositions.items()}
         assert facts == {
-            "Bash: make deploy": ("failed", "line 4: Exit code 2 make: *** no rule"),
-            "Edit: prod.env": ("rejected", f"line 5: {cc.REJECTED_TEXT}. STOP"),
-            "interrupted: Edit: prod.env": (
+            "Bash: make deploy 2>&1 (line 4)": ("failed", "line 4: make: *** no rule"),
+            "Edit: prod.env (line 5)": ("rejected", f"line 5: {cc.REJECTED_TEXT}. STOP"),
+            "interrupted: Edit: prod.env (line 6)": (
                 "rejected",
                 "line 6: [Request interrupted by user for tool use]",
             ),
@@ -397,17 +398,16 @@ class TestCommandLine:
         db = str(tmp_path / "cli.db")
         assert main(["ingest", db, str(long_file), str(transcripts.SHORT)]) == 0
         out = capsys.readouterr().out
-        assert f"{LONG_ID}: ingested, 730 events" in out
+        assert f"{LONG_ID}: ingested, 735 events" in out
         assert "preTokens 167,094, occupancy 167,104 (+0.01%)" in out
-        assert "not evidenced: TaskOutput: bd0afab (rejected);" in out
+        assert "not evidenced: interrupted: TaskOutput: bd0afab (line 495) (rejected);" in out
         assert main(["ingest", db, str(long_file)]) == 0
         assert "unchanged (already ingested)" in capsys.readouterr().out
         assert main(["audit", db]) == 1
         text = capsys.readouterr().out
         assert "compaction reviews (1):" in text
-        assert "NOT evidenced negative_fact 'Bash: git push' (failed) at turn 104: line 615:" in (
-            text
-        )
+        said = "NOT evidenced negative_fact 'Bash: git push 2>&1 (line 615)' (failed) at turn 104"
+        assert said + ": line 615: fatal: The current branch" in text
         assert main(["audit", db, LONG_ID, "--json"]) == 1
         (review,) = json.loads(capsys.readouterr().out)["sessions"][LONG_ID]["compaction_reviews"]
         assert (review["pre_tokens"], review["marker_status"]) == (167_094, "refused")
@@ -464,7 +464,7 @@ class TestInterruptions:
         s.assistant(s.text("The build ..."), prompt=300)
         s.user("[Request interrupted by user]")
         journal, _ = _run(tmp_path, s)
-        assert list(journal.session("s-1").state.dispositions) == ["interrupted: reply"]
+        assert list(journal.session("s-1").state.dispositions) == ["interrupted: reply (line 6)"]
         journal.close()
 
 
@@ -689,7 +689,10 @@ class TestRepeatsAndGaps:
         twice.write_text(s.dump() * 2)
         with eventstore.open(tmp_path / "two.db") as journal:
             r = eventstore.ingest(journal, twice)
-        assert _payloads(tmp_path / "two.db") == _fresh(tmp_path, once)
+        stored = _payloads(tmp_path / "two.db")
+        assert [p for p in stored if p[0] != "Noted"] == _fresh(tmp_path, once)
+        (note,) = [json.loads(p[1]) for p in stored if p[0] == "Noted"]
+        assert (note["kind"], note["line"]) == ("repeat", len(s.lines) + 1)
         (review,) = r.compactions
         assert review.marker_status == "emitted"
 
@@ -714,7 +717,10 @@ class TestRepeatsAndGaps:
         s.assistant(s.tool_use("t1", "Bash", command="rm -rf build"))
         s.result("t1", "Permission denied")["message"]["content"][0]["is_error"] = "true"
         journal, r = _run(tmp_path, s)
-        assert (r.failed, list(journal.session("s-1").state.dispositions)) == (1, ["Bash: rm"])
+        assert (r.failed, list(journal.session("s-1").state.dispositions)) == (
+            1,
+            ["Bash: rm -rf build (line 3)"],
+        )
         assert r.warnings[0].startswith("line 3: tool_result for t1 has is_error 'true'")
         journal.close()
 

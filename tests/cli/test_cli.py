@@ -311,6 +311,7 @@ class TestAudit:
             "marker_invalidations": 1,
             "raw_fallbacks": 2,
             "evicted_obligations": 2,
+            "notes": 0,
         }
         evicted = report["sessions"]["incident-2-evicted-constraint"]["evicted_obligations"]
         assert evicted == [

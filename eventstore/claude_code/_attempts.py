@@ -1,0 +1,83 @@
+"""One finding per attempt. Pure.
+
+Each failed or refused tool call, each interruption and each user correction is a
+negative fact of its own (``ItemDisposed``), keyed by what was attempted and the line
+it happened on, and quoting the error line itself (not a prefix of the output). A
+later success of the same call (the same tool with the same command, path or key)
+marks every earlier unresolved attempt of it *resolved later*: the fact is re-disposed
+``superseded`` with a reason starting ``resolved later``, which audits show instead of
+a flag. Merging attempts for display is a view's business, never the ledger's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import attrs
+
+from reducers import ItemDisposed
+
+RESOLVED = "resolved later"
+QUOTE_CHARS = 300
+WHAT_CHARS = 100
+_EXIT = re.compile(r"^(?:Exit code -?\d+|Error|<tool_use_error>)$", re.IGNORECASE)
+_TAGS = re.compile(r"</?tool_use_error>")
+CORRECTION = re.compile(
+    r"^\s*(?:no\b|nope\b|stop\b|wait\b|wrong\b|not that\b|that'?s (?:not|wrong)\b"
+    r"|don'?t\b|do not\b|nein\b|falsch\b|halt\b|non\b|arr[êe]te\b)",
+    re.IGNORECASE,
+)
+
+
+def what(tool: str, key: str, input_json: str) -> str:
+    """What a call attempted, as a person would repeat it: the tool and its full command
+    (first line) or path, else its short key."""
+    try:
+        args = json.loads(input_json)
+    except ValueError:
+        args = None
+    command = args.get("command") if isinstance(args, dict) else None
+    if isinstance(command, str) and command.strip():
+        key = " ".join(command.strip().splitlines()[0].split())
+    key = key if len(key) <= WHAT_CHARS else key[: WHAT_CHARS - 3] + "..."
+    return f"{tool}: {key}" if key else tool
+
+
+def error_line(text: str) -> str:
+    """The line of a tool's error output that says what went wrong."""
+    lines = [" ".join(_TAGS.sub("", x).split()) for x in text.splitlines()]
+    lines = [x for x in lines if x]
+    said = next((x for x in lines if not _EXIT.match(x)), lines[0] if lines else "(no output)")
+    return said if len(said) <= QUOTE_CHARS else said[: QUOTE_CHARS - 3] + "..."
+
+
+def keyed(subject: str, line: int) -> str:
+    """An attempt's key: what was attempted, and the line it happened on."""
+    return f"{subject} (line {line})"
+
+
+@attrs.define
+class Attempts:
+    """The failed attempts not resolved yet, by what they attempted."""
+
+    open: dict[str, list[str]] = attrs.field(factory=dict)
+
+    def failed(self, subject: str, line: int, disposition: str, quote: str) -> ItemDisposed:
+        """A failed (or refused) attempt at ``subject`` on ``line``."""
+        key = keyed(subject, line)
+        self.open.setdefault(subject, []).append(key)
+        return ItemDisposed(key=key, disposition=disposition, reason=f"line {line}: {quote}")
+
+    def succeeded(self, subject: str, line: int) -> list[ItemDisposed]:
+        """The earlier failed attempts at ``subject``, now resolved."""
+        reason = f"{RESOLVED}: line {line}: the same call succeeded"
+        return [
+            ItemDisposed(key=key, disposition="superseded", reason=reason)
+            for key in self.open.pop(subject, [])
+        ]
+
+
+def resolved_later(disposition: str, reason: str) -> bool:
+    """Whether a negative fact is an attempt a later success resolved."""
+    return disposition == "superseded" and reason.startswith(RESOLVED)

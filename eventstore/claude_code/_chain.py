@@ -1,0 +1,134 @@
+"""The main chain of a Claude Code transcript: the entries the session went through.
+
+Walk ``parentUuid`` back from the last user or assistant entry through every entry
+that has a ``uuid``, whatever its type (``attachment``, ``progress``, ``system``,
+types tierlog does not know), crossing a compaction through ``logicalParentUuid``.
+Two things the file may not hold, each a note the journal records:
+
+- a ``logicalParentUuid`` in no entry (Claude Code wrote none for it): the walk goes
+  on from the last entry before the boundary in file order (``chain_fallback``);
+- a ``parentUuid`` in no entry: the walk ends there, and what comes before is not
+  read (``chain_broken``): the chain was not read whole.
+
+Claude Code writes parallel tool calls as a branching tree (each result hangs off
+the entry holding its ``tool_use``), so the walk alone misses some: an assistant
+entry belongs to the chain when its ``message.id`` does, and a tool result when the
+``tool_use`` it answers does. Sidechain entries (subagents, the summarizer) never
+do. User and assistant entries still left off are an abandoned branch: one
+``off_chain`` note per run of them.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+
+from eventstore.claude_code._lines import Entry, Raw, Warnings
+from reducers import InvalidEvent
+
+
+def main_chain(entries: Sequence[Entry], warnings: Warnings) -> tuple[set[int], set[int]]:
+    """Line numbers of the main chain's user and assistant entries, and of every entry
+    the walk back from its leaf crossed (compact boundaries, attachments too)."""
+    talk = [e for e in entries if e.type in ("user", "assistant")]
+    if not talk:
+        raise InvalidEvent(
+            f"line {entries[0].line if entries else 1}: not a Claude Code transcript"
+            " (no user or assistant entry)"
+        )
+    main = [e for e in talk if not _sidechain(e)]
+    if not main:
+        raise InvalidEvent(
+            f"line {talk[0].line}: only sidechain entries (a subagent's or the summarizer's"
+            " transcript), no session main chain"
+        )
+    linked = [e for e in entries if e.uuid is not None and not _sidechain(e)]
+    by_uuid: dict[str, Entry] = {}
+    for e in linked:
+        by_uuid.setdefault(e.uuid or "", e)
+    spine = _spine(main[-1], by_uuid, linked, warnings)
+    return _widen(main, spine, warnings), spine
+
+
+def _sidechain(e: Entry) -> bool:
+    return e.raw.get("isSidechain") is True
+
+
+def _spine(
+    leaf: Entry, by_uuid: Mapping[str, Entry], linked: Sequence[Entry], warnings: Warnings
+) -> set[int]:
+    lines: set[int] = set()
+    entry: Entry | None = leaf
+    while entry is not None and entry.line not in lines:
+        lines.add(entry.line)
+        entry = _parent(entry, by_uuid, linked, warnings)
+    return lines
+
+
+def _parent(
+    e: Entry, by_uuid: Mapping[str, Entry], linked: Sequence[Entry], warnings: Warnings
+) -> Entry | None:
+    """The entry ``e`` follows on the chain (``None`` at its root), noting any guess."""
+    parent, logical = e.raw.get("parentUuid"), e.raw.get("logicalParentUuid")
+    if isinstance(parent, str) and parent:
+        found = by_uuid.get(parent)
+        if found is None:
+            text = f"parent {parent!r} is in no entry: the chain starts here, nothing before it"
+            warnings.note("chain_broken", e.line, text + " is read")
+        return found
+    if not (isinstance(logical, str) and logical):
+        return None
+    found = by_uuid.get(logical) or _before(e, linked)
+    if found is not None and found.uuid != logical:
+        warnings.note(
+            "chain_fallback",
+            e.line,
+            f"logicalParentUuid {logical!r} is in no entry: the chain goes on from line"
+            f" {found.line}, the last entry before the boundary",
+        )
+    return found
+
+
+def _before(e: Entry, linked: Sequence[Entry]) -> Entry | None:
+    """The last entry with a uuid before ``e`` in file order."""
+    at = bisect.bisect_left([x.line for x in linked], e.line)
+    return linked[at - 1] if at > 0 else None
+
+
+def _widen(main: Sequence[Entry], spine: set[int], warnings: Warnings) -> set[int]:
+    """The spine plus the split parts of its messages and the results of its calls."""
+    message_ids = {e.message_id for e in main if e.line in spine and e.type == "assistant"} - {None}
+    chain = {e.line for e in main if e.line in spine or e.message_id in message_ids}
+    calls = {b["id"] for e in main if e.line in chain for b in blocks_of(e, "tool_use")}
+    for e in main:
+        results = blocks_of(e, "tool_result")
+        if e.line not in chain and results and all(b["tool_use_id"] in calls for b in results):
+            chain.add(e.line)
+    run: list[int] = []
+    for line in [*(e.line for e in main), None]:
+        if line is not None and line not in chain:
+            run.append(line)
+        elif run:
+            text = f"{len(run)} user/assistant entries off the main chain (an abandoned branch)"
+            warnings.note("off_chain", run[0], text + " are not turns", count=len(run))
+            run = []
+    return chain
+
+
+def blocks_of(entry: Entry, kind: str) -> list[Raw]:
+    """The entry's content blocks of ``kind`` (``tool_use`` or ``tool_result``) that name
+    a usable call id."""
+    content = entry.message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [
+        b
+        for b in content
+        if isinstance(b, dict)
+        and b.get("type") == kind
+        and _usable(b.get("id" if kind == "tool_use" else "tool_use_id"))
+    ]
+
+
+def _usable(call_id: object) -> bool:
+    return isinstance(call_id, str) and bool(call_id.strip())
