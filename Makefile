@@ -9,7 +9,7 @@ CLAUDE_CODE_OLD     := 2.0.77
 CLAUDE_CODE_STAMP   := .tools/claude-code/.installed-$(CLAUDE_CODE_VERSION)
 
 .PHONY: install demo test lint bench fuzz clean
-.PHONY: soak claude-code fixtures-claude-code
+.PHONY: soak claude-code fixtures-claude-code evidence-claude-code
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ $(CLAUDE_CODE_STAMP): tests/claude_code/claude-code.version
 	  @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
 	.tools/claude-code/node_modules/.bin/claude --version | grep -q '^$(CLAUDE_CODE_VERSION) '
 	touch $@
+
+evidence-claude-code: install  ## precision/recall of "not evidenced" on the labelled corpus
+	$(BIN)/python -m tests.claude_code.corpus
 
 fixtures-claude-code: install claude-code  ## regenerate tests/data/claude-code with the real CLIs
 	npm install --prefix .tools/claude-code-$(CLAUDE_CODE_OLD) --no-audit --no-fund \

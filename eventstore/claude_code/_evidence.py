@@ -56,15 +56,18 @@ STOP = _vocab(
     " used using please bitte die der das den und ich mir zeig le la les un une et de du"
     " des"
 )
+# A word ending in * is a stem (``fail*``: failed, failure); any other must be the word.
 PROHIBITION = _vocab(  # instead, rather, only: a rule said as its alternative
-    "never not dont avoid without forbid prohib must no nie niemals nicht kein keine"
-    " jamais pas nunca instead rather only"
+    "never not dont avoid* without forbid* prohib* must no nie niemals nicht kein keine"
+    " jamais pas nunca instead rather only nothing none"
 )
 FAILURE = _vocab(
-    "fail error errored errors exit couldnt cannot cant unable broke crash missing"
-    " found exist denied refus reject declin interr stopp block permi abort timeout"
+    "fail* error* exit couldnt cannot cant unable broke crash* missing found exist*"
+    " denied refus* reject* declin* interr* stopp* block* permi* abort* timeout"
 )
-REFUSAL = _vocab("refus reject declin denied interr stopp block permi abort didnt wrong correct")
+REFUSAL = _vocab(
+    "refus* reject* declin* denied interr* stopp* block* permi* abort* didnt wrong correct*"
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -183,8 +186,10 @@ def _share(own: frozenset[str], sentence: frozenset[str]) -> float:
 
 
 def _cued(word: str, cues: frozenset[str]) -> bool:
-    """Whether a (cut) word is one of ``cues``: each cue is a word's start."""
-    return any(word.startswith(c[:STEM]) or c.startswith(word) for c in cues)
+    """Whether a (cut) word is one of ``cues`` (a stem, ``fail*``, or a whole word)."""
+    return any(
+        word.startswith(c[:-1][:STEM]) if c.endswith("*") else word == c[:STEM] for c in cues
+    )
 
 
 def _says(sentence: frozenset[str], cues: frozenset[str]) -> bool:

@@ -89,6 +89,7 @@ class _Settling:
     boundary: Boundary | None = None  # still without its summary
     queued: list[Queued] = attrs.field(factory=list)  # enqueued, not taken off yet
     taken: Queued | None = None  # taken off the queue: delivered by the next message?
+    held: list[Message] = attrs.field(factory=list)  # instructions after a boundary
 
 
 def settle(items: Iterable[Raw], warnings: Warnings) -> list[Item]:
@@ -129,6 +130,9 @@ def _dequeue(s: _Settling, line: int, warnings: Warnings) -> None:
 
 
 def _message(s: _Settling, m: Message, warnings: Warnings) -> None:
+    if m.role == "instructions":  # re-sent after a boundary: they follow its compaction
+        (s.held if s.boundary is not None else s.out).append(m)
+        return
     if s.taken is not None:
         if not (m.role == "user" and _says(m, s.taken.text)):
             s.out.append(s.taken)
@@ -141,6 +145,8 @@ def _message(s: _Settling, m: Message, warnings: Warnings) -> None:
         else:
             s.out.append(attrs.evolve(s.boundary, summary=text_of(m.blocks)))
             s.boundary = None
+            s.out += s.held
+            s.held = []
         return
     _unsummarised(s, warnings)
     s.out.append(m)
@@ -150,6 +156,8 @@ def _unsummarised(s: _Settling, warnings: Warnings) -> None:
     if s.boundary is not None:
         warnings.note("no_summary", s.boundary.line, "compact boundary without a summary skipped")
         s.boundary = None
+    s.out += s.held
+    s.held = []
 
 
 def _says(m: Message, text: str) -> bool:

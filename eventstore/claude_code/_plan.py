@@ -14,8 +14,6 @@ plus its output whenever the turns before it do not already exceed that.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Sequence
 
 import attrs
@@ -23,6 +21,7 @@ import attrs
 from eventstore.claude_code import _transcript as cc
 from eventstore.claude_code._attempts import CORRECTION, Attempts, error_line, keyed, what
 from eventstore.claude_code._review import boundary_note, preamble
+from eventstore.claude_code._rules import Rule, Rules, instructions
 from reducers import (
     CallOpened,
     CallResolved,
@@ -36,8 +35,6 @@ from reducers import (
 CHARS_PER_TOKEN = 4
 OCCUPANCY_GAP = 0.05  # occupancy further than this from preTokens at a boundary is noted
 REASON_CHARS = 200
-_RULE = re.compile(r"\b(never|do not|don't|dont|always|must|only)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 # -- the plan ------------------------------------------------------------------------------
@@ -69,6 +66,7 @@ class Plan:
     names: dict[str, str] = attrs.field(factory=dict)  # call id -> name
     whats: dict[str, str] = attrs.field(factory=dict)  # call id -> what it attempted
     attempts: Attempts = attrs.field(factory=Attempts)
+    rules: Rules = attrs.field(factory=Rules)
     open: set[str] = attrs.field(factory=set)
     last_call: str | None = None  # the last call since the user's last request
     turns: int = 0
@@ -93,7 +91,7 @@ def build_plan(transcript: cc.Transcript) -> Plan:
         elif isinstance(item, cc.Queued):
             plan.queued += 1
             draft = Draft(role="user", content=item.text)
-            _rules(plan, draft, item.text)
+            _stated(plan, draft, plan.rules.typed(item.text))
             plan.steps.append(draft)
         else:
             try:
@@ -129,7 +127,8 @@ def _plan_message(plan: Plan, m: cc.Message) -> Draft:
     ``rejected`` when the user refused the call, ``failed`` otherwise. A user's
     "[Request interrupted by user" is a ``rejected`` fact on what it interrupted, and a
     sentence the user typed with never/do not/don't/always/must/only a pending rule."""
-    draft = Draft(role=m.role, content=render(m.blocks), usage=m.usage)
+    role = "system" if m.role == "instructions" else m.role
+    draft = Draft(role=role, content=render(m.blocks), usage=m.usage)
     if m.typed:
         _correction(plan, draft, m)
         plan.last_call = None  # a new request: an interruption from now on is of its work
@@ -143,8 +142,13 @@ def _plan_message(plan: Plan, m: cc.Message) -> Draft:
             key = keyed(f"interrupted: {plan.last_call or 'reply'}", m.line)
             reason = f"line {m.line}: {b.text.strip()}"
             draft.raised.append(ItemDisposed(key=key, disposition="rejected", reason=reason))
+    text = "\n".join(b.text for b in m.blocks if isinstance(b, cc.Text) and b.kind == "text")
     if m.typed:
-        _rules(plan, draft, "\n".join(b.text for b in m.blocks if isinstance(b, cc.Text)))
+        _stated(plan, draft, plan.rules.typed(text))
+    elif m.role in ("instructions", "user") and "Contents of " in text:
+        _stated(plan, draft, list(instructions(text)))
+    elif m.role == "assistant":
+        plan.rules.assistant(text)
     return draft
 
 
@@ -174,6 +178,8 @@ def _result(plan: Plan, draft: Draft, b: cc.ToolResult, line: int) -> None:
     subject = plan.whats[b.tool_use_id]
     if not b.is_error:
         draft.raised += plan.attempts.succeeded(subject, line)
+        if subject.startswith("Read: "):
+            _stated(plan, draft, plan.rules.read(subject.removeprefix("Read: "), b.text))
         return
     plan.rejected += b.rejected
     plan.failed += not b.rejected
@@ -192,22 +198,10 @@ def _correction(plan: Plan, draft: Draft, m: cc.Message) -> None:
         draft.raised.append(ItemDisposed(key=key, disposition="rejected", reason=reason))
 
 
-def _rules(plan: Plan, draft: Draft, text: str) -> None:
-    """Sentences that state a rule, as pending constraints (a heuristic: keys say so)."""
-    for sentence in _SENTENCE.split(text):
-        sentence = " ".join(sentence.split())
-        if sentence and _RULE.search(sentence):
-            plan.constraints += 1
-            draft.raised.append(ConstraintStated(key=rule_key(sentence), text=sentence))
-
-
-def rule_key(sentence: str) -> str:
-    """A rule's constraint key: the sentence, or its start and a hash of the whole when
-    it is longer than ``KEY_CHARS`` (two rules that start alike keep apart)."""
-    if len(sentence) <= cc.KEY_CHARS:
-        return f"heuristic: {sentence}"
-    digest = hashlib.sha256(sentence.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"heuristic: {sentence[: cc.KEY_CHARS]}... #{digest}"
+def _stated(plan: Plan, draft: Draft, rules: list[Rule]) -> None:
+    """Rules found (see ``_rules``) as pending constraints."""
+    plan.constraints += len(rules)
+    draft.raised += [ConstraintStated(key=r.key, text=r.text) for r in rules]
 
 
 def render(blocks: Sequence[cc.Block]) -> str:

@@ -143,8 +143,30 @@ def _items(
                 _off_chain(e.line, leaf, warnings)
         elif e.type == "queue-operation":
             slots += _queue_operation(e)
+        elif e.type == "attachment" and e.line in spine:
+            slots += _instructions(e)
     items = [_message(s.entries, warnings) if isinstance(s, _Group) else s for s in slots]
     return iter(settle(items, warnings))
+
+
+def _instructions(e: Entry) -> list[RawItem]:
+    """An ``instructions`` attachment (CLAUDE.md, memory files) as one message of role
+    ``instructions``: each file's ``Contents of <path> (...):`` and its text."""
+    attachment = e.raw.get("attachment")
+    if not isinstance(attachment, dict) or attachment.get("type") != "instructions":
+        return []
+    files = attachment.get("files")
+    parts = [
+        f"Contents of {f['path']} (instructions):\n{f['content']}"
+        for f in (files if isinstance(files, list) else [])
+        if isinstance(f, dict)
+        and isinstance(f.get("path"), str)
+        and isinstance(f.get("content"), str)
+    ]
+    if not parts:
+        return []
+    text = Text(text="\n\n".join(parts))
+    return [Message(line=e.line, role="instructions", blocks=(text,), usage=None, typed=False)]
 
 
 def _queue_operation(e: Entry) -> list[RawItem]:
