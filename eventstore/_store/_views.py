@@ -72,7 +72,7 @@ VIEWS: dict[str, View] = {
         "Resumed", fields("marker_id", "source", "checkpoint_at", "context_sha256", "reason")
     ),
     # not a SPEC view: what tierlog guessed, skipped or fell back on reading a transcript
-    "notes": View("Noted", fields("kind", "line", "count", "text")),
+    "ingest_notes": View("Noted", fields("kind", "line", "count", "text")),
 }
 
 
@@ -110,5 +110,5 @@ def audit_queries(views: Mapping[str, str], param: str) -> tuple[str, str, str, 
         rows(
             "version, marker_id, checkpoint_at, reason", "resumes", " AND source = 'raw_checkpoint'"
         ),
-        rows("version, kind, line, count, text", "notes"),
+        rows("version, kind, line, count, text", "ingest_notes"),
     )

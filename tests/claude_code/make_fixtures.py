@@ -13,6 +13,7 @@ Usage: ``python -m tests.claude_code.make_fixtures [--version V] [--binary PATH]
 from __future__ import annotations
 
 import argparse
+import re
 import tempfile
 from pathlib import Path
 
@@ -84,10 +85,16 @@ def generate(binary: Path, version: str, out: Path = OUT) -> Path:
             cc = ClaudeCode(api=api, home=home, project=project, binary=binary)
             sid = scenario(cc)
             text = cc.transcript(sid).read_text(encoding="utf-8")
-    text = text.replace(str(project), PROJECT).replace(str(home), HOME)
+    for real, shown in ((project, PROJECT), (home, HOME)):
+        text = text.replace(str(real), shown).replace(_dashed(real), _dashed(shown))
     target = out / f"cli-{version}-notes.jsonl"
     target.write_text(text, encoding="utf-8")
     return target
+
+
+def _dashed(path: Path | str) -> str:
+    """A folder as Claude Code names its transcripts folder (``/a/b`` -> ``-a-b``)."""
+    return re.sub(r"[^A-Za-z0-9]", "-", str(path))
 
 
 def main(argv: list[str] | None = None) -> int:

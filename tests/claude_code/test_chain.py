@@ -118,12 +118,12 @@ class TestBrokenChain:
             assert note.kind in html
 
     def test_notes_are_in_the_sql_view(self, tmp_path: Path) -> None:
-        """The ``notes`` view has one row per note, with its kind and line."""
+        """The ``ingest_notes`` view has one row per note, with its kind and line."""
         db, r = _ingest(tmp_path, transcripts.BROKEN_CHAIN)
         with (
             eventstore.open(db) as journal,
             journal.recorder.query(
-                "SELECT kind, line FROM notes ORDER BY version", timeout=None
+                "SELECT kind, line FROM ingest_notes ORDER BY version", timeout=None
             ) as rows,
         ):
             got = [tuple(row) for row in rows.rows]

@@ -47,7 +47,7 @@ class TestSchema:
             "resumes",
             "obligations",
             "withdrawals",
-            "notes",
+            "ingest_notes",
         }
 
     def test_views_added_later_appear_in_older_journals(self, db_path: Path) -> None:
