@@ -54,11 +54,12 @@ class TestAttempts:
         assert fact_kept(sentences_of(text), self.KEY, "failed", self.REASON)
 
 
-class TestCorpus:
-    @pytest.fixture(name="judged", scope="class")
-    def _judged(self) -> list[corpus.Judged]:
-        return corpus.judge_all()
+@pytest.fixture(name="judged", scope="module")
+def _judged() -> list[corpus.Judged]:
+    return corpus.judge_all()
 
+
+class TestCorpus:
     def test_every_live_obligation_has_a_hand_verdict(self, judged: list[corpus.Judged]) -> None:
         """The labels match the fixtures: no obligation unlabelled, no label unused."""
         assert [j.key for j in judged if j.label == "unlabelled"] == []
