@@ -11,6 +11,7 @@ import pytest
 import eventstore
 from eventstore._store._codec import to_payload
 from eventstore._store._views import VIEWS, Field
+from reducers import Noted
 from tests.targets import Target, on_both
 from tests.timelines import story_session
 
@@ -19,8 +20,10 @@ pytestmark = on_both
 
 @pytest.fixture(name="payloads")
 def _payloads(journal: eventstore.Journal) -> dict[int, tuple[str, Any]]:
-    """The story session's events by version: type name and payload as JSON data."""
+    """The story session's events by version, and a note such as an ingest records
+    (the story is a live runtime's: it has none of its own)."""
     s = story_session(journal)
+    s.extend([Noted(kind="chain_fallback", text="joined by a guess", line=7, count=2)])
     return {v: (type(e).__name__, json.loads(to_payload(e))) for v, e in enumerate(s.events(), 1)}
 
 
