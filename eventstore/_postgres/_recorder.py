@@ -8,8 +8,9 @@ lock on that session alone, so writers on different sessions commit in parallel
 and writers on one session queue behind each other: nobody sees "database is
 locked", and a stale expected version is a :class:`ConcurrencyError`.
 
-The connection and its round trips are ``_pg_wire.Wire``'s: a checked commit is two
-(``BEGIN``, lock, head; then ``INSERT``, ``COMMIT``).
+The connection and its round trips are ``_wire.Wire``'s: a checked commit is two
+(``BEGIN``, lock, head; then ``INSERT``, ``COMMIT``). The append path and when each
+transaction statement runs are ``AppendPath``'s, as for every backend.
 
 Reads page through the rows by version (no cursor stays open between pages), so a
 caller may query again while it iterates, as ``verify`` does.
@@ -17,10 +18,8 @@ caller may query again while it iterates, as ``verify`` does.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote
@@ -37,7 +36,6 @@ from eventstore._store import (
     Head,
     QueryResult,
     Recorded,
-    Recorder,
     Row,
     StoredSnapshot,
     audit_queries,
@@ -135,13 +133,13 @@ class PostgresRecorder(AuditQueries, AppendPath):
         self._pg = psycopg
         self.url = url
         self.readonly = readonly
-        self._clock = clock
         try:
             self.conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
         except (psycopg.Error, ValueError, TypeError) as exc:
             problem = scrub(first_line(exc), url)
             raise JournalError(f"cannot connect to {redact(url)}: {problem}") from None
         self.wire = Wire(psycopg, self.conn, self.location)
+        super().__init__(self.wire, clock)
         try:
             self._set_lock_timeout(wait)
             if readonly:
@@ -177,41 +175,14 @@ class PostgresRecorder(AuditQueries, AppendPath):
         """Close the connection (idempotent)."""
         self.conn.close()
 
-    # -- writing -----------------------------------------------------------------------
-    def transaction(self) -> AbstractContextManager[None]:
-        """One transaction: commit on success, roll back on error; nested, a savepoint."""
-        return self.wire.transaction()
-
-    def head(self, session_id: str) -> Head:
+    # -- writing (the transactions are AppendPath's; the statements, the Wire's) -------
+    def read_head(self, session_id: str) -> Head:
         """The session's last version and hash; inside a write transaction, first lock
-        the session against other writers until that transaction ends."""
-        wire = self.wire
-        lock = wire.depth and session_id not in wire.locked
-        statements = [(_LOCK, (_pg_schema.LOCK_SPACE, session_id))] if lock else []
-        row = wire.send(*statements, (_HEAD, (session_id,))).fetchone()
-        head = Head(row[0], row[1]) if row else Head(0, GENESIS)
-        if wire.depth:
-            wire.locked[session_id] = head
-        return head
-
-    def _joined(self) -> bool:
-        return bool(self.wire.depth)
-
-    def _held(self, session_id: str) -> Head | None:
-        held = self.wire.locked.get(session_id)  # head() took the advisory lock
-        return None if held is None else Head(*held)
-
-    def attached(self, source: Recorder) -> AbstractContextManager[None]:
-        """Nothing to attach: :meth:`copy_session` reads ``source`` row by row."""
-        return contextlib.nullcontext()
-
-    def copy_session(self, source: Recorder, session_id: str) -> None:
-        """Insert ``session_id``'s rows from ``source`` verbatim, in the caller's
-        transaction, which has checked under its lock (``head``) that the session is new;
-        ``import`` made them in a scratch journal, so the links are not checked again."""
-        if not self.wire.depth:
-            raise JournalError("copy_session joins the caller's transaction; open one")
-        self._write_rows(session_id, [row[1:] for row in source.read(session_id)])
+        the session against other writers until that transaction ends (``AppendPath``
+        then holds the head: this runs once per session and transaction)."""
+        lock = [(_LOCK, (_pg_schema.LOCK_SPACE, session_id))] if self._tx.depth else []
+        row = self.wire.send(*lock, (_HEAD, (session_id,))).fetchone()
+        return Head(row[0], row[1]) if row else Head(0, GENESIS)
 
     def heads(self) -> dict[str, Head]:
         """Every session's head, by session id in order."""
@@ -221,17 +192,8 @@ class PostgresRecorder(AuditQueries, AppendPath):
         ).fetchall()
         return {r[0]: Head(r[1], r[2]) for r in rows}
 
-    def _write_rows(self, session_id: str, rows: Sequence[Row]) -> None:
-        if not rows:
-            return
-        locked = self.wire.locked
-        if session_id in locked:  # the head these rows make, unless they roll back
-
-            def forget() -> None:
-                locked.pop(session_id, None)
-
-            locked[session_id] = Head(rows[-1][1], rows[-1][7])
-            self.on_rollback(forget)
+    def insert(self, rows: Sequence[Row]) -> None:
+        """Rows of one session, sent with the next statement (a long batch: COPY now)."""
         if len(rows) < COPY_MIN:
             self.wire.defer(*[(_INSERT, row) for row in rows])
         else:
@@ -306,8 +268,12 @@ class PostgresRecorder(AuditQueries, AppendPath):
         replace: bool = False,
     ) -> None:
         """Replace the session's snapshot header and the ledger chunks that changed
-        (``replace``: every chunk, the old ones dropped first); sent with the
-        transaction's next statement."""
+        (``replace``: every chunk, the old ones dropped first); sent with the open
+        transaction's next statement, or in a transaction of its own."""
+        if not self._tx.depth:
+            with self.transaction():
+                self.save_snapshot(session_id, version, sha256, header, chunks, replace=replace)
+            return
         if replace:
             self.wire.defer(("DELETE FROM snapshot_chunks WHERE session_id = %s", (session_id,)))
         self.wire.defer(
@@ -328,9 +294,6 @@ class PostgresRecorder(AuditQueries, AppendPath):
                 for name, k, data in chunks
             ],
         )
-        if not self.wire.depth:
-            with self.transaction():
-                pass
 
     def load_snapshot(self, session_id: str) -> StoredSnapshot | None:
         """The session's snapshot: header and ``(ledger, chunk data)`` rows in order."""
@@ -390,11 +353,6 @@ class PostgresRecorder(AuditQueries, AppendPath):
         ).fetchone()
         return None if row is None else str(row[0])
 
-    def on_rollback(self, undo: Callable[[], None]) -> None:
-        """Run ``undo`` if the open transaction (or savepoint) rolls back instead of
-        committing. Outside a transaction nothing is registered."""
-        self.wire.on_rollback(undo)
-
     # -- audits ------------------------------------------------------------------------
     def query(
         self, sql: str, *, timeout: float | None, heap_limit: int | None = None
@@ -405,7 +363,7 @@ class PostgresRecorder(AuditQueries, AppendPath):
         if not sql.strip():
             raise InvalidArgument("empty query")
         timeout = None if timeout is None else seconds(timeout)
-        if self.wire.depth or self.wire.pending:
+        if self._tx.depth or self.wire.pending:
             raise JournalError("query() runs in its own transaction, not inside another")
         hint = " (tierlog sql is read-only: SELECT and WITH queries only)"
         if not _READ_ONLY_START.match(sql):

@@ -5,13 +5,15 @@ statement, and its writes (``defer``) wait for the next read or the ``COMMIT``;
 whatever waits is sent with it in one pipeline of prepared statements. A checked
 commit is then two round trips: ``BEGIN``, lock, head; ``INSERT``, ``COMMIT``.
 Nested transactions are savepoints, dropped unsent if nothing of them reached the
-server before they failed. psycopg's errors leave as tierlog's.
+server before they failed. When each statement runs is ``Transactions``' business
+(``eventstore._store``, the same for every backend); what is sent, and when it
+waits, this module's. psycopg's errors leave as tierlog's.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,30 +29,66 @@ def first_line(exc: BaseException) -> str:
 
 
 class Wire:
-    """A connection in autocommit mode, with tierlog's own transactions on top."""
+    """A connection in autocommit mode, with the statements of tierlog's transactions
+    (``AppendPath``'s, on top): ``BEGIN`` waits for the first statement, writes for
+    the next read or the ``COMMIT``, and a savepoint of which nothing reached the
+    server before it failed is dropped unsent."""
 
     def __init__(self, driver: Any, conn: Any, location: str) -> None:
         self.pg = driver
         self.conn = conn
         self.location = location
-        self.depth = 0
-        # sessions locked by the open transaction, with their heads as read or written
-        self.locked: dict[str, tuple[int, str]] = {}
-        self.begin = False  # a BEGIN waits for the transaction's first statement
+        self.waiting = False  # a BEGIN waits for the transaction's first statement
         self.pending: list[Statement] = []  # writes not sent yet
         self.flushes = 0
-        self.undo: list[list[Callable[[], None]]] = []  # per open (sub)transaction
+        self.marks: list[tuple[int, int]] = []  # per open savepoint: len(pending), flushes
         self.pipelines = bool(driver.Pipeline.is_supported())
 
-    def transaction(self) -> Transaction:
-        """One transaction: commit on success, roll back on error; nested, a savepoint."""
-        return Transaction(self)
+    # -- the statements of a transaction (eventstore._store.Statements) ----------------
+    def begin(self) -> None:
+        """``BEGIN`` goes with the transaction's first statement."""
+        self.waiting, self.pending, self.marks = True, [], []
 
-    def on_rollback(self, undo: Callable[[], None]) -> None:
-        """Run ``undo`` if the open transaction (or savepoint) rolls back."""
-        if self.undo:
-            self.undo[-1].append(undo)
+    def commit(self) -> None:
+        """``COMMIT`` with the writes that wait; nothing at all if nothing was sent."""
+        try:
+            if self.waiting and not self.pending:
+                return  # nothing was sent: nothing to commit
+            self.send(("COMMIT", ()))
+        except JournalError:
+            self.rollback()
+            raise
+        finally:
+            self.waiting, self.pending = False, []
 
+    def rollback(self) -> None:
+        """Drop what waits and end the server's transaction, if one was begun."""
+        self.waiting, self.pending, self.marks = False, [], []
+        if self.conn.info.transaction_status != self.pg.pq.TransactionStatus.IDLE:
+            with contextlib.suppress(self.pg.Error):
+                self.conn.execute("ROLLBACK")
+
+    def savepoint(self, name: str) -> None:
+        """``SAVEPOINT`` waits with the writes."""
+        self.marks.append((len(self.pending), self.flushes))
+        self.pending.append((f"SAVEPOINT {name}", ()))
+
+    def release(self, name: str) -> None:
+        """``RELEASE`` waits with the writes."""
+        self.marks.pop()
+        self.pending.append((f"RELEASE {name}", ()))
+
+    def rollback_to(self, name: str) -> None:
+        """Drop the savepoint unsent if nothing of it reached the server, else roll
+        the server back to it."""
+        mark, flushes = self.marks.pop()
+        if self.flushes == flushes:
+            del self.pending[mark:]
+            return
+        self.pending.clear()
+        self.send((f"ROLLBACK TO {name}", ()), (f"RELEASE {name}", ()))
+
+    # -- round trips -------------------------------------------------------------------
     def defer(self, *statements: Statement) -> None:
         """Send these writes with the next statement, or the COMMIT."""
         self.pending += statements
@@ -59,10 +97,10 @@ class Wire:
         """Run a waiting BEGIN, the writes not sent yet and ``statements`` in one round
         trip (a pipeline of prepared statements); the last statement's cursor
         (``None`` if nothing was sent)."""
-        queue: list[Statement] = [("BEGIN", ())] if self.begin else []
+        queue: list[Statement] = [("BEGIN", ())] if self.waiting else []
         queue += self.pending
         queue += statements
-        self.begin, self.pending = False, []
+        self.waiting, self.pending = False, []
         if not queue:
             return None
         self.flushes += 1
@@ -98,84 +136,3 @@ class Wire:
             raise JournalError(f"{self.location} is open read-only") from None
         except self.pg.Error as exc:
             raise JournalError(f"{self.location}: {first_line(exc)}") from None
-
-    def rollback(self) -> None:
-        """End the server's transaction, if one was begun."""
-        if self.conn.info.transaction_status != self.pg.pq.TransactionStatus.IDLE:
-            with contextlib.suppress(self.pg.Error):
-                self.conn.execute("ROLLBACK")
-
-
-class Transaction:
-    """The context manager behind :meth:`Wire.transaction`.
-
-    The outermost one sends ``BEGIN`` with its first statement and its last writes
-    with ``COMMIT``; a nested one is a savepoint, dropped unsent if nothing of it
-    went to the server before it failed.
-    """
-
-    __slots__ = ("_flushes", "_mark", "_savepoint", "_wire")
-
-    def __init__(self, wire: Wire) -> None:
-        self._wire = wire
-        self._savepoint = ""
-        self._mark = 0
-        self._flushes = 0
-
-    def __enter__(self) -> None:
-        rec = self._wire
-        if rec.depth:
-            self._savepoint = f"tierlog_{rec.depth}"
-            self._mark, self._flushes = len(rec.pending), rec.flushes
-            rec.pending.append((f"SAVEPOINT {self._savepoint}", ()))
-            rec.undo.append([])
-        else:
-            rec.begin, rec.pending, rec.undo = True, [], [[]]
-        rec.depth += 1
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
-    ) -> None:
-        rec = self._wire
-        rec.depth -= 1
-        if self._savepoint:
-            self._exit_savepoint(exc_type is not None)
-            return
-        rec.locked.clear()
-        undo, rec.undo = rec.undo.pop(), []
-        if exc_type is not None:
-            rec.begin, rec.pending = False, []
-            rec.rollback()
-            _run(undo)
-            return
-        if rec.begin and not rec.pending:
-            rec.begin = False
-            return  # nothing was sent: nothing to commit
-        try:
-            rec.send(("COMMIT", ()))
-        except JournalError:
-            rec.rollback()
-            _run(undo)
-            raise
-        finally:
-            rec.begin, rec.pending = False, []
-
-    def _exit_savepoint(self, failed: bool) -> None:
-        rec, name = self._wire, self._savepoint
-        undo = rec.undo.pop()
-        if not failed:
-            rec.undo[-1] += undo
-            rec.pending.append((f"RELEASE {name}", ()))
-            return
-        _run(undo)
-        if rec.flushes == self._flushes:  # nothing of it reached the server
-            del rec.pending[self._mark :]
-        else:
-            rec.locked.clear()  # a lock taken inside may be gone with it
-            rec.pending.clear()
-            rec.send((f"ROLLBACK TO {name}", ()), (f"RELEASE {name}", ()))
-
-
-def _run(undo: list[Callable[[], None]]) -> None:
-    for step in reversed(undo):
-        step()

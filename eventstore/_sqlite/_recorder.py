@@ -1,7 +1,9 @@
 """The SQLite recorder: tierlog's embedded backend, and every SQL string it runs.
 
 It knows nothing of tiers. Every write is one ``BEGIN IMMEDIATE`` transaction
-(see ``docs/append-path.md`` for the crash states); reads stream from a cursor.
+(see ``docs/append-path.md`` for the crash states); reads stream from a cursor. The
+append path and its transactions are ``AppendPath``'s; this module gives it the
+statements, the head as stored and the INSERT.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from eventstore._store import (
     GENESIS,
     AppendPath,
     AuditQueries,
+    EventLog,
     Head,
     QueryResult,
     Recorded,
-    Recorder,
     Row,
     StoredSnapshot,
     audit_queries,
@@ -110,16 +112,12 @@ class SqliteRecorder(AuditQueries, AppendPath):
             raise JournalError(f"a journal path must be a str or a path, not {type(path).__name__}")
         self.path = Path(path)
         self.readonly = readonly
-        self._clock = clock
-        self._in_txn = False
-        self._depth = 0
+        super().__init__(_Statements(self), clock)
         self._attached: SqliteRecorder | None = None
-        self._undo: list[list[Callable[[], None]]] = []
         # Heads this connection read or wrote, valid while PRAGMA data_version (which
         # changes when another connection commits) stays at _data_version.
         self._heads: dict[str, Head] = {}
         self._data_version = -1
-        self._checked = False  # head() has checked data_version in the open transaction
         try:
             self.conn = _connect(self.path, readonly=readonly, timeout=busy_timeout)
         except (sqlite3.Error, ValueError, OSError) as exc:  # ValueError: NUL, surrogates
@@ -159,40 +157,23 @@ class SqliteRecorder(AuditQueries, AppendPath):
             self.conn.close()
         self.conn = cast(sqlite3.Connection, _Closed(self.path))
 
-    # -- writing -----------------------------------------------------------------------
-    def transaction(self) -> _Transaction:
-        """One ``BEGIN IMMEDIATE`` transaction: commit on success, roll back on error.
-
-        Inside another transaction it is a savepoint (like sqlite-utils' ``atomic``):
-        an error rolls back this block only, and nothing commits before the outer one.
-        """
-        return _Transaction(self)
-
-    def _joined(self) -> bool:
-        return self._in_txn
-
-    def _held(self, session_id: str) -> Head | None:
-        # BEGIN IMMEDIATE holds the whole file's write lock: once head() has checked
-        # PRAGMA data_version in this transaction, every remembered head is current.
-        return self._heads.get(session_id) if self._in_txn and self._checked else None
-
-    def _write_rows(self, session_id: str, rows: Sequence[Row]) -> None:
-        """Insert rows given in ``_INSERT`` order, and remember the session's new head."""
-        if not rows:
-            return
-        if self._in_txn and not self.conn.in_transaction:
+    # -- writing (the transactions are AppendPath's: BEGIN IMMEDIATE, savepoints) ------
+    def insert(self, rows: Sequence[Row]) -> None:
+        """Insert rows of one session given in ``_INSERT`` order in the open transaction,
+        and remember the session's new head."""
+        if self._tx.depth and not self.conn.in_transaction:
             raise JournalError(f"cannot write to {self.path}: the transaction was rolled back")
+        last = rows[-1]
         try:
             if len(rows) == 1:
-                self.conn.execute(_INSERT, rows[0])
+                self.conn.execute(_INSERT, last)
             else:
                 self.conn.executemany(_INSERT, rows)
         except sqlite3.IntegrityError as exc:  # only a writer that bypassed the lock gets here
-            raise ConcurrencyError(f"session {session_id!r}: {exc}") from None
+            raise ConcurrencyError(f"session {last[0]!r}: {exc}") from None
         except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:  # as _writing()
             raise JournalError(f"cannot write to {self.path}: {exc}") from None
-        last = rows[-1]
-        self._heads[session_id] = Head(last[1], last[7])
+        self._heads[last[0]] = Head(last[1], last[7])
         self.on_rollback(self._heads.clear)  # a rolled-back append leaves no cached head
 
     @contextlib.contextmanager
@@ -202,7 +183,7 @@ class SqliteRecorder(AuditQueries, AppendPath):
         Inside a transaction SQLite may have rolled the whole transaction back by
         itself after such an error; a statement must then not run in autocommit.
         """
-        if self._in_txn and not self.conn.in_transaction:
+        if self._tx.depth and not self.conn.in_transaction:
             raise JournalError(f"cannot write to {self.path}: the transaction was rolled back")
         try:
             yield
@@ -211,21 +192,15 @@ class SqliteRecorder(AuditQueries, AppendPath):
         except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
             raise JournalError(f"cannot write to {self.path}: {exc}") from None
 
-    def on_rollback(self, undo: Callable[[], None]) -> None:
-        """Run ``undo`` if the open transaction (or savepoint) rolls back instead of
-        committing: how a file written for a decision is removed with it. Outside a
-        transaction nothing is registered."""
-        if self._undo:
-            self._undo[-1].append(undo)
-
     # -- reading -----------------------------------------------------------------------
     @property
     def location(self) -> str:
         """The journal file's path."""
         return str(self.path)
 
-    def head(self, session_id: str) -> Head:
-        """The session's last version and hash (``0`` and the genesis hash when empty).
+    def read_head(self, session_id: str) -> Head:
+        """The session's last version and hash (``0`` and the genesis hash when empty);
+        in a write transaction, under its lock (``BEGIN IMMEDIATE`` holds the file's).
 
         Remembered per session until another connection commits (``PRAGMA
         data_version``, one cheap statement, tells): a live session's commit reads
@@ -235,7 +210,6 @@ class SqliteRecorder(AuditQueries, AppendPath):
         if data_version != self._data_version:
             self._heads.clear()
             self._data_version = data_version
-        self._checked = self._in_txn
         head = self._heads.get(session_id)
         if head is None:
             row = self.conn.execute(
@@ -374,7 +348,12 @@ class SqliteRecorder(AuditQueries, AppendPath):
         replace: bool = False,
     ) -> None:
         """Replace the session's snapshot header and the ledger chunks that changed
-        (``replace``: every chunk, the old ones dropped first)."""
+        (``replace``: every chunk, the old ones dropped first), in the open transaction
+        or in one of its own."""
+        if not self._tx.depth:
+            with self.transaction():
+                self.save_snapshot(session_id, version, sha256, header, chunks, replace=replace)
+            return
         with self._writing():
             if replace:
                 self.conn.execute("DELETE FROM snapshot_chunks WHERE session_id = ?", (session_id,))
@@ -450,7 +429,7 @@ class SqliteRecorder(AuditQueries, AppendPath):
         return {r[0]: Head(r[1], r[2]) for r in rows}
 
     @contextlib.contextmanager
-    def attached(self, source: Recorder) -> Iterator[None]:
+    def attached(self, source: EventLog) -> Iterator[None]:
         """Attach ``source``'s file for the block (outside any transaction), so that
         :meth:`copy_session` copies from it inside SQLite."""
         if not isinstance(source, SqliteRecorder):
@@ -464,23 +443,22 @@ class SqliteRecorder(AuditQueries, AppendPath):
             self._attached = None
             self.conn.execute("DETACH DATABASE tierlog_source")
 
-    def copy_session(self, source: Recorder, session_id: str) -> None:
+    def copy_session(self, source: EventLog, session_id: str) -> None:
         """Insert ``session_id``'s rows from ``source`` verbatim (hashes and all), in the
         caller's transaction. ``import`` decides a new session in a scratch journal and
         copies it here; the caller has checked under this transaction's lock that the
         session does not exist yet. From an attached source this is one INSERT ... SELECT
         (the scratch's rows were written by tierlog's canonical encoder; like this one,
-        its writing connection skips CHECK(json_valid)).
+        its writing connection skips CHECK(json_valid)); otherwise rows are read and
+        inserted as ``AppendPath`` does.
         """
-        if not self._in_txn:
-            raise JournalError("copy_session joins the caller's transaction; open one")
+        if self._attached is not source or not self._tx.depth:
+            super().copy_session(source, session_id)
+            return
         columns = _COLUMNS.removeprefix("seq, ")
-        self._heads.pop(session_id, None)  # read again: these rows bypass _write_rows
+        self._heads.pop(session_id, None)  # read again: these rows bypass insert()
+        self._tx.held.pop(session_id, None)
         try:
-            if self._attached is not source:
-                rows = (r[1:] for r in source.read(session_id))
-                self.conn.executemany(_INSERT, rows)
-                return
             self.conn.execute(
                 f"INSERT INTO main.events ({columns}) SELECT {columns}"
                 " FROM tierlog_source.events WHERE session_id = ? ORDER BY version",
@@ -519,66 +497,43 @@ class SqliteRecorder(AuditQueries, AppendPath):
             self.conn.execute("PRAGMA ignore_check_constraints = ON")
 
 
-class _Transaction:
-    """The context manager behind :meth:`SqliteRecorder.transaction`."""
+class _Statements:
+    """What ``AppendPath``'s transactions tell SQLite: ``BEGIN IMMEDIATE``, savepoints,
+    and nothing in autocommit once SQLite has rolled the transaction back by itself."""
 
-    __slots__ = ("_savepoint", "_store")
+    __slots__ = ("_store",)
 
     def __init__(self, store: SqliteRecorder) -> None:
         self._store = store
-        self._savepoint = ""
 
-    def __enter__(self) -> None:
-        store = self._store
-        if store._in_txn:
-            if not store.conn.in_transaction:  # SQLite rolled it back after an error
-                raise JournalError(f"{store.path}: the transaction was rolled back")
-            store._depth += 1
-            self._savepoint = f"tierlog_{store._depth}"
-            store.conn.execute(f"SAVEPOINT {self._savepoint}")
-            store._undo.append([])
-            return
+    def begin(self) -> None:
         try:
-            store.conn.execute("BEGIN IMMEDIATE")
+            self._store.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             raise ConcurrencyError(f"journal is busy: {exc}") from None
-        store._in_txn, store._checked = True, False
-        store._undo = [[]]
 
-    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
-        if self._savepoint:
-            self._exit_savepoint(failed=exc_type is not None)
-            return
-        store = self._store
-        undo = store._undo.pop()
-        try:
-            if exc_type is None:
-                _commit(store.conn)
-                undo = []
-            elif store.conn.in_transaction:  # SQLite rolls back by itself after some errors
-                store.conn.execute("ROLLBACK")
-        finally:
-            store._in_txn = store._checked = False
-            store._undo = []
-            _run(undo)
+    def commit(self) -> None:
+        _commit(self._store.conn)
 
-    def _exit_savepoint(self, *, failed: bool) -> None:
-        store = self._store
-        undo = store._undo.pop()
-        store._depth -= 1
-        if not failed:
-            store._undo[-1] += undo
-            store.conn.execute(f"RELEASE {self._savepoint}")
-            return
-        _run(undo)
-        if store.conn.in_transaction:
-            store.conn.execute(f"ROLLBACK TO {self._savepoint}")
-            store.conn.execute(f"RELEASE {self._savepoint}")
+    def rollback(self) -> None:
+        conn = self._store.conn
+        if conn.in_transaction:  # SQLite rolls back by itself after some errors
+            conn.execute("ROLLBACK")
 
+    def savepoint(self, name: str) -> None:
+        conn = self._store.conn
+        if not conn.in_transaction:  # SQLite rolled it back after an error
+            raise JournalError(f"{self._store.path}: the transaction was rolled back")
+        conn.execute(f"SAVEPOINT {name}")
 
-def _run(undo: list[Callable[[], None]]) -> None:
-    for step in reversed(undo):
-        step()
+    def release(self, name: str) -> None:
+        self._store.conn.execute(f"RELEASE {name}")
+
+    def rollback_to(self, name: str) -> None:
+        conn = self._store.conn
+        if conn.in_transaction:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
 
 
 def _commit(conn: sqlite3.Connection) -> None:

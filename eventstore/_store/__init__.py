@@ -1,16 +1,43 @@
 """The storage port and what every backend shares.
 
-The chain, the codec, snapshots, the audit views' catalogue and spill storage.
+The port's roles (``Recorder``), the values they take and give, the append path and
+its transactions (one base for every backend), the chain, the codec, snapshots, the
+audit views' catalogue and spill storage.
 """
 
 from __future__ import annotations
 
-from eventstore._store._chain import GENESIS, ChainProblem, ChainWalk, Recorded, chain_hash
+from eventstore._store._append import AppendPath, expect_version
+from eventstore._store._chain import (
+    GENESIS,
+    ChainProblem,
+    ChainWalk,
+    Recorded,
+    chain_hash,
+    check_chain,
+    link_rows,
+)
 from eventstore._store._clock import utc_now
-from eventstore._store._codec import SCHEMA_VERSION, converter, from_payload, from_rows
+from eventstore._store._codec import (
+    SCHEMA_VERSION,
+    converter,
+    from_payload,
+    from_rows,
+    to_payload,
+)
 from eventstore._store._recorder import (
-    AppendPath,
+    AuditReads,
+    EventLog,
+    Recorder,
+    ReplayReads,
+    SnapshotStore,
+    Transfer,
+    read_range,
+    seconds,
+)
+from eventstore._store._rows import (
     AuditQueries,
+    AuditRows,
     CompactionRefusalRow,
     FallbackRow,
     Head,
@@ -18,16 +45,13 @@ from eventstore._store._recorder import (
     MarkerRefusalRow,
     NoteRow,
     QueryResult,
-    Recorder,
     Row,
     SessionSummary,
     StoredSnapshot,
-    expect_version,
-    read_range,
-    seconds,
 )
 from eventstore._store._snapshots import SNAPSHOT_EVERY, Snapshots
 from eventstore._store._spills import FolderSpills, handle_for, is_legacy
+from eventstore._store._transaction import Statements, Transactions
 from eventstore._store._views import COMMON, audit_queries, render
 
 __all__ = [
@@ -37,9 +61,12 @@ __all__ = [
     "SNAPSHOT_EVERY",
     "AppendPath",
     "AuditQueries",
+    "AuditReads",
+    "AuditRows",
     "ChainProblem",
     "ChainWalk",
     "CompactionRefusalRow",
+    "EventLog",
     "FallbackRow",
     "FolderSpills",
     "Head",
@@ -49,20 +76,28 @@ __all__ = [
     "QueryResult",
     "Recorded",
     "Recorder",
+    "ReplayReads",
     "Row",
     "SessionSummary",
+    "SnapshotStore",
     "Snapshots",
+    "Statements",
     "StoredSnapshot",
+    "Transactions",
+    "Transfer",
     "audit_queries",
     "chain_hash",
+    "check_chain",
     "converter",
     "expect_version",
     "from_payload",
     "from_rows",
     "handle_for",
     "is_legacy",
+    "link_rows",
     "read_range",
     "render",
     "seconds",
+    "to_payload",
     "utc_now",
 ]

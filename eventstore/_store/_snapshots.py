@@ -26,13 +26,13 @@ import sys
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import cattrs
 import structlog
 
-from eventstore._store._recorder import Recorder
+from eventstore._store._recorder import EventLog, ReplayReads, SnapshotStore
 from reducers import (
     JournalError,
     Ledger,
@@ -221,10 +221,15 @@ class Checked:
     chained: bool  # False for a 0.1 snapshot (no event hash recorded)
 
 
+class _Cached(EventLog, ReplayReads, SnapshotStore, Protocol):
+    """The roles the cache uses: the head it is taken at, the hash it is checked
+    against, and its own bytes."""
+
+
 class Snapshots:
     """The snapshot cache of one journal: when to save, how to save, what to trust."""
 
-    def __init__(self, recorder: Recorder, every: int, logger: logging.Logger) -> None:
+    def __init__(self, recorder: _Cached, every: int, logger: logging.Logger) -> None:
         self.recorder = recorder
         self.every = every
         self._log = structlog.wrap_logger(logger, wrapper_class=structlog.stdlib.BoundLogger)

@@ -1,0 +1,158 @@
+"""The append path every backend shares: transactions, heads, the expected version, links.
+
+A backend subclasses ``AppendPath`` and gives it three things: the ``Statements`` of
+its transactions, ``read_head`` (a session's head as stored, under the backend's lock
+inside a write transaction) and ``insert`` (linked, checked rows into the open
+transaction). Everything else on the way from ``append`` to ``insert`` is decided
+here, once for every backend:
+
+- every write runs in a transaction (``transaction``: nested, a savepoint), with its
+  undo steps (``on_rollback``);
+- a batch links to the session's head as held under the open transaction's lock
+  (``head``: read once per transaction, then held; see ``_transaction``);
+- the expected version is checked against that head once per commit, here; a caller
+  that read the head in its own transaction hands it back (``head_hash``) and it is
+  compared whole with the held one: never taken on trust;
+- rows recorded elsewhere are checked link by link before they are written.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+
+from eventstore._errors import ConcurrencyError
+from eventstore._store._chain import Recorded, check_links, link_rows
+from eventstore._store._recorder import EventLog
+from eventstore._store._rows import Head, Row
+from eventstore._store._transaction import Statements, Transactions
+from reducers import Event, InvalidArgument, JournalError, require_count
+
+
+def expect_version(session_id: str, version: int, expected: int) -> None:
+    """ConcurrencyError unless the session is at the version the writer expects."""
+    if version != expected:
+        raise ConcurrencyError(
+            f"session {session_id!r} is at version {version}, expected {expected}"
+        )
+
+
+class AppendPath(abc.ABC):
+    """``transaction``, ``head``, ``append``, ``append_recorded`` and ``copy_session``
+    for a backend that gives its statements, ``read_head`` and ``insert``."""
+
+    def __init__(self, statements: Statements, clock: Callable[[], str]) -> None:
+        self._tx = Transactions(statements)
+        self._clock = clock
+
+    @abc.abstractmethod
+    def read_head(self, session_id: str) -> Head:
+        """The session's last version and hash as stored (``0`` and ``GENESIS`` when
+        empty). Inside a write transaction, take first whatever lock keeps other
+        writers off the session until the transaction ends."""
+
+    @abc.abstractmethod
+    def insert(self, rows: Sequence[Row]) -> None:
+        """Insert rows of one session (linked and checked, one or more) in the open
+        transaction; a version already stored is a ConcurrencyError."""
+
+    # -- transactions ------------------------------------------------------------------
+    def transaction(self) -> AbstractContextManager[None]:
+        """One write transaction: commit on success, roll back on error. Inside another
+        it is a savepoint: an error rolls back this block only."""
+        return self._tx.block()
+
+    def on_rollback(self, undo: Callable[[], None]) -> None:
+        """Run ``undo`` if the open transaction (or savepoint) rolls back instead of
+        committing: how a file written for a decision is removed with it. Outside a
+        transaction nothing is registered."""
+        self._tx.on_rollback(undo)
+
+    def head(self, session_id: str) -> Head:
+        """The session's last version and hash; inside a write transaction, read under
+        the backend's lock once, then held until the transaction ends."""
+        tx = self._tx
+        if not tx.depth:
+            return self.read_head(session_id)
+        head = tx.held.get(session_id)
+        if head is None:
+            head = tx.held[session_id] = self.read_head(session_id)
+        return head
+
+    # -- appending ---------------------------------------------------------------------
+    def append(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        *,
+        expected_version: int,
+        head_hash: str | None = None,
+    ) -> int:
+        """Append ``events`` atomically after ``expected_version``; returns the new version.
+
+        Raises :class:`ConcurrencyError` if the session is at another version. Joins
+        the caller's transaction when one is open; a caller that has read the head in
+        that transaction may hand it back (``expected_version`` and its hash as
+        ``head_hash``), and it is compared with the held head instead.
+        """
+        require_count("expected_version", expected_version)
+        if self._tx.depth:
+            return self._append(session_id, events, expected_version, head_hash)
+        if head_hash is not None:
+            raise JournalError("head_hash is only trusted inside the caller's transaction")
+        with self.transaction():
+            return self._append(session_id, events, expected_version, None)
+
+    def _append(
+        self, session_id: str, events: Sequence[Event], expected: int, head_hash: str | None
+    ) -> int:
+        head = self.head(session_id)
+        if head_hash is None:
+            expect_version(session_id, head.version, expected)
+        elif head != (expected, head_hash):
+            raise ConcurrencyError(
+                f"session {session_id!r} is at version {head.version}: the head handed"
+                f" back (version {expected}) is not the one this transaction holds"
+            )
+        rows = link_rows(session_id, head.version, head.hash, events, self._clock())
+        self._write(session_id, rows)
+        return head.version + len(rows)
+
+    def _write(self, session_id: str, rows: Sequence[Row]) -> None:
+        """``insert`` the rows, and hold the head they make if the session's is held."""
+        if not rows:
+            return
+        self.insert(rows)
+        held = self._tx.held
+        if session_id in held:
+            held[session_id] = Head(rows[-1][1], rows[-1][7])
+
+    # -- rows recorded elsewhere -------------------------------------------------------
+    def append_recorded(self, session_id: str, rows: Sequence[Recorded]) -> int:
+        """Insert rows recorded elsewhere, verbatim, after this journal's head; each
+        link is checked first (IntegrityError), a moved head is a ConcurrencyError."""
+        rows = list(rows)  # checked, then written: an iterator would be spent by the check
+        for row in rows:
+            if not isinstance(row, Recorded):
+                raise InvalidArgument(
+                    f"append_recorded takes Recorded rows, not {type(row).__name__}"
+                )
+        with self.transaction():
+            last = check_links(session_id, self.head(session_id), rows)
+            self._write(session_id, [row[1:] for row in rows])
+        return last
+
+    def attached(self, source: EventLog) -> AbstractContextManager[None]:
+        """Nothing to attach: :meth:`copy_session` reads ``source`` row by row."""
+        return contextlib.nullcontext()
+
+    def copy_session(self, source: EventLog, session_id: str) -> None:
+        """Insert ``session_id``'s rows from ``source`` verbatim, in the caller's
+        transaction, which has checked under its lock (``head``) that the session is
+        new; ``import`` made them in a scratch journal, so the links are not checked
+        again."""
+        if not self._tx.depth:
+            raise JournalError("copy_session joins the caller's transaction; open one")
+        self._write(session_id, [row[1:] for row in source.read(session_id)])

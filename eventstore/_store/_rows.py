@@ -1,0 +1,171 @@
+"""The values the storage port's methods take and give: heads, rows, snapshots, audits.
+
+Each is the same for every backend. ``AuditQueries`` turns a SQL backend's audit
+queries into the typed rows (``summaries`` and ``audit_rows``), so a backend gives
+only its SQL text and how it runs a query.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, ClassVar, NamedTuple, TypeVar
+
+import attrs
+
+Row = tuple[str, int, str, int, str, str, str, str]
+"""A row's values in insert order: ``Recorded`` without ``seq`` (``recorded[1:]``):
+``(session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash)``."""
+
+
+class Head(NamedTuple):
+    """A session's last version and its hash (``0`` and the genesis hash when empty)."""
+
+    version: int
+    hash: str
+
+
+@attrs.frozen(kw_only=True)
+class SessionSummary:
+    """One line of ``tierlog sessions``."""
+
+    session_id: str
+    events: int
+    turns: int
+    refusals: int
+    invalidations: int
+    raw_fallbacks: int
+
+
+@attrs.frozen(kw_only=True)
+class CompactionRefusalRow:
+    """A ``CompactionRefused`` event, as the ``compaction_refusals`` view shows it."""
+
+    version: int
+    node_id: str
+    action: str
+    rules: str
+    violations: str  # the violations as JSON text
+
+
+@attrs.frozen(kw_only=True)
+class MarkerRefusalRow:
+    """A ``MarkerRefused`` event, as the ``marker_refusals`` view shows it."""
+
+    version: int
+    marker_id: str
+    node_id: str
+    rules: str
+    violations: str
+
+
+@attrs.frozen(kw_only=True)
+class InvalidationRow:
+    """A ``MarkerInvalidated`` event."""
+
+    version: int
+    marker_id: str
+    rule: str
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class FallbackRow:
+    """A resume that fell back to the raw checkpoint."""
+
+    version: int
+    marker_id: str
+    checkpoint_at: int | None
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class NoteRow:
+    """A ``Noted`` event: a guess, skip or fallback made reading someone else's data."""
+
+    version: int
+    kind: str
+    line: int | None
+    count: int
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class AuditRows:
+    """What the audit views say about one session."""
+
+    compaction_refusals: tuple[CompactionRefusalRow, ...]
+    marker_refusals: tuple[MarkerRefusalRow, ...]
+    marker_invalidations: tuple[InvalidationRow, ...]
+    raw_fallbacks: tuple[FallbackRow, ...]
+    notes: tuple[NoteRow, ...] = ()
+
+
+def _nothing() -> None:
+    return None
+
+
+@attrs.frozen(kw_only=True)
+class QueryResult:
+    """The rows of a read-only query, streamed, with their column names.
+
+    The query's limits hold until the rows are exhausted or the result is closed
+    (it is a context manager).
+    """
+
+    columns: tuple[str, ...]
+    rows: Iterable[tuple[object, ...]]
+    done: Callable[[], None] = attrs.field(default=_nothing, repr=False)
+
+    def close(self) -> None:
+        """Stop the query and lift its limits (idempotent)."""
+        self.done()
+
+    def __enter__(self) -> QueryResult:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+@attrs.frozen(kw_only=True)
+class StoredSnapshot:
+    """A snapshot as stored: its version and state sha256, header and ledger chunks."""
+
+    version: int
+    sha256: str
+    header: bytes
+    chunks: Iterator[tuple[str, bytes]]
+
+
+_Row = TypeVar("_Row")
+
+
+class AuditQueries(abc.ABC):
+    """``summaries`` and ``audit_rows`` for a backend that gives its SQL text and how
+    to run a query as dicts; the typed rows are the same for every backend."""
+
+    SUMMARIES_SQL: ClassVar[str]
+    AUDIT_SQL: ClassVar[tuple[str, str, str, str, str]]  # each takes the session id
+
+    @abc.abstractmethod
+    def _dicts(self, sql: str, params: tuple[object, ...] = ()) -> Iterable[dict[str, Any]]:
+        """The rows of ``sql`` as dicts keyed by column name."""
+
+    def summaries(self) -> list[SessionSummary]:
+        """Every session with its event, refusal and invalidation counts."""
+        return [SessionSummary(**row) for row in self._dicts(self.SUMMARIES_SQL)]
+
+    def audit_rows(self, session_id: str) -> AuditRows:
+        """Refusals, invalidations and raw fallbacks of one session, in version order."""
+        sql = self.AUDIT_SQL
+        return AuditRows(
+            compaction_refusals=self._typed(CompactionRefusalRow, sql[0], session_id),
+            marker_refusals=self._typed(MarkerRefusalRow, sql[1], session_id),
+            marker_invalidations=self._typed(InvalidationRow, sql[2], session_id),
+            raw_fallbacks=self._typed(FallbackRow, sql[3], session_id),
+            notes=self._typed(NoteRow, sql[4], session_id),
+        )
+
+    def _typed(self, cls: type[_Row], sql: str, session_id: str) -> tuple[_Row, ...]:
+        return tuple(cls(**row) for row in self._dicts(sql, (session_id,)))

@@ -1,0 +1,122 @@
+"""One connection's transactions, the same for every backend.
+
+The outermost block is the transaction: it commits when the block ends without an
+error and rolls back otherwise. A nested block is a savepoint (like sqlite-utils'
+``atomic``): an error rolls back that block only, and nothing commits before the
+outermost one. Steps registered with ``on_rollback`` (a spill file to remove) run,
+last first, when their block rolls back, after the outermost block's ROLLBACK and
+before a savepoint's; never after a commit. A failed commit rolls back and runs them.
+
+The heads read or written under the open transaction's lock are *held*: they stay
+the session's head until the transaction ends (nobody else can write the session),
+so the append path reads each head once per transaction. A savepoint that rolls
+back forgets every held head (a head written, or a lock taken, inside it may be
+gone with it); so does the end of the transaction.
+
+What the database is told is a backend's ``Statements``: when is this module's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from eventstore._store._rows import Head
+
+
+class Statements(Protocol):
+    """The statements a backend runs for a transaction (``Transactions`` says when)."""
+
+    def begin(self) -> None:
+        """Open the outermost transaction (a backend may send it with the first
+        statement); ConcurrencyError if the database is too busy to open one."""
+
+    def commit(self) -> None:
+        """Commit it; if that fails, roll back and raise JournalError (nothing written)."""
+
+    def rollback(self) -> None:
+        """Roll it back, if the database still has it open."""
+
+    def savepoint(self, name: str) -> None:
+        """Open a nested block; JournalError if the database already rolled the
+        transaction back by itself (after a full disk, say)."""
+
+    def release(self, name: str) -> None:
+        """Keep a nested block's writes in the block around it."""
+
+    def rollback_to(self, name: str) -> None:
+        """Undo a nested block's writes and close it."""
+
+
+class Transactions:
+    """The transactions of one connection: depth, undo steps and held heads."""
+
+    __slots__ = ("depth", "held", "statements", "undo")
+
+    def __init__(self, statements: Statements) -> None:
+        self.statements = statements
+        self.depth = 0  # open blocks: 0 outside a transaction
+        self.undo: list[list[Callable[[], None]]] = []  # per open block
+        self.held: dict[str, Head] = {}
+
+    def block(self) -> Block:
+        """A transaction, or a savepoint inside the open one."""
+        return Block(self)
+
+    def on_rollback(self, undo: Callable[[], None]) -> None:
+        """Run ``undo`` if the innermost open block rolls back; outside one, nothing."""
+        if self.undo:
+            self.undo[-1].append(undo)
+
+
+class Block:
+    """The context manager of one transaction or savepoint."""
+
+    __slots__ = ("_name", "_tx")
+
+    def __init__(self, tx: Transactions) -> None:
+        self._tx = tx
+        self._name = ""
+
+    def __enter__(self) -> None:
+        tx = self._tx
+        if tx.depth:
+            self._name = f"tierlog_{tx.depth}"
+            tx.statements.savepoint(self._name)
+        else:
+            tx.statements.begin()
+            tx.held.clear()
+        tx.undo.append([])
+        tx.depth += 1
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        tx = self._tx
+        tx.depth -= 1
+        undo = tx.undo.pop()
+        if self._name:
+            self._end_savepoint(undo, failed=exc_type is not None)
+            return
+        tx.held.clear()
+        try:
+            if exc_type is None:
+                tx.statements.commit()
+                undo = []
+            else:
+                tx.statements.rollback()
+        finally:
+            _run(undo)
+
+    def _end_savepoint(self, undo: list[Callable[[], None]], *, failed: bool) -> None:
+        tx = self._tx
+        if not failed:
+            tx.undo[-1] += undo
+            tx.statements.release(self._name)
+            return
+        tx.held.clear()
+        _run(undo)
+        tx.statements.rollback_to(self._name)
+
+
+def _run(undo: list[Callable[[], None]]) -> None:
+    for step in reversed(undo):
+        step()
