@@ -13,6 +13,23 @@ from typing import TYPE_CHECKING, Any
 from eventstore._errors import ConcurrencyError, IntegrityError
 from eventstore._journal import Journal, open
 from eventstore._session import Session
+from eventstore._store import (
+    GENESIS,
+    AppendPath,
+    AuditReads,
+    AuditRows,
+    EventLog,
+    Head,
+    QueryResult,
+    Recorded,
+    Recorder,
+    ReplayReads,
+    SessionSummary,
+    SnapshotStore,
+    Statements,
+    StoredSnapshot,
+    Transfer,
+)
 from eventstore._values import Context, Turn
 from invariants import MarkerInvalid, UnrecoverableCompactionError
 from reducers import (
@@ -67,6 +84,10 @@ if TYPE_CHECKING:
     from eventstore.claude_code import CompactionReview, IngestResult, ObligationReview, ingest
 
 __all__ = [
+    "GENESIS",
+    "AppendPath",
+    "AuditReads",
+    "AuditRows",
     "CallOpened",
     "CallResolved",
     "Checkpointed",
@@ -79,6 +100,8 @@ __all__ = [
     "Context",
     "ContextCleared",
     "Event",
+    "EventLog",
+    "Head",
     "IngestResult",
     "IntegrityError",
     "InvalidArgument",
@@ -93,13 +116,22 @@ __all__ = [
     "MarkerRefused",
     "Node",
     "ObligationReview",
+    "QueryResult",
+    "Recorded",
+    "Recorder",
+    "ReplayReads",
     "Resumed",
     "Session",
     "SessionConfig",
     "SessionStarted",
     "SessionState",
+    "SessionSummary",
+    "SnapshotStore",
     "Spill",
     "Spilled",
+    "Statements",
+    "StoredSnapshot",
+    "Transfer",
     "Truncated",
     "Turn",
     "TurnAppended",

@@ -307,19 +307,3 @@ class TestFailedWrites:
         with pytest.raises(eventstore.JournalError, match="rolled back"):
             carry_on_regardless()
         assert store.head("s")[0] == 1
-
-    def test_undo_runs_on_rollback_only(self, store: SqliteRecorder) -> None:
-        """on_rollback steps run when the transaction (or its savepoint) rolls back, in
-        reverse order, and never after a commit."""
-        ran: list[str] = []
-        with store.transaction():
-            store.on_rollback(lambda: ran.append("committed"))
-        with contextlib.suppress(RuntimeError), store.transaction():
-            store.on_rollback(lambda: ran.append("outer"))
-            with store.transaction():
-                store.on_rollback(lambda: ran.append("inner"))
-            raise RuntimeError("after the savepoint was released")
-        with store.transaction(), contextlib.suppress(RuntimeError), store.transaction():
-            store.on_rollback(lambda: ran.append("savepoint"))
-            raise RuntimeError("inside the savepoint")
-        assert ran == ["inner", "outer", "savepoint"]
