@@ -1,0 +1,153 @@
+"""A backend as a third party would write one, from tierlog's public names only: the
+event log, its fast reads and the snapshot cache, kept in a process's memory.
+
+A transaction keeps a copy of everything as it was at its start (and one per
+savepoint), and puts it back on a rollback. ``Forgetful`` is the same backend with
+one bug: a savepoint that fails keeps its writes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import eventstore
+from eventstore import GENESIS, AppendPath, Head, JournalError, Recorded, StoredSnapshot
+from reducers import require_count
+
+_Snapshot = tuple[int, str, bytes, dict[tuple[str, int], bytes]]
+_State = tuple[dict[str, list[Recorded]], dict[str, _Snapshot]]
+
+
+class _Copies:
+    """The transactions' statements: a copy of the state per open block."""
+
+    def __init__(self, store: MemoryRecorder) -> None:
+        self.store = store
+        self.saved: list[_State] = []
+
+    def begin(self) -> None:
+        self.saved = [self.store.copy()]
+
+    def commit(self) -> None:
+        self.saved = []
+
+    def rollback(self) -> None:
+        self.store.restore(self.saved[0])
+        self.saved = []
+
+    def savepoint(self, name: str) -> None:
+        self.saved.append(self.store.copy())
+
+    def release(self, name: str) -> None:
+        self.saved.pop()
+
+    def rollback_to(self, name: str) -> None:
+        self.store.restore(self.saved.pop())
+
+
+class MemoryRecorder(AppendPath):
+    """Events, reads and snapshots in a dict: ``EventLog``, ``ReplayReads`` and
+    ``SnapshotStore``."""
+
+    location = "memory"
+    STATEMENTS: type[_Copies] = _Copies
+
+    def __init__(self) -> None:
+        super().__init__(self.STATEMENTS(self), clock=lambda: "2026-01-01T00:00:00+00:00")
+        self.events: dict[str, list[Recorded]] = {}
+        self.snapshots: dict[str, _Snapshot] = {}
+        self.seq = itertools.count(1)
+        self.closed = False
+
+    def copy(self) -> _State:
+        self.check()
+        return {k: list(v) for k, v in self.events.items()}, dict(self.snapshots)
+
+    def restore(self, state: _State) -> None:
+        self.events, self.snapshots = state
+
+    def check(self) -> None:
+        if self.closed:
+            raise JournalError("the memory journal is closed")
+
+    def close(self) -> None:
+        self.closed = True
+
+    # -- the append path's hooks ---------------------------------------------------------
+    def read_head(self, session_id: str) -> Head:
+        self.check()
+        rows = self.events.get(session_id)
+        return Head(rows[-1].version, rows[-1].hash) if rows else Head(0, GENESIS)
+
+    def insert(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        self.check()
+        log = self.events.setdefault(rows[0][0], [])
+        if log and log[-1].version >= rows[0][1]:
+            raise eventstore.ConcurrencyError(f"version {rows[0][1]} is taken")
+        log += [Recorded(next(self.seq), *row) for row in rows]
+
+    # -- EventLog and ReplayReads ------------------------------------------------------
+    def read(
+        self, session_id: str, *, start: int = 1, stop: int | None = None
+    ) -> Iterator[Recorded]:
+        first = require_count("start", start)
+        last = None if stop is None else require_count("stop", stop)
+        self.check()
+        rows = list(self.events.get(session_id, ()))  # the rows stored when the read began
+        return (
+            row for row in rows if first <= row.version and (last is None or row.version <= last)
+        )
+
+    def sessions(self) -> list[str]:
+        self.check()
+        return sorted(sid for sid, rows in self.events.items() if rows)
+
+    def read_payloads(
+        self, session_id: str, *, start: int = 1, stop: int | None = None
+    ) -> Iterator[tuple[str, str]]:
+        return ((row.type, row.payload) for row in self.read(session_id, start=start, stop=stop))
+
+    def turn_payloads(self, session_id: str, first: int, last: int) -> Iterator[str]:
+        rows = self.read(session_id, start=first, stop=last)
+        return (row.payload for row in rows if row.type == "TurnAppended")
+
+    def hash_at(self, session_id: str, version: int) -> str | None:
+        found = [row.hash for row in self.read(session_id) if row.version == version]
+        return found[0] if found else None
+
+    # -- SnapshotStore -----------------------------------------------------------------
+    def save_snapshot(
+        self,
+        session_id: str,
+        version: int,
+        sha256: str,
+        header: bytes,
+        chunks: Iterable[tuple[str, int, bytes]],
+        *,
+        replace: bool = False,
+    ) -> None:
+        with self.transaction():
+            kept = {} if replace else dict(self.snapshots.get(session_id, (0, "", b"", {}))[3])
+            kept.update({(name, k): data for name, k, data in chunks})
+            self.snapshots[session_id] = (version, sha256, header, kept)
+
+    def load_snapshot(self, session_id: str) -> StoredSnapshot | None:
+        self.check()
+        if session_id not in self.snapshots:
+            return None
+        version, sha256, header, chunks = self.snapshots[session_id]
+        rows = iter([(name, chunks[name, k]) for name, k in sorted(chunks)])
+        return StoredSnapshot(version=version, sha256=sha256, header=header, chunks=rows)
+
+
+class _Forgets(_Copies):
+    def rollback_to(self, name: str) -> None:
+        self.saved.pop()  # the bug: the savepoint's writes stay
+
+
+class Forgetful(MemoryRecorder):
+    """A memory journal whose failed savepoints keep their writes."""
+
+    STATEMENTS = _Forgets
