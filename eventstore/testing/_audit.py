@@ -11,9 +11,10 @@ from typing import Protocol
 
 import pytest
 
+from eventstore import InvalidArgument
 from eventstore._store import AuditReads, EventLog
 from eventstore.testing._samples import TURN, turns
-from reducers import InvalidEvent, MarkerInvalidated, MarkerRefused, Resumed, Spilled, Violation
+from reducers import MarkerInvalidated, MarkerRefused, Resumed, Spilled, Violation
 
 ENDLESS = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
 
@@ -72,23 +73,23 @@ class AuditReadsContract:
         "sql", ["DELETE FROM events", "INSERT INTO snapshots VALUES ('x', 1, 'y', 'z')", ""]
     )
     def test_query_refuses_writes_and_nothing(self, recorder: _Audited, sql: str) -> None:
-        """A query that writes (or is empty) is InvalidEvent, and nothing changes."""
+        """A query that writes (or is empty) is InvalidArgument, and nothing changes."""
         recorder.append("s", [TURN], expected_version=0)
-        with pytest.raises(InvalidEvent):
+        with pytest.raises(InvalidArgument):
             recorder.query(sql, timeout=5)
         assert recorder.head("s")[0] == 1
 
     def test_query_stops_at_its_timeout(self, recorder: _Audited) -> None:
-        """An endless query is stopped after the timeout with InvalidEvent."""
-        with pytest.raises(InvalidEvent, match="stopped"):
+        """An endless query is stopped after the timeout with InvalidArgument."""
+        with pytest.raises(InvalidArgument, match="stopped"):
             recorder.query(ENDLESS, timeout=0.2)
 
     @pytest.mark.parametrize("timeout", [float("nan"), float("inf"), 0, -1.0])
     def test_query_refuses_a_timeout_that_is_not_a_duration(
         self, recorder: _Audited, timeout: float
     ) -> None:
-        """nan, inf, zero and negative timeouts are InvalidEvent on every backend."""
-        with pytest.raises(InvalidEvent, match="positive, finite"):
+        """nan, inf, zero and negative timeouts are InvalidArgument on every backend."""
+        with pytest.raises(InvalidArgument, match="positive, finite"):
             recorder.query("SELECT 1", timeout=timeout)
 
     def test_a_closed_query_leaves_the_store_writable(self, recorder: _Audited) -> None:

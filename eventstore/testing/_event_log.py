@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from eventstore import ConcurrencyError, InvalidEvent, JournalError
+from eventstore import ConcurrencyError, InvalidArgument, InvalidEvent, JournalError
 from eventstore._store import GENESIS, EventLog, check_chain, to_payload
 from eventstore.testing._samples import TURN, samples, turns
 from reducers import Checkpointed
@@ -224,8 +224,8 @@ class EventLogContract:
     def test_a_read_of_no_range_is_invalid(
         self, recorder: EventLog, start: object, stop: object
     ) -> None:
-        """Bounds that are not versions are InvalidEvent, before anything is read."""
-        with pytest.raises(InvalidEvent):
+        """Bounds that are not versions are InvalidArgument, before anything is read."""
+        with pytest.raises(InvalidArgument):
             recorder.read("s", start=start, stop=stop)  # type: ignore[arg-type]
 
     def test_a_closed_store_is_a_journal_error(self, recorder: EventLog) -> None:

@@ -8,9 +8,10 @@ from typing import Protocol
 
 import pytest
 
+from eventstore import InvalidArgument
 from eventstore._store import EventLog, ReplayReads, SnapshotStore
 from eventstore.testing._samples import TURN, turns
-from reducers import CallOpened, Checkpointed, InvalidEvent
+from reducers import CallOpened, Checkpointed
 
 
 class _Replayed(EventLog, ReplayReads, Protocol):
@@ -48,8 +49,8 @@ class ReplayReadsContract:
     def test_a_payload_read_of_no_range_is_invalid(
         self, recorder: _Replayed, start: object, stop: object
     ) -> None:
-        """Bounds that are not versions are InvalidEvent, before anything is read."""
-        with pytest.raises(InvalidEvent):
+        """Bounds that are not versions are InvalidArgument, before anything is read."""
+        with pytest.raises(InvalidArgument):
             recorder.read_payloads("s", start=start, stop=stop)  # type: ignore[arg-type]
 
     def test_turn_payloads_skip_other_events(self, recorder: _Replayed) -> None:

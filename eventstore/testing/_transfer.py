@@ -14,7 +14,7 @@ from typing import Protocol
 import pytest
 
 import eventstore
-from eventstore import ConcurrencyError, IntegrityError, InvalidEvent, JournalError
+from eventstore import ConcurrencyError, IntegrityError, InvalidArgument, JournalError
 from eventstore._store import GENESIS, EventLog, Recorder, Transfer, check_chain
 from eventstore.testing._samples import TURN, turns
 
@@ -57,7 +57,7 @@ class TransferContract:
         row whose version is text, are refused and nothing is written."""
         with _source(tmp_path, 3) as source:
             rows = list(source.read("s"))
-        with pytest.raises(InvalidEvent, match="Recorded rows"):
+        with pytest.raises(InvalidArgument, match="Recorded rows"):
             recorder.append_recorded("s", [tuple(row) for row in rows])  # type: ignore[misc]
         with pytest.raises(IntegrityError, match="not an integer"):
             recorder.append_recorded("s", [rows[0]._replace(version="1")])  # type: ignore[arg-type]

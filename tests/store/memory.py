@@ -13,8 +13,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import eventstore
-from eventstore import GENESIS, AppendPath, Head, JournalError, Recorded, StoredSnapshot
-from reducers import require_count
+from eventstore import (
+    GENESIS,
+    AppendPath,
+    Head,
+    InvalidArgument,
+    JournalError,
+    Recorded,
+    StoredSnapshot,
+)
 
 _Snapshot = tuple[int, str, bytes, dict[tuple[str, int], bytes]]
 _State = tuple[dict[str, list[Recorded]], dict[str, _Snapshot]]
@@ -92,8 +99,7 @@ class MemoryRecorder(AppendPath):
     def read(
         self, session_id: str, *, start: int = 1, stop: int | None = None
     ) -> Iterator[Recorded]:
-        first = require_count("start", start)
-        last = None if stop is None else require_count("stop", stop)
+        first, last = _version(start), None if stop is None else _version(stop)
         self.check()
         rows = list(self.events.get(session_id, ()))  # the rows stored when the read began
         return (
@@ -140,6 +146,12 @@ class MemoryRecorder(AppendPath):
         version, sha256, header, chunks = self.snapshots[session_id]
         rows = iter([(name, chunks[name, k]) for name, k in sorted(chunks)])
         return StoredSnapshot(version=version, sha256=sha256, header=header, chunks=rows)
+
+
+def _version(bound: object) -> int:
+    if type(bound) is not int or not 0 <= bound < 2**63:
+        raise InvalidArgument(f"a read's bounds are versions, not {bound!r}")
+    return bound
 
 
 class _Forgets(_Copies):
