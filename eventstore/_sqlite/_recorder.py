@@ -15,10 +15,10 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import quote
 
 from eventstore._errors import ConcurrencyError, IntegrityError, UnreadableRow, is_corruption
 from eventstore._sqlite import _schema
+from eventstore._sqlite._connection import Closed, Statements, connect
 from eventstore._sqlite._guard import QueryGuard
 from eventstore._store import (
     GENESIS,
@@ -68,28 +68,6 @@ def _undecodable(exc: sqlite3.OperationalError) -> bool:
     return str(exc).startswith("Could not decode to UTF-8")
 
 
-class _Closed:
-    """What a closed recorder's connection becomes: any use of it is a JournalError,
-    where SQLite's own would be a ProgrammingError."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __getattr__(self, name: str) -> Any:
-        raise JournalError(f"{self.path}: the journal is closed")
-
-
-def _connect(path: Path, *, readonly: bool, timeout: float) -> sqlite3.Connection:
-    if readonly:
-        if not path.is_file():
-            raise JournalError(f"no journal at {path}")
-        uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-        return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout)
-    if path.is_dir():
-        raise JournalError(f"{path} is a folder, not a journal file")
-    return sqlite3.connect(path, isolation_level=None, timeout=timeout)
-
-
 class SqliteRecorder(AuditQueries, AppendPath):
     """Append-only, hash-chained events of many sessions in one SQLite file."""
 
@@ -112,14 +90,14 @@ class SqliteRecorder(AuditQueries, AppendPath):
             raise JournalError(f"a journal path must be a str or a path, not {type(path).__name__}")
         self.path = Path(path)
         self.readonly = readonly
-        super().__init__(_Statements(self), clock)
+        super().__init__(Statements(self), clock)
         self._attached: SqliteRecorder | None = None
         # Heads this connection read or wrote, valid while PRAGMA data_version (which
         # changes when another connection commits) stays at _data_version.
         self._heads: dict[str, Head] = {}
         self._data_version = -1
         try:
-            self.conn = _connect(self.path, readonly=readonly, timeout=busy_timeout)
+            self.conn = connect(self.path, readonly=readonly, timeout=busy_timeout)
         except (sqlite3.Error, ValueError, OSError) as exc:  # ValueError: NUL, surrogates
             raise JournalError(f"cannot open {self.path}: {exc}") from None
         try:
@@ -155,7 +133,7 @@ class SqliteRecorder(AuditQueries, AppendPath):
         """Close the connection (idempotent); any later use is a JournalError."""
         if isinstance(self.conn, sqlite3.Connection):
             self.conn.close()
-        self.conn = cast(sqlite3.Connection, _Closed(self.path))
+        self.conn = cast(sqlite3.Connection, Closed(self.path))
 
     # -- writing (the transactions are AppendPath's: BEGIN IMMEDIATE, savepoints) ------
     def insert(self, rows: Sequence[Row]) -> None:
@@ -495,51 +473,3 @@ class SqliteRecorder(AuditQueries, AppendPath):
             return [row[0] for row in self.conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
         finally:
             self.conn.execute("PRAGMA ignore_check_constraints = ON")
-
-
-class _Statements:
-    """What ``AppendPath``'s transactions tell SQLite: ``BEGIN IMMEDIATE``, savepoints,
-    and nothing in autocommit once SQLite has rolled the transaction back by itself."""
-
-    __slots__ = ("_store",)
-
-    def __init__(self, store: SqliteRecorder) -> None:
-        self._store = store
-
-    def begin(self) -> None:
-        try:
-            self._store.conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise ConcurrencyError(f"journal is busy: {exc}") from None
-
-    def commit(self) -> None:
-        _commit(self._store.conn)
-
-    def rollback(self) -> None:
-        conn = self._store.conn
-        if conn.in_transaction:  # SQLite rolls back by itself after some errors
-            conn.execute("ROLLBACK")
-
-    def savepoint(self, name: str) -> None:
-        conn = self._store.conn
-        if not conn.in_transaction:  # SQLite rolled it back after an error
-            raise JournalError(f"{self._store.path}: the transaction was rolled back")
-        conn.execute(f"SAVEPOINT {name}")
-
-    def release(self, name: str) -> None:
-        self._store.conn.execute(f"RELEASE {name}")
-
-    def rollback_to(self, name: str) -> None:
-        conn = self._store.conn
-        if conn.in_transaction:
-            conn.execute(f"ROLLBACK TO {name}")
-            conn.execute(f"RELEASE {name}")
-
-
-def _commit(conn: sqlite3.Connection) -> None:
-    try:
-        conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise JournalError(f"commit failed, nothing was written: {exc}") from None
