@@ -149,3 +149,50 @@ class TestPostgresRecorder(_Ours):
             s.append_turn("user", "x", 1)
             assert wire.flushes - before == 2
             assert (journal.snapshots.check("s") is not None) is snapshot
+
+
+class TestTheExpectedVersion:
+    """The expected version of one commit is checked once, before anything is decided."""
+
+    @pytest.fixture(name="checks")
+    def _checks(self, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+        """Each expected-version check made, by the session or by the append path."""
+        from eventstore import _session
+        from eventstore._store import _append
+
+        made: list[int] = []
+        check = _append.expect_version
+
+        def counted(session_id: str, version: int, expected: int) -> None:
+            made.append(expected)
+            check(session_id, version, expected)
+
+        monkeypatch.setattr(_session, "expect_version", counted)
+        monkeypatch.setattr(_append, "expect_version", counted)
+        return made
+
+    def test_once_per_commit(self, db_path: Path, checks: list[int]) -> None:
+        """A session's commit at an expected version checks it once; so does a direct
+        append; a commit without one checks nothing (its head is handed back whole)."""
+        with eventstore.open(db_path) as journal:
+            s = new_session(journal)
+            checks.clear()
+            s.append_turn("user", "x", 1, expected_version=1)
+            assert checks == [1]
+            s.append_turn("user", "y", 1)
+            assert checks == [1]
+            journal.recorder.append("s", [TURN], expected_version=3)
+            assert checks == [1, 3]
+
+    def test_a_stale_caller_is_told_before_its_command_is_judged(self, db_path: Path) -> None:
+        """A command that is invalid only on the state the caller did not see (the call it
+        resolves was resolved meanwhile) is a ConcurrencyError, which a caller retries on
+        the new state, not an InvalidEvent; nothing is written."""
+        with eventstore.open(db_path) as journal, eventstore.open(db_path) as other:
+            s = new_session(journal)
+            s.open_call("c1", "tool_call", "grep")
+            seen = s.version
+            other.session("s").resolve_call("c1", "done")
+            with pytest.raises(eventstore.ConcurrencyError, match="expected 2"):
+                s.resolve_call("c1", "done", expected_version=seen)
+            assert s.version == 3
