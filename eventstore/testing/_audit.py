@@ -14,7 +14,7 @@ import pytest
 from eventstore import InvalidArgument
 from eventstore._store import AuditReads, EventLog
 from eventstore.testing._samples import TURN, turns
-from reducers import MarkerInvalidated, MarkerRefused, Resumed, Spilled, Violation
+from reducers import MarkerInvalidated, MarkerRefused, Noted, Resumed, Spilled, Violation
 
 ENDLESS = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
 
@@ -32,7 +32,7 @@ class AuditReadsContract:
     subclass provides ``recorder``."""
 
     def test_summaries_and_audit_rows_come_from_the_events(self, recorder: _Audited) -> None:
-        """Counts and audit rows reflect refusals, invalidations and raw fallbacks."""
+        """Counts and audit rows reflect refusals, invalidations, raw fallbacks and notes."""
         violation = Violation(rule="M2", name="negative_fact_dropped", message="dropped x")
         recorder.append(
             "s",
@@ -47,17 +47,21 @@ class AuditReadsContract:
                     context_sha256="0" * 64,
                     reason="discarded",
                 ),
+                Noted(kind="off_chain", text="skipped 2 entries", line=7, count=2),
             ],
             expected_version=0,
         )
         (summary,) = recorder.summaries()
-        assert (summary.session_id, summary.events, summary.turns) == ("s", 5, 2)
+        assert (summary.session_id, summary.events, summary.turns) == ("s", 6, 2)
         assert (summary.refusals, summary.invalidations, summary.raw_fallbacks) == (1, 1, 1)
         rows = recorder.audit_rows("s")
         assert [(m.marker_id, m.rules) for m in rows.marker_refusals] == [("m3", "M2")]
         assert json.loads(rows.marker_refusals[0].violations)[0]["message"] == "dropped x"
         assert [(i.version, i.rule) for i in rows.marker_invalidations] == [(4, "M3")]
         assert [(f.version, f.checkpoint_at) for f in rows.raw_fallbacks] == [(5, 0)]
+        assert [(n.version, n.kind, n.line, n.count) for n in rows.notes] == [
+            (6, "off_chain", 7, 2)
+        ]
         assert rows.compaction_refusals == ()
 
     def test_query_reads_views(self, recorder: _Audited) -> None:

@@ -16,6 +16,7 @@ from reducers import (
     MarkerEmitted,
     MarkerInvalidated,
     MarkerRefused,
+    Noted,
     Resumed,
     SessionStarted,
     Spilled,
@@ -90,4 +91,5 @@ def samples() -> list[Event]:
         ),
         TurnRetracted(index=1, reason="pop_item"),
         ContextCleared(before=2, reason="clear_session"),
+        Noted(kind="chain_fallback", text="read the entries in file order", line=12, count=3),
     ]
