@@ -13,7 +13,7 @@ CLAUDE_CODE_STAMP   := .tools/claude-code/.installed-$(CLAUDE_CODE_VERSION)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint,openai-agents,browser,postgres,fast]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint,openai-agents,langchain,browser,postgres,fast]'
 	touch $(STAMP)
 
 install: $(STAMP)  ## virtual environment with tierlog, test and lint tools

@@ -24,8 +24,8 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
 from eventstore._journal import Journal
-from eventstore._mention import carried_by
 from eventstore._session import Session
+from eventstore.claude_code._mention import carried_by
 from eventstore.langchain import _obligations as ob
 from eventstore.langchain._messages import entry, is_summary
 from invariants import MarkerInvalid, UnrecoverableCompactionError
@@ -95,7 +95,7 @@ class TierlogSummarizationMiddleware(SummarizationMiddleware[Any, Any]):
             window_tokens=max(window, trigger or 0),
             trigger_tokens=trigger or window * 4 // 5,
             truncator_unit="turns",
-            floor_span=1,  # the last message before the kept tail is always summarized
+            floor_span=0,  # LangChain's trimming decides what the summarizer reads
             floor_unit="turns",
             on_unsafe="halt",  # the agent's state still holds the history
         )
@@ -200,9 +200,10 @@ class TierlogSummarizationMiddleware(SummarizationMiddleware[Any, Any]):
         except UnrecoverableCompactionError as refused:
             if self.on_unsafe == "keep":
                 return None
-            if self.on_unsafe == "resummarize":
-                summary = yield ob.violations_hint(plan.due, refused.violations)
-        try:  # the summary as it is when it drops nothing, else with the re-tell block
+            if self.on_unsafe == "retell":
+                return self._retell(plan, summary)
+            summary = yield ob.violations_hint(plan.due, refused.violations)
+        try:  # told what it dropped; if it drops it still, the re-tell block
             return self._commit(plan, summary)
         except UnrecoverableCompactionError:
             return self._retell(plan, summary)
@@ -251,7 +252,7 @@ class TierlogSummarizationMiddleware(SummarizationMiddleware[Any, Any]):
         """The stock ``_create_summary`` with ``hints`` handed to the summarizer."""
         if not hints:
             return self._create_summary(old)
-        trimmed = self._trim_messages_for_summary(old) or old[-1:]
+        trimmed = self._trim_messages_for_summary(old)  # may be empty: hints alone
         if self.summarizer is not None:
             told = [SystemMessage(content=hints), *trimmed]
             return _check_summary(self.summarizer.invoke(told, config=_summary_config()))
@@ -269,7 +270,7 @@ class TierlogSummarizationMiddleware(SummarizationMiddleware[Any, Any]):
         """As :meth:`_summarize`, awaited."""
         if not hints:
             return await self._acreate_summary(old)
-        trimmed = self._trim_messages_for_summary(old) or old[-1:]
+        trimmed = self._trim_messages_for_summary(old)  # may be empty: hints alone
         if self.summarizer is not None:
             told = [SystemMessage(content=hints), *trimmed]
             summary = await self.summarizer.ainvoke(told, config=_summary_config())
