@@ -493,7 +493,7 @@ def _spill(args: argparse.Namespace) -> int:
 )
 @arg("db", help=f"{DB} (created if missing)")
 @arg("files", nargs="+", metavar="FILE", help="transcripts, one session each")
-@arg("--format", default="claude-code", choices=FORMATS, help="transcript format")
+@arg("--format", choices=FORMATS, help="transcript format (default: detected)")
 @arg("--json", action="store_true", help="print JSON")
 def _ingest(args: argparse.Namespace) -> int:
     if not args.verbose:  # refused markers are the point: they are reported below
@@ -518,7 +518,7 @@ def _ingest(args: argparse.Namespace) -> int:
     return 2 if bad else 0
 
 
-def _load_transcripts(paths: list[str], fmt: str) -> tuple[list[Loaded], int]:
+def _load_transcripts(paths: list[str], fmt: str | None) -> tuple[list[Loaded], int]:
     """Each file read and mapped; an unreadable one reported. Returns them and the bad count."""
     loaded, bad = [], 0
     for path in paths:
