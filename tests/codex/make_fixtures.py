@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from tests.codex import cli
 from tests.codex.mock_api import MockApi, Reply
@@ -36,8 +37,9 @@ SCRIPT = [
 ]
 
 
-def run(binary: Path, folder: Path) -> str:
-    """Run the scenario in ``folder``; the rollout's text, paths made neutral."""
+def run(binary: Path, folder: Path) -> tuple[str, list[dict[str, Any]]]:
+    """Run the scenario in ``folder``: the rollout's text (paths made neutral) and the
+    requests the mock received."""
     home, work = folder / "home", folder / "project"
     home.mkdir()
     work.mkdir()
@@ -48,7 +50,8 @@ def run(binary: Path, folder: Path) -> str:
         codex.exec("Also backfill tenant_id.", resume=True, interrupt_at=len(SCRIPT))
         (rollout,) = codex.rollouts()
     text = rollout.read_text()
-    return text.replace(str(work), "/work/project").replace(str(home), "/home/dev")
+    text = text.replace(str(work), "/work/project").replace(str(home), "/home/dev")
+    return text, api.requests
 
 
 def main() -> None:
@@ -59,7 +62,7 @@ def main() -> None:
     if reason is not None:
         raise SystemExit(reason)
     with tempfile.TemporaryDirectory() as folder:
-        text = run(args.binary, Path(folder))
+        text, _ = run(args.binary, Path(folder))
     OUT.mkdir(parents=True, exist_ok=True)
     target = OUT / f"cli-{cli.VERSION}-compaction.jsonl"
     target.write_text(text)

@@ -23,12 +23,16 @@ import attrs
 COMPACTION_PROMPT = "You are performing a CONTEXT CHECKPOINT COMPACTION"
 
 
+def _strings(value: Sequence[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class Reply:
     """One scripted response: shell commands to call (``exec_command``), then text;
     ``prompt`` is the input tokens it reports; ``hang`` seconds to wait first."""
 
-    commands: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    commands: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     text: str | None = None
     prompt: int = 1_000
     output: int = 20
@@ -56,11 +60,11 @@ class MockApi:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            def do_GET(self) -> None:
                 self.send_response(404)
                 self.end_headers()
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
                 api.requests.append(body)
                 self._stream(api.next_reply())
@@ -106,9 +110,7 @@ def events(k: int, reply: Reply) -> list[dict[str, Any]]:
     ]
     if reply.text is not None:
         content = [{"type": "output_text", "text": reply.text, "annotations": []}]
-        items.append(
-            {"type": "message", "id": f"msg_{k}", "role": "assistant", "content": content}
-        )
+        items.append({"type": "message", "id": f"msg_{k}", "role": "assistant", "content": content})
     usage = {
         "input_tokens": reply.prompt,
         "input_tokens_details": {"cached_tokens": 0},
