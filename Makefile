@@ -7,6 +7,9 @@ STAMP  := $(VENV)/.installed
 CLAUDE_CODE_VERSION := $(shell cat tests/claude_code/claude-code.version)
 CLAUDE_CODE_OLD     := 2.0.77
 CLAUDE_CODE_STAMP   := .tools/claude-code/.installed-$(CLAUDE_CODE_VERSION)
+# The real Codex CLI for the tests (tests/codex/cli.py), pinned, from npm
+CODEX_VERSION := $(shell cat tests/codex/codex.version)
+CODEX_STAMP   := .tools/codex/.installed-$(CODEX_VERSION)
 
 .PHONY: install demo test lint bench fuzz clean
 .PHONY: soak claude-code fixtures-claude-code evidence-claude-code
@@ -24,6 +27,8 @@ demo: install  ## replay both SPEC incidents into ./tierlog-demo.db
 test: install  ## the test suite (a bounded slice of the crash and fuzz campaigns)
 	@$(MAKE) --no-print-directory claude-code \
 	  || echo "make test: the Claude Code CLI could not be installed (npm?): its tests skip"
+	@$(MAKE) --no-print-directory codex \
+	  || echo "make test: the Codex CLI could not be installed (npm?): its live test skips"
 	$(BIN)/python -m pytest -q
 
 claude-code: $(CLAUDE_CODE_STAMP)  ## the pinned Claude Code CLI, from npm into .tools/ (git-ignored)
@@ -72,3 +77,16 @@ fidelity: install  ## the session simulator: does the gate pay for itself? (benc
 .PHONY: bench-import
 bench-import: install  ## a live agent's append latency while a 250k-event import runs beside it
 	$(BIN)/python bench/import_wait.py --events 250000
+
+.PHONY: codex fixtures-codex
+codex: $(CODEX_STAMP)  ## the pinned Codex CLI, from npm into .tools/ (git-ignored)
+
+$(CODEX_STAMP): tests/codex/codex.version
+	rm -rf .tools/codex
+	npm install --prefix .tools/codex --no-audit --no-fund --loglevel=error \
+	  @openai/codex@$(CODEX_VERSION)
+	.tools/codex/node_modules/.bin/codex --version | grep -qx 'codex-cli $(CODEX_VERSION)'
+	touch $@
+
+fixtures-codex: install codex  ## regenerate tests/data/codex with the real CLI and the mock API
+	$(BIN)/python -m tests.codex.make_fixtures
