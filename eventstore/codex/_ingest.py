@@ -10,6 +10,8 @@ event, the notes travel as the ingest's warnings, ``line N: text``.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 from eventstore._journal import Journal
@@ -45,9 +47,15 @@ def note_text(note: Note) -> str:
 def is_rollout(path: str | Path) -> bool:
     """Whether the file at ``path`` starts like a Codex rollout (a ``session_meta`` line);
     ``False`` for anything unreadable (the Claude Code reader then says why)."""
+    try:  # O_NONBLOCK: a FIFO nobody writes to must not hang the sniff
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        first = file.readline(SNIFF_BYTES)
     try:
-        with open(path, "rb") as file:
-            first = file.readline(SNIFF_BYTES)
         return bool(json.loads(first).get("type") == "session_meta")
-    except (OSError, ValueError, AttributeError):
+    except (ValueError, AttributeError):
         return False

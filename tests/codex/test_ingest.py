@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 import eventstore
 from eventstore.cli import main
-from eventstore.codex import ingest
+from eventstore.codex import ingest, is_rollout
 from reducers import MarkerRefused
 from tests.codex.conftest import FIXTURE
 
@@ -91,3 +92,15 @@ class TestRealRollout:
             " exit-code event) (8 items)",
         )
         assert state.occupancy >= 24_350  # the last token_count: 24,018 + 332
+
+
+class TestDetect:
+    def test_a_fifo_is_not_sniffed_and_nothing_hangs(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Detecting the format of a FIFO nobody writes to returns at once: not a rollout."""
+        fifo = tmp_path / "pipe.jsonl"
+        os.mkfifo(fifo)
+        assert not is_rollout(fifo)
+        assert main(["ingest", str(tmp_path / "agent.db"), str(fifo)]) == 2
+        assert "not a regular file" in capsys.readouterr().err
