@@ -17,6 +17,8 @@ PARTS = {
     **{f"eventstore/{p}": p.lstrip("_") for p in ("_store", "_sqlite", "_postgres", "_ops")},
     **{f"eventstore/{p}": p.lstrip("_") for p in ("_report", "cli", "claude_code")},
     "eventstore/openai_agents": "openai_agents",
+    "eventstore/langchain": "langchain",
+    "eventstore/codex": "codex",
 }
 
 

@@ -33,7 +33,7 @@ from eventstore.claude_code._review import CompactionReview, review_session
 from invariants import MarkerInvalid, UnrecoverableCompactionError
 from reducers import Event, InvalidEvent, SessionConfig, TurnAppended
 
-FORMATS = ("claude-code", "codex")
+FORMATS = ("claude-code",)
 CONFIG = SessionConfig(
     window_tokens=200_000,  # Claude's context window
     trigger_tokens=160_000,
@@ -84,16 +84,10 @@ class Loaded:
     plan: Plan = attrs.field(eq=False)
 
 
-def load(path: str | Path, format: str | None = "claude-code") -> Loaded:  # noqa: A002
-    """Read and map the transcript at ``path`` (InvalidEvent naming the line if unsound);
-    ``format=None`` detects it (a Codex rollout starts with ``session_meta``)."""
-    from eventstore import codex  # not at import: an integration loads when used
-
-    fmt = format or ("codex" if codex.is_rollout(path) else "claude-code")
-    if fmt not in FORMATS:
-        raise InvalidEvent(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    if fmt == "codex":
-        return codex.load(path)
+def load(path: str | Path, format: str = "claude-code") -> Loaded:  # noqa: A002
+    """Read and map the transcript at ``path`` (InvalidEvent naming the line if unsound)."""
+    if format not in FORMATS:
+        raise InvalidEvent(f"unknown format {format!r} (known: {', '.join(FORMATS)})")
     transcript = cc.read(path)
     return Loaded(path=str(path), transcript=transcript, plan=build_plan(transcript))
 

@@ -35,7 +35,6 @@ PREAMBLE_TAIL = (
     " not in the transcript; their tokens are counted in that call's turn."
 )
 NOTE_PREFIX = "[claude-code compact_boundary] "
-CODEX_PREAMBLE = "[codex rollout "
 NOTE_TAIL = (
     "\nWhat the first API call after it was sent besides the summary (system prompt, tools,"
     " files Claude Code re-read): not in the transcript; its tokens are counted in that"
@@ -60,8 +59,6 @@ def boundary_note(line: int, trigger: str, pre_tokens: int | None) -> str:
 
 def is_ingested(first_turn: str) -> bool:
     """Whether a session whose turn 0 reads ``first_turn`` was ingested from Claude Code."""
-    if first_turn.startswith(CODEX_PREAMBLE):  # eventstore.codex's turn 0 (same reviews)
-        return True
     return first_turn.startswith("[claude-code transcript ") and first_turn.endswith(PREAMBLE_TAIL)
 
 

@@ -23,6 +23,7 @@ from typing import Any, BinaryIO
 import attrs
 import structlog
 
+from eventstore import codex
 from eventstore._errors import IntegrityError, is_corruption, is_database_fault
 from eventstore._journal import Journal, check_session_id
 from eventstore._location import is_url
@@ -42,7 +43,7 @@ from eventstore._ops import (
     verify,
 )
 from eventstore._report import collect, render
-from eventstore.claude_code import FORMATS, Loaded, ingest_loaded, load
+from eventstore.claude_code import FORMATS, IngestResult, Loaded, ingest_loaded, load
 from eventstore.cli import _output as out
 from eventstore.cli._demo import run_demo
 from reducers import InvalidArgument, InvalidEvent, JournalError
@@ -493,7 +494,11 @@ def _spill(args: argparse.Namespace) -> int:
 )
 @arg("db", help=f"{DB} (created if missing)")
 @arg("files", nargs="+", metavar="FILE", help="transcripts, one session each")
-@arg("--format", choices=FORMATS, help="transcript format (default: detected)")
+@arg(
+    "--format",
+    choices=(*FORMATS, "codex"),
+    help="transcript format (default: detected; a Codex rollout starts with session_meta)",
+)
 @arg("--json", action="store_true", help="print JSON")
 def _ingest(args: argparse.Namespace) -> int:
     if not args.verbose:  # refused markers are the point: they are reported below
@@ -504,7 +509,7 @@ def _ingest(args: argparse.Namespace) -> int:
         with open_journal(args.db) as journal:
             for item in loaded:
                 try:
-                    results.append(ingest_loaded(journal, item))
+                    results.append(_write_transcript(journal, item))
                 except InvalidEvent as exc:
                     print(f"tierlog ingest: error: {item.path}: {exc}", file=sys.stderr)
                     bad += 1
@@ -514,21 +519,46 @@ def _ingest(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([attrs.asdict(r) for r in results], indent=2, ensure_ascii=False))
     else:
-        print("\n".join(out.ingest_text(r) for r in results) or "nothing ingested")
+        print("\n".join(_ingest_text(r) for r in results) or "nothing ingested")
     return 2 if bad else 0
 
 
-def _load_transcripts(paths: list[str], fmt: str | None) -> tuple[list[Loaded], int]:
+@attrs.frozen
+class _Rollout:
+    """A Codex rollout read and mapped, not yet written."""
+
+    path: str
+    mapped: codex.Mapped
+
+
+Transcript = Loaded | _Rollout
+
+
+def _load_transcripts(paths: list[str], fmt: str | None) -> tuple[list[Transcript], int]:
     """Each file read and mapped; an unreadable one reported. Returns them and the bad count."""
-    loaded, bad = [], 0
+    loaded: list[Transcript] = []
+    bad = 0
     for path in paths:
         try:
-            loaded.append(load(path, fmt))
+            if fmt == "codex" or (fmt is None and codex.is_rollout(path)):
+                loaded.append(_Rollout(path, codex.load(path)))
+            else:
+                loaded.append(load(path, fmt or "claude-code"))
         except InvalidEvent as exc:
             print(f"tierlog ingest: error: {path}: {exc}", file=sys.stderr)
             bad += 1
     return loaded, bad
     return 0
+
+
+def _write_transcript(journal: Journal, item: Transcript) -> IngestResult | codex.IngestResult:
+    if isinstance(item, _Rollout):
+        return codex.ingest_loaded(journal, item.mapped, item.path)
+    return ingest_loaded(journal, item)
+
+
+def _ingest_text(r: IngestResult | codex.IngestResult) -> str:
+    return r.text() if isinstance(r, codex.IngestResult) else out.ingest_text(r)
 
 
 @command(

@@ -6,8 +6,9 @@ them onto journal steps (turns, calls, failures, interruptions, occupancy, each
 ``tierlog ingest`` detects rollouts by their ``session_meta`` first line.
 """
 
-from eventstore.codex._ingest import ingest, is_rollout, load
-from eventstore.codex._plan import Mapped, build_plan
+from eventstore.codex._ingest import IngestResult, ingest, ingest_loaded, is_rollout, load
+from eventstore.codex._plan import Boundary, Mapped, Plan, Turn, build_plan
+from eventstore.codex._review import CompactionReview, ObligationReview, review_session
 from eventstore.codex._rollout import parse, parse_lines, read
 from eventstore.codex._values import (
     Aborted,
@@ -24,21 +25,29 @@ from eventstore.codex._values import (
 
 __all__ = [
     "Aborted",
+    "Boundary",
     "Call",
     "Compaction",
+    "CompactionReview",
+    "IngestResult",
     "Item",
     "Mapped",
     "Message",
     "Note",
+    "ObligationReview",
     "Output",
+    "Plan",
     "Reasoning",
     "Rollout",
+    "Turn",
     "Usage",
     "build_plan",
     "ingest",
+    "ingest_loaded",
     "is_rollout",
     "load",
     "parse",
     "parse_lines",
     "read",
+    "review_session",
 ]

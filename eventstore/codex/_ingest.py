@@ -1,40 +1,194 @@
-"""A Codex rollout as a loaded transcript, for the Claude Code ingest's writer.
+"""Write a Codex rollout as one journal session, through the public Session API.
 
-``load`` reads and maps a rollout (``_rollout``, ``_plan``) into the same ``Loaded``
-value the Claude Code ingest writes (``eventstore.claude_code._ingest``): new sessions,
-unchanged ones and grown rollouts are told apart there, in one transaction, and each
-``compacted`` becomes a tier-1 compaction and a marker. Until the journal has a note
-event, the notes travel as the ingest's warnings, ``line N: text``.
+``load`` reads and maps a rollout (``_rollout``, ``_plan``); ``write`` appends its
+turns and raised events through ``Session.extend`` and makes each ``compacted`` a
+tier-1 compaction over everything before it, carrying what its summary evidences
+(``_evidence``), then a marker on it: a refusal (C1-C5, M1-M3) is recorded, not raised.
+Ingesting a rollout again changes nothing; a rollout that has grown since (its stored
+turns the start of what the file now gives) gets the rest appended; any other content
+under the same session id is refused. All of it in one transaction. Until the journal
+has a note event, the notes travel in the result (``notes``, ``warnings``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+
 from eventstore._journal import Journal
-from eventstore.claude_code import _transcript as cc
-from eventstore.claude_code._ingest import IngestResult, Loaded, ingest_loaded
-from eventstore.codex._plan import build_plan
+from eventstore._session import Session
+from eventstore.codex._evidence import carried_by
+from eventstore.codex._plan import Boundary, Mapped, Step, Turn, build_plan, estimate
+from eventstore.codex._review import CompactionReview, review_session
 from eventstore.codex._rollout import read
 from eventstore.codex._values import Note
+from invariants import MarkerInvalid, UnrecoverableCompactionError
+from reducers import Event, InvalidEvent, SessionConfig, TurnAppended
 
 SNIFF_BYTES = 1 << 20  # a session_meta line carries the base instructions: ~20 kB
+WINDOW = 272_000  # when no token_count says the model's window
 
 
-def load(path: str | Path) -> Loaded:
+@attrs.frozen(kw_only=True)
+class IngestResult:
+    """What ingesting one rollout did, with the numbers a reviewer asks for first."""
+
+    path: str
+    session_id: str
+    unchanged: bool
+    appended_after: int | None  # the grown rollout's new part went in after this version
+    events: int
+    turns: int
+    calls: int
+    failed: int
+    interruptions: int
+    constraints: int
+    compactions: tuple[CompactionReview, ...]
+    notes: tuple[Note, ...]
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The notes, one line each."""
+        return tuple(note_text(n) for n in self.notes)
+
+    def text(self) -> str:
+        """What ``tierlog ingest`` did with this rollout, as it prints it."""
+        done = "unchanged (already ingested)" if self.unchanged else "ingested"
+        done += f", {self.events:,} events"
+        if self.appended_after is not None:
+            grown = self.events - self.appended_after
+            done = f"grown, {grown:,} events appended (now {self.events:,})"
+        lines = [
+            f"{self.session_id}: {done} from {self.path} (Codex rollout)",
+            f"  {_n(self.turns, 'turn')}, {_n(self.calls, 'call')} ({self.failed} failed),"
+            f" {self.interruptions} interrupted, {_n(self.constraints, 'rule')} found,"
+            f" {_n(len(self.compactions), 'compaction')}, {_n(len(self.notes), 'note')}",
+        ]
+        for review in self.compactions:
+            lines.append("  " + review.headline())
+            missing = [f"{o.key} ({o.detail})" for o in review.not_evidenced]
+            if missing:
+                lines.append(f"    not evidenced: {'; '.join(missing)} (tierlog audit shows where)")
+        return "\n".join(lines)
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def load(path: str | Path) -> Mapped:
     """Read and map the rollout at ``path`` (InvalidEvent naming the line if unsound)."""
-    mapped = build_plan(read(path))
-    warnings = tuple(note_text(n) for n in mapped.notes)
-    transcript = cc.Transcript(session_id=mapped.session_id, items=(), warnings=warnings)
-    return Loaded(path=str(path), transcript=transcript, plan=mapped.plan)
+    return build_plan(read(path))
 
 
 def ingest(journal: Journal, path: str | Path) -> IngestResult:
-    """Ingest the rollout at ``path`` as one session (see the Claude Code ``ingest``)."""
-    return ingest_loaded(journal, load(path))
+    """Ingest the rollout at ``path`` as one session (see the module doc)."""
+    return ingest_loaded(journal, load(path), str(path))
+
+
+def ingest_loaded(journal: Journal, mapped: Mapped, path: str) -> IngestResult:
+    """Write a loaded rollout as its session (see :func:`ingest`)."""
+    sid = mapped.session_id
+    with journal.recorder.transaction():
+        stored = journal.recorder.head(sid).version
+        if stored == 0:
+            write(journal.start_session(sid, config(mapped.window)), mapped.plan.steps)
+        else:
+            session = journal.session(sid)
+            write(session, _rest(session, mapped.plan.steps, path))
+        head = journal.recorder.head(sid).version
+    plan = mapped.plan
+    return IngestResult(
+        path=path,
+        session_id=sid,
+        unchanged=0 < stored == head,
+        appended_after=stored if 0 < stored < head else None,
+        events=head,
+        turns=plan.turns,
+        calls=plan.calls,
+        failed=plan.failed,
+        interruptions=plan.interruptions,
+        constraints=plan.constraints,
+        compactions=review_session(journal, sid),
+        notes=mapped.notes,
+    )
+
+
+def config(window: int | None) -> SessionConfig:
+    """The session of a rollout: in tokens, the model's window, a 20k-token floor."""
+    window = window or WINDOW
+    return SessionConfig(
+        window_tokens=window,
+        trigger_tokens=window * 9 // 10,
+        truncator_unit="tokens",  # positions are token offsets, as token_count counts
+        floor_span=min(20_000, window),
+        floor_unit="tokens",
+        on_unsafe="halt",  # the rollout is the raw copy: nothing is written outside
+    )
+
+
+def _rest(session: Session, steps: Sequence[Step], path: str) -> list[Step]:
+    """The steps after those already stored; InvalidEvent unless the stored turns are
+    the start of the rollout's (role and text)."""
+    stored = [(t.role, t.content) for t in session.turns()]
+    turns = [(s.role, s.content) for s in steps if isinstance(s, Turn)]
+    if turns[: len(stored)] != stored:
+        raise InvalidEvent(
+            f"session {session.id!r} already exists with other content: {path} is not ingested"
+        )
+    seen = 0
+    for at, step in enumerate(steps):
+        if seen == len(stored):
+            return list(steps[at:])
+        seen += isinstance(step, Turn)
+    return []
+
+
+def write(session: Session, steps: Sequence[Step]) -> None:
+    """Append ``steps``: turn batches through ``extend``, each boundary as a compaction."""
+    batch: list[Event] = []
+    index = session.state.turns
+    for step in steps:
+        if isinstance(step, Boundary):
+            if batch:
+                session.extend(batch)
+                batch = []
+            _compact(session, step)
+            continue
+        batch.append(
+            TurnAppended(index=index, role=step.role, content=step.content, tokens=step.tokens)
+        )
+        batch += step.raised
+        index += 1
+    if batch:
+        session.extend(batch)
+
+
+def _compact(session: Session, boundary: Boundary) -> None:
+    """The boundary's compaction over everything before it, and a marker on it."""
+    state = session.state
+    carried = carried_by(state, boundary.summary)
+    with contextlib.suppress(UnrecoverableCompactionError):
+        node = session.compact(
+            tier=1,
+            input=(0, state.end),
+            covers=(0, state.end),
+            tail_start=state.end,
+            summary=boundary.summary,
+            tokens=estimate(boundary.summary),
+            dispositions=carried.dispositions,
+            unresolved_ids=carried.calls,
+            constraints=carried.constraints,
+            replaces=[n.node_id for n in state.live_nodes],
+        )
+        with contextlib.suppress(MarkerInvalid):
+            session.emit_marker(node.node_id)
 
 
 def note_text(note: Note) -> str:
@@ -46,7 +200,7 @@ def note_text(note: Note) -> str:
 
 def is_rollout(path: str | Path) -> bool:
     """Whether the file at ``path`` starts like a Codex rollout (a ``session_meta`` line);
-    ``False`` for anything unreadable (the Claude Code reader then says why)."""
+    ``False`` for anything unreadable or not a regular file."""
     try:  # O_NONBLOCK: a FIFO nobody writes to must not hang the sniff
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:

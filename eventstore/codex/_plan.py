@@ -1,6 +1,6 @@
-"""A Codex rollout mapped onto journal steps: the same kind of plan the Claude Code
-ingest builds (turns with their tokens and the events they raise, and the
-compactions between them), so one writer takes both. Pure.
+"""A Codex rollout mapped onto journal steps: turns with their tokens and the events
+they raise, and the compactions between them (the shape of the Claude Code ingest's
+plan; an integration reaches no other, so these are this package's own values). Pure.
 
 The mapping follows Claude Code's: a message is a turn (``developer`` text a
 ``system`` turn); a tool call is an ``assistant`` turn that opens a call named by
@@ -19,13 +19,14 @@ turn before it gets what they hold beyond the turns before it, every other turn
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+from collections.abc import Sequence
+from typing import TypeAlias
 
 import attrs
 
-from eventstore.claude_code import _transcript as cc
-from eventstore.claude_code._blocks import command_head
-from eventstore.claude_code._plan import Draft, Plan, Step, _assign_tokens, _rules
 from eventstore.codex._values import (
     Aborted,
     Call,
@@ -37,9 +38,23 @@ from eventstore.codex._values import (
     Rollout,
     Usage,
 )
-from reducers import CallOpened, CallResolved, InvalidEvent, ItemDisposed
+from reducers import (
+    CallOpened,
+    CallResolved,
+    ConstraintStated,
+    Event,
+    InvalidEvent,
+    ItemDisposed,
+)
 
 REASON_CHARS = 200
+KEY_CHARS = 60
+CHARS_PER_TOKEN = 4
+RULE = re.compile(r"\b(never|do not|don't|dont|always|must|only)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_PREFIX = re.compile(r"^(?:\s*(?:cd\s+\S+\s*&&|[A-Za-z_][A-Za-z0-9_]*=\S*)\s*)+")
+_STOP = re.compile(r"\s(?:\||&&|\|\||;|\d?>>?|<)|[;|]")
+_SUBCOMMAND = re.compile(r"[a-z][a-z0-9._:-]*")
 PREAMBLE = (
     "[codex rollout {session_id}] Codex CLI {cli_version}. The base instructions and tool"
     " definitions Codex sent with every API call: not in the rollout; their tokens are"
@@ -54,6 +69,45 @@ INPUT_NOTE = (
 )
 
 
+@attrs.define
+class Turn:
+    """A turn to append and the events it raises; ``usage`` is the prompt and output of
+    the API call that wrote it, when a ``token_count`` priced it."""
+
+    role: str
+    content: str
+    tokens: int = 0
+    usage: int | None = None
+    raised: list[Event] = attrs.field(factory=list)
+
+
+@attrs.frozen(kw_only=True)
+class Boundary:
+    """A ``compacted`` item: the summary Codex resumed from, and the occupancy before."""
+
+    line: int
+    summary: str
+    occupancy: int | None
+
+
+Step: TypeAlias = Turn | Boundary
+
+
+@attrs.define
+class Plan:
+    """A rollout mapped onto journal steps, with its counts."""
+
+    steps: list[Step] = attrs.field(factory=list)
+    names: dict[str, str] = attrs.field(factory=dict)  # call id -> name
+    open: set[str] = attrs.field(factory=set)
+    last_call: str | None = None  # the last call since the user's last request
+    turns: int = 0
+    calls: int = 0
+    failed: int = 0
+    interruptions: int = 0
+    constraints: int = 0
+
+
 @attrs.frozen(kw_only=True)
 class Mapped:
     """A rollout's plan and every note made reading and mapping it, in line order."""
@@ -61,13 +115,14 @@ class Mapped:
     session_id: str
     plan: Plan
     notes: tuple[Note, ...]
+    window: int | None  # the model's context window, as token_count reports it
 
 
 @attrs.define
 class _Mapping:
     plan: Plan
     notes: list[Note]
-    model_turn: Draft | None = None  # the last model turn no token_count has priced yet
+    model_turn: Turn | None = None  # the last model turn no token_count has priced yet
     from_text: list[int] = attrs.field(factory=list)  # outputs judged by their text
 
 
@@ -75,21 +130,27 @@ def build_plan(rollout: Rollout) -> Mapped:
     """Turns with their tokens and raised events, and the compactions between them."""
     m = _Mapping(plan=Plan(), notes=list(rollout.notes))
     preamble = PREAMBLE.format(session_id=rollout.session_id, cli_version=rollout.cli_version)
-    m.plan.steps.append(Draft(role="system", content=preamble))
+    m.plan.steps.append(Turn(role="system", content=preamble))
     for item in rollout.items:
         try:
             _step(m, item)
         except InvalidEvent as exc:  # a value no event takes: name its line
             raise InvalidEvent(f"line {item.line}: {exc}") from None
     _assign_tokens(m.plan.steps)
-    m.plan.turns = sum(isinstance(s, Draft) for s in m.plan.steps)
+    m.plan.turns = sum(isinstance(s, Turn) for s in m.plan.steps)
     if m.from_text:
         text = "a call's outcome read from its output text (no exit-code event)"
         m.notes.append(
             Note(kind="outcome_from_text", text=text, line=m.from_text[0], count=len(m.from_text))
         )
     notes = sorted(m.notes, key=lambda n: n.line or 0)
-    return Mapped(session_id=rollout.session_id, plan=m.plan, notes=tuple(notes))
+    windows = [i.window for i in rollout.items if isinstance(i, Usage) and i.window]
+    return Mapped(
+        session_id=rollout.session_id,
+        plan=m.plan,
+        notes=tuple(notes),
+        window=max(windows, default=None),
+    )
 
 
 def _step(m: _Mapping, item: object) -> None:
@@ -109,8 +170,8 @@ def _step(m: _Mapping, item: object) -> None:
         _compaction(m, item)
 
 
-def _add(m: _Mapping, role: str, content: str) -> Draft:
-    draft = Draft(role=role, content=content)
+def _add(m: _Mapping, role: str, content: str) -> Turn:
+    draft = Turn(role=role, content=content)
     m.plan.steps.append(draft)
     return draft
 
@@ -121,7 +182,8 @@ def _message(m: _Mapping, item: Message) -> None:
         m.model_turn = draft
     if item.typed:
         m.plan.last_call = None  # a new request: an interruption from now on is of its work
-        _rules(m.plan, draft, item.text)
+        draft.raised += rules(item.text)
+        m.plan.constraints += len(draft.raised)
 
 
 def _call(m: _Mapping, item: Call) -> None:
@@ -166,7 +228,7 @@ def _usage(m: _Mapping, item: Usage) -> None:
     Codex writes right after a compaction, prices nothing)."""
     if m.model_turn is None or item.prompt == 0:
         return
-    m.model_turn.usage = cc.Usage(prompt=item.prompt, output=item.output)
+    m.model_turn.usage = item.prompt + item.output
     m.model_turn = None
 
 
@@ -181,9 +243,7 @@ def _aborted(m: _Mapping, item: Aborted) -> None:
 def _compaction(m: _Mapping, item: Compaction) -> None:
     summary = "\n\n".join(item.kept) if item.kept else item.message
     occupancy = _occupancy(m.plan.steps)
-    m.plan.steps.append(
-        cc.Boundary(line=item.line, trigger="unknown", pre_tokens=occupancy, summary=summary)
-    )
+    m.plan.steps.append(Boundary(line=item.line, summary=summary, occupancy=occupancy))
     m.notes.append(Note(kind="compaction_input", text=INPUT_NOTE, line=item.line))
     fields = {"kept": None if item.kept is None else len(item.kept), "line": item.line}
     _add(m, "system", NOTE_PREFIX + json.dumps(fields, sort_keys=True))
@@ -193,8 +253,56 @@ def _compaction(m: _Mapping, item: Compaction) -> None:
 def _occupancy(steps: list[Step]) -> int | None:
     """The last priced call's prompt and output before a compaction, if any."""
     for step in reversed(steps):
-        if isinstance(step, cc.Boundary):
+        if isinstance(step, Boundary):
             return None
         if step.usage is not None:
-            return step.usage.prompt + step.usage.output
+            return step.usage
     return None
+
+
+def _assign_tokens(steps: Sequence[Step]) -> None:
+    """Give every turn its tokens (see the module doc); a compaction leaves its
+    summary's estimate, as the journal counts it."""
+    occupancy = 0
+    for step in steps:
+        if isinstance(step, Boundary):
+            occupancy = estimate(step.summary)
+            continue
+        step.tokens = (
+            estimate(step.content) if step.usage is None else max(1, step.usage - occupancy)
+        )
+        occupancy += step.tokens
+
+
+def estimate(text: str) -> int:
+    """Tokens of ``text`` no ``token_count`` accounts for: 4 characters a token, at least 1."""
+    return max(1, len(text) // CHARS_PER_TOKEN)
+
+
+def rules(text: str) -> list[Event]:
+    """The sentences of ``text`` that state a rule, as pending constraints (a heuristic,
+    Claude Code ingest's: keys start ``heuristic:``)."""
+    out: list[Event] = []
+    for sentence in _SENTENCE.split(text):
+        sentence = " ".join(sentence.split())
+        if sentence and RULE.search(sentence):
+            out.append(ConstraintStated(key=rule_key(sentence), text=sentence))
+    return out
+
+
+def rule_key(sentence: str) -> str:
+    """A rule's key: the sentence, or its start and a hash when it is long."""
+    if len(sentence) <= KEY_CHARS:
+        return f"heuristic: {sentence}"
+    digest = hashlib.sha256(sentence.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"heuristic: {sentence[:KEY_CHARS]}... #{digest}"
+
+
+def command_head(command: str) -> str:
+    """A shell command's first word, and its subcommand if it has one (``git push``)."""
+    first = command.strip().splitlines()[0] if command.strip() else ""
+    words = _STOP.split(_PREFIX.sub("", first), maxsplit=1)[0].split()
+    if not words:
+        return ""
+    head = words[:2] if len(words) > 1 and _SUBCOMMAND.fullmatch(words[1]) else words[:1]
+    return " ".join(head)[:KEY_CHARS]

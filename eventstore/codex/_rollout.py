@@ -18,17 +18,19 @@ echoes of messages...) is known and passed over; a type this reader does not kno
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable, Mapping
+import stat
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from eventstore.claude_code._lines import MAX_BYTES, file_lines
 from eventstore.codex._items import Skipped, item_of, skip_notes
 from eventstore.codex._values import Item, Note, Rollout
 from reducers import InvalidEvent
 
 Raw: TypeAlias = dict[str, Any]
+MAX_BYTES = 256 * 2**20  # a larger file is refused (as a Claude Code transcript is)
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 
 
@@ -117,3 +119,22 @@ def _exit_codes(raws: Iterable[tuple[int, str, Raw]]) -> Mapping[str, tuple[int,
         if isinstance(call_id, str) and type(code) is int:
             out[call_id] = (code, source)
     return out
+
+
+def file_lines(path: str | Path, max_bytes: int = MAX_BYTES) -> Iterator[tuple[int, bytes]]:
+    """The numbered lines of the regular file at ``path``; InvalidEvent past ``max_bytes``."""
+    try:  # O_NONBLOCK: opening a FIFO nobody writes to returns at once
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise InvalidEvent(f"cannot read {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InvalidEvent(f"{path} is not a regular file: not read")
+    with os.fdopen(fd, "rb") as file:
+        total, number = 0, 0
+        while line := file.readline(max_bytes - total + 1):
+            number += 1
+            total += len(line)
+            if total > max_bytes:
+                raise InvalidEvent(f"line {number}: the file is larger than {max_bytes:,} bytes")
+            yield number, line

@@ -25,8 +25,8 @@ from langgraph.runtime import Runtime
 
 from eventstore._journal import Journal
 from eventstore._session import Session
-from eventstore.claude_code._mention import carried_by
 from eventstore.langchain import _obligations as ob
+from eventstore.langchain._evidence import carried_by
 from eventstore.langchain._messages import entry, is_summary
 from invariants import MarkerInvalid, UnrecoverableCompactionError
 from reducers import CallOpened, Event, SessionConfig, TurnAppended

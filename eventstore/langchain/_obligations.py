@@ -5,7 +5,7 @@ tail): pending rules, negative facts, open calls. ``hints`` is what the summariz
 is told before it writes; ``violations_hint`` what it is told when a first summary
 was refused; ``retell_block`` what is appended to a summary that still drops
 something. One line per obligation, worded so that the mention rule
-(``eventstore.claude_code._mention``) finds it: a rule quoted whole, a negative fact's short
+(``_evidence``) finds it: a rule quoted whole, a negative fact's short
 key beside its disposition, an open call by its id.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from eventstore.claude_code._mention import Carried
+from eventstore.langchain._evidence import Carried
 from invariants import Violation
 from reducers import NegativeFact, OpenCall, PendingConstraint, SessionState
 

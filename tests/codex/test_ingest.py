@@ -24,7 +24,7 @@ class TestIngest:
         failed ``cat`` the compaction dropped and the rule its kept history evidences."""
         db = str(tmp_path / "agent.db")
         assert main(["ingest", db, str(FIXTURE)]) == 0
-        assert "18 turns, 3 calls (2 failed, 0 rejected), 1 interruption" in capsys.readouterr().out
+        assert "18 turns, 3 calls (2 failed), 1 interrupted" in capsys.readouterr().out
         assert main(["audit", db]) == 1
         audit = capsys.readouterr().out
         assert "'exec_command: cat' (failed) is missing" in audit

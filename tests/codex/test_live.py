@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import eventstore
-from eventstore.claude_code._transcript import Boundary
-from eventstore.codex import build_plan, ingest, read
+from eventstore.codex import Boundary, build_plan, ingest, read
 from tests.codex import make_fixtures
 from tests.codex.mock_api import is_compaction
 
