@@ -6,8 +6,9 @@ tier-1 compaction over everything before it, carrying what its summary evidences
 (``_evidence``), then a marker on it: a refusal (C1-C5, M1-M3) is recorded, not raised.
 Ingesting a rollout again changes nothing; a rollout that has grown since (its stored
 turns the start of what the file now gives) gets the rest appended; any other content
-under the same session id is refused. All of it in one transaction. Until the journal
-has a note event, the notes travel in the result (``notes``, ``warnings``).
+under the same session id is refused. All of it in one transaction. Every note is a
+``Noted`` event after the turn read before its line (``audit`` and ``report`` show
+them), and travels in the result too (``notes``, ``warnings``).
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ from reducers import (
     Event,
     InvalidEvent,
     ItemDisposed,
+    Noted,
 )
 
 REASON_CHARS = 200
@@ -76,6 +77,7 @@ class Turn:
 
     role: str
     content: str
+    line: int = 0  # the rollout line it comes from (0: the preamble)
     tokens: int = 0
     usage: int | None = None
     raised: list[Event] = attrs.field(factory=list)
@@ -144,6 +146,7 @@ def build_plan(rollout: Rollout) -> Mapped:
             Note(kind="outcome_from_text", text=text, line=m.from_text[0], count=len(m.from_text))
         )
     notes = sorted(m.notes, key=lambda n: n.line or 0)
+    _place(m.plan.steps, notes)
     windows = [i.window for i in rollout.items if isinstance(i, Usage) and i.window]
     return Mapped(
         session_id=rollout.session_id,
@@ -153,11 +156,19 @@ def build_plan(rollout: Rollout) -> Mapped:
     )
 
 
+def _place(steps: Sequence[Step], notes: Sequence[Note]) -> None:
+    """Record each note as a ``Noted`` event after the last turn read before its line."""
+    turns = [s for s in steps if isinstance(s, Turn)]
+    for note in notes:
+        at = next((t for t in reversed(turns) if t.line <= (note.line or 0)), turns[0])
+        at.raised.append(Noted(kind=note.kind, text=note.text, line=note.line, count=note.count))
+
+
 def _step(m: _Mapping, item: object) -> None:
     if isinstance(item, Message):
         _message(m, item)
     elif isinstance(item, Reasoning):
-        m.model_turn = _add(m, "assistant", f"[reasoning] {item.text}")
+        m.model_turn = _add(m, "assistant", f"[reasoning] {item.text}", item.line)
     elif isinstance(item, Call):
         _call(m, item)
     elif isinstance(item, Output):
@@ -170,14 +181,14 @@ def _step(m: _Mapping, item: object) -> None:
         _compaction(m, item)
 
 
-def _add(m: _Mapping, role: str, content: str) -> Turn:
-    draft = Turn(role=role, content=content)
+def _add(m: _Mapping, role: str, content: str, line: int) -> Turn:
+    draft = Turn(role=role, content=content, line=line)
     m.plan.steps.append(draft)
     return draft
 
 
 def _message(m: _Mapping, item: Message) -> None:
-    draft = _add(m, ROLES.get(item.role, "system"), item.text)
+    draft = _add(m, ROLES.get(item.role, "system"), item.text, item.line)
     if item.role == "assistant":
         m.model_turn = draft
     if item.typed:
@@ -187,7 +198,7 @@ def _message(m: _Mapping, item: Message) -> None:
 
 
 def _call(m: _Mapping, item: Call) -> None:
-    draft = _add(m, "assistant", f"[{item.name} {item.call_id}] {item.arguments}")
+    draft = _add(m, "assistant", f"[{item.name} {item.call_id}] {item.arguments}", item.line)
     m.model_turn = draft
     if item.call_id in m.plan.names:
         text = f"call {item.call_id} appears twice; the first counts"
@@ -203,7 +214,7 @@ def _call(m: _Mapping, item: Call) -> None:
 
 def _output(m: _Mapping, item: Output) -> None:
     flag = " failed" if item.failed else ""
-    draft = _add(m, "tool", f"[output {item.call_id}{flag}] {item.text}")
+    draft = _add(m, "tool", f"[output {item.call_id}{flag}] {item.text}", item.line)
     if item.call_id not in m.plan.open:
         text = f"output for {item.call_id}, which is not an open call: no call resolved"
         m.notes.append(Note(kind="orphan_output", text=text, line=item.line))
@@ -234,7 +245,7 @@ def _usage(m: _Mapping, item: Usage) -> None:
 
 def _aborted(m: _Mapping, item: Aborted) -> None:
     m.plan.interruptions += 1
-    draft = _add(m, "system", f"[codex turn_aborted] {item.reason}")
+    draft = _add(m, "system", f"[codex turn_aborted] {item.reason}", item.line)
     key = f"interrupted: {m.plan.last_call or 'reply'}"
     reason = f"line {item.line}: turn aborted ({item.reason or 'no reason given'})"
     draft.raised.append(ItemDisposed(key=key, disposition="rejected", reason=reason))
@@ -246,7 +257,7 @@ def _compaction(m: _Mapping, item: Compaction) -> None:
     m.plan.steps.append(Boundary(line=item.line, summary=summary, occupancy=occupancy))
     m.notes.append(Note(kind="compaction_input", text=INPUT_NOTE, line=item.line))
     fields = {"kept": None if item.kept is None else len(item.kept), "line": item.line}
-    _add(m, "system", NOTE_PREFIX + json.dumps(fields, sort_keys=True))
+    _add(m, "system", NOTE_PREFIX + json.dumps(fields, sort_keys=True), item.line)
     m.model_turn = None
 
 

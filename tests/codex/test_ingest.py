@@ -10,7 +10,7 @@ import pytest
 import eventstore
 from eventstore.cli import main
 from eventstore.codex import ingest, is_rollout
-from reducers import MarkerRefused
+from reducers import MarkerRefused, Noted
 from tests.codex.conftest import FIXTURE
 
 SESSION = "01a2344d-cd06-7272-ac49-f5fd38530698"  # the fixture's session_meta id
@@ -27,6 +27,7 @@ class TestIngest:
         assert "18 turns, 3 calls (2 failed), 1 interrupted" in capsys.readouterr().out
         assert main(["audit", db]) == 1
         audit = capsys.readouterr().out
+        assert "compaction_input line 31" in audit
         assert "'exec_command: cat' (failed) is missing" in audit
         assert "NOT evidenced negative_fact 'exec_command: cat'" in audit
         assert "evidenced     constraint 'heuristic: Never modify files under /etc.'" in audit
@@ -42,6 +43,14 @@ class TestIngest:
         assert (node.tier, node.covers_lo, node.covers_hi) == (1, 0, 7_120)
         assert [sorted({v.rule for v in r.violations}) for r in refused] == [["M2"]]
         assert any("compaction_input" in w for w in result.warnings)
+
+    def test_every_note_is_a_noted_event(self, tmp_path: Path) -> None:
+        """The reader's and the mapping's notes are in the journal, in line order."""
+        with eventstore.open(tmp_path / "agent.db") as journal:
+            result = ingest(journal, FIXTURE)
+            noted = [e for e in journal.session(SESSION).events() if isinstance(e, Noted)]
+        assert [(n.kind, n.line, n.count) for n in noted] == [("compaction_input", 31, 1)]
+        assert [(n.kind, n.line) for n in result.notes] == [("compaction_input", 31)]
 
     def test_ingesting_again_changes_nothing(self, tmp_path: Path) -> None:
         """A second ingest of the same rollout is ``unchanged``."""
