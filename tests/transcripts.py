@@ -35,6 +35,7 @@ BROKEN_CHAIN = DATA / "handmade-broken-chain.jsonl"
 GENERATED = (NOTES, NOTES_2_0, MISSING_PARENT, BROKEN_CHAIN)
 
 REAL_DIR = ROOT.parent / "shared" / "data" / "claude-code"  # other people's: never committed
+REAL_CODEX_DIR = ROOT.parent / "shared" / "data" / "codex"  # a public Codex rollout, likewise
 _REAL = {
     "LONG_SESSION": "258c7280-ae70-4798-800f-63464d01a85d.jsonl",
     "SUMMARIZER_RUN": "258c7280-ae70-4798-800f-63464d01a85d.acompact.jsonl",

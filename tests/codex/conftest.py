@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tests import transcripts
 from tests.codex import cli
 from tests.codex.mock_api import MockApi
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "codex"
 FIXTURE = DATA / f"cli-{cli.VERSION}-compaction.jsonl"
-REAL = cli.ROOT.parent / "shared" / "data" / "codex" / "battle-cities.rollout.jsonl"
+REAL = transcripts.REAL_CODEX_DIR / "battle-cities.rollout.jsonl"
 
 
 @pytest.fixture(name="cli_binary", scope="session")
