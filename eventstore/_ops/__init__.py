@@ -11,6 +11,7 @@ from eventstore._ops._audit import (
     clean_spills,
     verify,
 )
+from eventstore._ops._evidence import RESOLVED, Carried, carried_by, resolved_later
 from eventstore._ops._import import Import, created_journal
 from eventstore._ops._reviews import Review, Reviewer, ReviewLine, review, reviewers
 from eventstore._ops._ship import ship
@@ -18,7 +19,9 @@ from eventstore._ops._transfer import export_lines, read_sessions
 from eventstore._ops._witness import SessionHead, check_witness, heads, read_witness
 
 __all__ = [
+    "RESOLVED",
     "AuditReport",
+    "Carried",
     "EvictedObligation",
     "Finding",
     "Import",
@@ -28,6 +31,7 @@ __all__ = [
     "SessionAudit",
     "SessionHead",
     "audit",
+    "carried_by",
     "check_witness",
     "clean_spills",
     "created_journal",
@@ -35,6 +39,7 @@ __all__ = [
     "heads",
     "read_sessions",
     "read_witness",
+    "resolved_later",
     "review",
     "reviewers",
     "ship",

@@ -16,9 +16,9 @@ import re
 
 import attrs
 
+from eventstore._ops import RESOLVED
 from reducers import ItemDisposed
 
-RESOLVED = "resolved later"
 QUOTE_CHARS = 300
 WHAT_CHARS = 100
 _EXIT = re.compile(r"^(?:Exit code -?\d+|Error|<tool_use_error>)$", re.IGNORECASE)
@@ -76,8 +76,3 @@ class Attempts:
             ItemDisposed(key=key, disposition="superseded", reason=reason)
             for key in self.open.pop(subject, [])
         ]
-
-
-def resolved_later(disposition: str, reason: str) -> bool:
-    """Whether a negative fact is an attempt a later success resolved."""
-    return disposition == "superseded" and reason.startswith(RESOLVED)

@@ -25,9 +25,9 @@ from pathlib import Path
 import attrs
 
 from eventstore._journal import Journal
+from eventstore._ops import carried_by
 from eventstore._session import Session
 from eventstore.claude_code import _transcript as cc
-from eventstore.claude_code._evidence import carried_by
 from eventstore.claude_code._plan import Plan, Step, build_plan, estimate
 from eventstore.claude_code._review import CompactionReview, review_session
 from invariants import MarkerInvalid, UnrecoverableCompactionError

@@ -14,8 +14,7 @@ from collections.abc import Iterable, Iterator
 import attrs
 
 from eventstore._journal import Journal
-from eventstore._ops import ReviewLine
-from eventstore.claude_code._attempts import resolved_later
+from eventstore._ops import ReviewLine, resolved_later
 from invariants import carries_call
 from reducers import (
     Compacted,

@@ -23,8 +23,8 @@ from pathlib import Path
 import attrs
 
 from eventstore._journal import Journal
+from eventstore._ops import carried_by
 from eventstore._session import Session
-from eventstore.codex._evidence import carried_by
 from eventstore.codex._plan import Boundary, Mapped, Step, Turn, build_plan, estimate
 from eventstore.codex._review import CompactionReview, review_session
 from eventstore.codex._rollout import read

@@ -15,8 +15,7 @@ from collections.abc import Iterable, Iterator
 import attrs
 
 from eventstore._journal import Journal
-from eventstore._ops import ReviewLine
-from eventstore.codex._evidence import Carried, carried_by
+from eventstore._ops import Carried, ReviewLine, carried_by
 from reducers import (
     Compacted,
     CompactionRefused,

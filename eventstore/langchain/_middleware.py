@@ -24,9 +24,9 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
 from eventstore._journal import Journal
+from eventstore._ops import carried_by
 from eventstore._session import Session
 from eventstore.langchain import _obligations as ob
-from eventstore.langchain._evidence import carried_by
 from eventstore.langchain._messages import entry, is_summary
 from invariants import MarkerInvalid, UnrecoverableCompactionError
 from reducers import CallOpened, Event, SessionConfig, TurnAppended

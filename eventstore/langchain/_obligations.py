@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from eventstore.langchain._evidence import Carried
+from eventstore._ops import Carried
 from invariants import Violation
 from reducers import NegativeFact, OpenCall, PendingConstraint, SessionState
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import attrs
 
 import eventstore
-from eventstore.claude_code._evidence import carried_by
+from eventstore._ops import carried_by
 from eventstore.claude_code._review import CompactionReview
 from reducers import SessionState
 from tests import transcripts

@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("langchain", reason="the langchain extra is not installed")
 
+from eventstore._ops import carried_by
 from eventstore.langchain import owed, retell_block
-from eventstore.langchain._evidence import carried_by
 from eventstore.langchain._obligations import hints, not_carried
 from reducers import (
     CallOpened,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eventstore.claude_code._evidence import fact_kept, rule_kept, sentences_of
+from eventstore._ops._evidence import fact_kept, rule_kept, sentences_of
 from tests.claude_code import corpus
 
 

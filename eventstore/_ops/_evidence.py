@@ -1,5 +1,8 @@
 """The evidence matcher: does a compaction summary state an obligation in substance? Pure.
 
+Every integration that reads someone else's sessions (Claude Code, Codex, LangChain)
+judges summaries with it, so their reviews agree on what "evidenced" means.
+
 A summary is free text, so what it carries is judged from its words, read across the
 whole summary (not one line), sentence by sentence. Words are lower-cased, split on
 anything but letters, digits and ``_ . / -``, cut to their first five characters
@@ -33,9 +36,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from eventstore.claude_code._attempts import resolved_later
 from reducers import SessionState
 
+RESOLVED = "resolved later"  # the reason of an attempt a later success resolved
 STEM = 5
 RULE_SHARE = 0.6
 ERROR_SHARE = 0.5
@@ -99,6 +102,11 @@ def carried_by(state: SessionState, summary: str) -> Carried:
             or fact_kept(sentences, k, d.disposition, d.reason)
         },
     )
+
+
+def resolved_later(disposition: str, reason: str) -> bool:
+    """Whether a negative fact is an attempt a later success resolved."""
+    return disposition == "superseded" and reason.startswith(RESOLVED)
 
 
 def sentences_of(summary: str) -> list[frozenset[str]]:
