@@ -297,7 +297,7 @@ class Spilled:
 
     def __attrs_post_init__(self) -> None:
         _ordered("lo", "hi", strict=False)(self)
-        if len(self.sha256) != 64 or not all(c in "0123456789abcdef" for c in self.sha256):
+        if not _is_sha256(self.sha256):
             raise InvalidEvent(f"sha256: must be 64 lowercase hex digits (got {self.sha256!r})")
 
 
@@ -428,6 +428,47 @@ class Noted:
     count: int = attrs.field(default=1, validator=_count)
 
 
+def _to_digests(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise InvalidEvent(f"constraints: expected a mapping, got {type(value).__name__}")
+    out = {}
+    for key in sorted(value, key=str):
+        if text_problem(key, empty=False):
+            raise InvalidEvent(f"constraints: keys must be non-empty strings (got {key!r})")
+        if not _is_sha256(value[key]):
+            raise InvalidEvent(f"constraints[{key!r}]: must be 64 lowercase hex digits")
+        out[key] = value[key]
+    return out
+
+
+def _is_sha256(value: object) -> bool:
+    return (
+        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    )
+
+
+@attrs.frozen(kw_only=True)
+class Retold:
+    """Turn ``index`` (a ``system`` turn, appended just before) re-tells obligations the
+    working context owed: constraints by the digest of their key and text
+    (``reducers.constraint_digest``), negative facts with their disposition, open calls
+    by id. ``max_chars`` is the limit the block was written to and ``cut`` how many owed
+    obligations it left out."""
+
+    index: int = attrs.field(validator=_count)
+    constraints: dict[str, str] = attrs.field(factory=dict, converter=_to_digests)
+    dispositions: dict[str, str] = attrs.field(factory=dict, converter=_to_dispositions)
+    calls: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple, validator=_names)
+    max_chars: int | None = attrs.field(default=None, validator=_optional_count)
+    cut: int = attrs.field(default=0, validator=_count)
+
+    def __attrs_post_init__(self) -> None:
+        if not (self.constraints or self.dispositions or self.calls):
+            raise InvalidEvent("Retold: a re-tell states at least one obligation")
+        if len(set(self.calls)) != len(self.calls):
+            raise InvalidEvent(f"calls: each call is re-told once (got {list(self.calls)!r})")
+
+
 Event: TypeAlias = (
     SessionStarted
     | TurnAppended
@@ -448,6 +489,7 @@ Event: TypeAlias = (
     | TurnRetracted
     | ContextCleared
     | Noted
+    | Retold
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {
@@ -472,6 +514,7 @@ EVENT_TYPES: Final[dict[str, type[Event]]] = {
         TurnRetracted,
         ContextCleared,
         Noted,
+        Retold,
     )
 }
 

@@ -26,6 +26,7 @@ from reducers._events import (
     ConstraintStated,
     ContextCleared,
     Event,
+    Retold,
     ItemDisposed,
     MarkerEmitted,
     MarkerInvalidated,
@@ -39,6 +40,7 @@ from reducers._events import (
     TurnAppended,
     TurnRetracted,
 )
+from reducers._claims import required_at_commit, restated, stale_at_commit
 from reducers._ledger import Ledger, LedgerWriter
 from reducers._pmap import PMapWriter
 from reducers._state import (
@@ -50,6 +52,7 @@ from reducers._state import (
     SessionState,
     Span,
     Spill,
+    Told,
     Truncation,
     last_position,
     merge_spans,
@@ -72,7 +75,8 @@ _set_open_calls = _SET["open_calls"]
 _set_constraints = _SET["constraints"]
 _set_dispositions = _SET["dispositions"]
 _set_withdrawn = _SET["withdrawn"]
-if len(_SET) != 15:  # pragma: no cover - a new field must be copied by _state_of too
+_set_retold = _SET["retold"]
+if len(_SET) != 16:  # pragma: no cover - a new field must be copied by _state_of too
     raise ImportError("SessionState's fields changed: update reducers._fold._state_of")
 _new = object.__new__
 
@@ -96,6 +100,7 @@ def _state_of(src: Any) -> SessionState:
     _set_constraints(state, src.constraints)
     _set_dispositions(state, src.dispositions)
     _set_withdrawn(state, src.withdrawn)
+    _set_retold(state, src.retold)
     return state
 
 
@@ -117,6 +122,7 @@ class _Acc:
     constraints: Mapping[str, PendingConstraint]
     dispositions: Mapping[str, NegativeFact]
     withdrawn: tuple[Span, ...]
+    retold: Mapping[str, Told]
 
     def __init__(self, state: SessionState) -> None:
         for name in _FIELDS:
@@ -191,7 +197,11 @@ def _turn_appended(acc: _Acc, e: TurnAppended) -> None:
 
 def _call_opened(acc: _Acc, e: CallOpened) -> None:
     acc.mut("open_calls")[e.call_id] = OpenCall(
-        call_id=e.call_id, kind=e.kind, name=e.name, position=acc.last_position
+        call_id=e.call_id,
+        kind=e.kind,
+        name=e.name,
+        position=acc.last_position,
+        version=acc.version + 1,
     )
     if e.call_id not in acc.call_ids:
         acc.grow("call_ids", e.call_id)
@@ -199,21 +209,39 @@ def _call_opened(acc: _Acc, e: CallOpened) -> None:
 
 def _call_resolved(acc: _Acc, e: CallResolved) -> None:
     acc.mut("open_calls").pop(e.call_id, None)
+    _forget_told(acc, "open_call", e.call_id)
 
 
 def _constraint_stated(acc: _Acc, e: ConstraintStated) -> None:
+    changed = restated(acc.nodes.values(), e.key, acc.constraints.get(e.key), e.text)
+    if changed:
+        nodes = acc.mut("nodes")
+        for node in changed:
+            nodes[node.node_id] = node
     acc.mut("constraints")[e.key] = PendingConstraint(
-        key=e.key, text=e.text, position=acc.last_position
+        key=e.key, text=e.text, position=acc.last_position, version=acc.version + 1
     )
 
 
 def _constraint_lifted(acc: _Acc, e: ConstraintLifted) -> None:
     acc.mut("constraints").pop(e.key, None)
+    _forget_told(acc, "constraint", e.key)
+
+
+def _forget_told(acc: _Acc, kind: str, key: str) -> None:
+    """A resolved call or a lifted constraint is no longer owed: its re-tell is history."""
+    slot = Told.slot(kind, key)
+    if slot in acc.retold:
+        acc.mut("retold").pop(slot)
 
 
 def _item_disposed(acc: _Acc, e: ItemDisposed) -> None:
     acc.mut("dispositions")[e.key] = NegativeFact(
-        key=e.key, disposition=e.disposition, reason=e.reason, position=acc.last_position
+        key=e.key,
+        disposition=e.disposition,
+        reason=e.reason,
+        position=acc.last_position,
+        version=acc.version + 1,
     )
 
 
@@ -239,25 +267,6 @@ def _checkpointed(acc: _Acc, e: Checkpointed) -> None:
     acc.grow("checkpoints", e.at)
 
 
-def required_at_commit(
-    open_calls: Iterable[OpenCall],
-    constraints: Iterable[PendingConstraint],
-    dispositions: Iterable[NegativeFact],
-    covers_lo: int,
-    covers_hi: int,
-) -> dict[str, Any]:
-    """What a node committed now over ``[covers_lo, covers_hi)`` must carry (M1, M2)."""
-    return {
-        "required_calls": tuple(sorted(c.call_id for c in open_calls if c.position < covers_hi)),
-        "required_constraints": tuple(sorted(c.key for c in constraints if c.position < covers_hi)),
-        "required_dispositions": {
-            d.key: d.disposition
-            for d in sorted(dispositions, key=lambda d: d.key)
-            if covers_lo <= d.position < covers_hi
-        },
-    }
-
-
 def _compacted(acc: _Acc, e: Compacted) -> None:
     nodes = acc.mut("nodes")
     required = required_at_commit(
@@ -271,7 +280,12 @@ def _compacted(acc: _Acc, e: Compacted) -> None:
         if old in nodes:
             nodes[old] = attrs.evolve(nodes[old], live=False, replaced_by=e.node_id)
     fields = attrs.asdict(e, recurse=False)
-    nodes[e.node_id] = Node(**fields, **required, version=acc.version + 1)
+    nodes[e.node_id] = Node(
+        **fields,
+        **required,
+        version=acc.version + 1,
+        stale_constraints=stale_at_commit(e.constraints, acc.constraints),
+    )
 
 
 def _marker_emitted(acc: _Acc, e: MarkerEmitted) -> None:
@@ -322,6 +336,21 @@ def _context_cleared(acc: _Acc, e: ContextCleared) -> None:
             nodes[k] = attrs.evolve(nodes[k], live=False)
 
 
+def _retold(acc: _Acc, e: Retold) -> None:
+    """The re-tell turn states each obligation; the latest re-tell of one replaces any
+    earlier (an obligation is re-told only while nothing in the context holds it)."""
+    retold, version = acc.mut("retold"), acc.version + 1
+    told = [
+        *(("constraint", k, digest) for k, digest in e.constraints.items()),
+        *(("negative_fact", k, d) for k, d in e.dispositions.items()),
+        *(("open_call", k, "") for k in e.calls),
+    ]
+    for kind, key, stated in told:
+        retold[Told.slot(kind, key)] = Told(
+            kind=kind, key=key, turn=e.index, stated=stated, version=version
+        )
+
+
 def _no_state_change(acc: _Acc, e: CompactionRefused | Resumed | Noted) -> None:
     """Refusals, resumes and notes are audit records: they change no tier state."""
 
@@ -346,6 +375,7 @@ _HANDLERS: dict[type[Any], Callable[[_Acc, Any], None]] = {
     TurnRetracted: _turn_retracted,
     ContextCleared: _context_cleared,
     Noted: _no_state_change,
+    Retold: _retold,
 }
 
 

@@ -1,4 +1,10 @@
-"""Reduced session state: frozen values, positions in the session's unit, sha256."""
+"""Reduced session state: frozen values, positions in the session's unit, sha256.
+
+``sha256`` hashes ``to_json``, whose meaning is kept from 0.1: a field added later
+shows only when it holds something, and an obligation's ``version`` (where it was
+raised, for ``invariants.owed``) is bookkeeping the hash leaves out, so a journal
+written before hashes exactly as it did.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ class OpenCall:
     kind: str
     name: str
     position: int
+    version: int = 0  # the CallOpened's (0: not known); not hashed
 
 
 @attrs.frozen(kw_only=True)
@@ -36,6 +43,12 @@ class PendingConstraint:
     key: str
     text: str
     position: int
+    version: int = 0  # the ConstraintStated's (0: not known); not hashed
+
+    @property
+    def digest(self) -> str:
+        """The digest a node's or a re-tell's claim to carry it must match."""
+        return constraint_digest(self.key, self.text)
 
 
 @attrs.frozen(kw_only=True)
@@ -46,6 +59,7 @@ class NegativeFact:
     disposition: str
     reason: str
     position: int
+    version: int = 0  # the ItemDisposed's (0: not known); not hashed
 
 
 @attrs.frozen(kw_only=True)
@@ -94,6 +108,30 @@ class Node:
     required_calls: tuple[str, ...] = ()
     required_constraints: tuple[str, ...] = ()
     required_dispositions: Mapping[str, str] = attrs.field(factory=dict)
+    # keys in ``constraints`` whose live text the node does not carry -> the digest of
+    # the text it did see ("" for none): listed while not pending, or restated since
+    stale_constraints: Mapping[str, str] = attrs.field(factory=dict)
+
+    def carries_constraint(self, key: str) -> bool:
+        """Whether the node carries the pending constraint ``key`` with its live text."""
+        return key in self.constraints and key not in self.stale_constraints
+
+
+@attrs.frozen(kw_only=True)
+class Told:
+    """A live obligation a re-tell turn states, and what it stated: a constraint's
+    digest, a negative fact's disposition, nothing for an open call."""
+
+    kind: str  # "constraint", "negative_fact" or "open_call"
+    key: str
+    turn: int
+    stated: str
+    version: int
+
+    @staticmethod
+    def slot(kind: str, key: str) -> str:
+        """The key of ``SessionState.retold`` for an obligation."""
+        return f"{kind}:{key}"
 
 
 @attrs.frozen(kw_only=True)
@@ -108,6 +146,11 @@ class Marker:
     valid: bool = True
     invalidated_rule: str | None = None
     invalidated_reason: str | None = None
+
+
+def constraint_digest(key: str, text: str) -> str:
+    """sha256 of a constraint's key and text: a claim to carry it names this text."""
+    return hashlib.sha256(canonical_bytes([key, text])).hexdigest()
 
 
 def merge_spans(spans: Iterable[Span]) -> tuple[Span, ...]:
@@ -179,6 +222,8 @@ class SessionState:
     # turn-index spans the runtime took out of its working context (TurnRetracted,
     # ContextCleared); merged, and empty in every session that never used those events
     withdrawn: tuple[Span, ...] = ()
+    # the obligations re-told (Retold) and still live, by Told.slot: the latest turn each
+    retold: Mapping[str, Told] = attrs.field(factory=lambda: MappingProxyType({}))
 
     # -- positions -------------------------------------------------------------------
     @property
@@ -324,17 +369,19 @@ class SessionState:
             "occupancy": self.occupancy,
             "depth": self.depth,
             "tail_start": self.tail_start,
-            "nodes": {k: _plain(v) for k, v in sorted(self.nodes.items())},
+            "nodes": {k: _node(v) for k, v in sorted(self.nodes.items())},
             "markers": {k: _plain(v) for k, v in sorted(self.markers.items())},
-            "open_calls": {k: _plain(v) for k, v in sorted(self.open_calls.items())},
-            "constraints": {k: _plain(v) for k, v in sorted(self.constraints.items())},
-            "dispositions": {k: _plain(v) for k, v in sorted(self.dispositions.items())},
+            "open_calls": {k: _obligation(v) for k, v in sorted(self.open_calls.items())},
+            "constraints": {k: _obligation(v) for k, v in sorted(self.constraints.items())},
+            "dispositions": {k: _obligation(v) for k, v in sorted(self.dispositions.items())},
             "truncations": [_plain(t) for t in self.truncations],
             "spills": [_plain(s) for s in self.spills],
             "checkpoints": list(self.checkpoints),
         }
         if self.withdrawn:
             out["withdrawn"] = [list(span) for span in self.withdrawn]
+        if self.retold:
+            out["retold"] = {k: _plain(v) for k, v in sorted(self.retold.items())}
         return out
 
     @cached_property
@@ -345,6 +392,19 @@ class SessionState:
 
 def _plain(value: Any) -> dict[str, Any]:
     return attrs.asdict(value, value_serializer=_serialize)
+
+
+def _node(node: Node) -> dict[str, Any]:
+    out = _plain(node)
+    if not node.stale_constraints:  # added after 0.1: shown only when it holds something
+        del out["stale_constraints"]
+    return out
+
+
+def _obligation(value: OpenCall | PendingConstraint | NegativeFact) -> dict[str, Any]:
+    out = _plain(value)
+    del out["version"]  # bookkeeping, not hashed (see the module's docstring)
+    return out
 
 
 def _serialize(_: Any, __: Any, value: Any) -> Any:

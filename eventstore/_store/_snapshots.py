@@ -14,8 +14,10 @@ Nothing read back is trusted unchecked. A reopen uses a snapshot only when
 
 Otherwise the session is replayed from its log, the problem is logged on the
 ``tierlog`` logger, and ``verify`` reports it. Snapshots written by tierlog 0.1 record
-no event hash: a reopen replays instead of trusting one (and its next commit writes
-a chained snapshot); ``verify`` still checks its hash and compares it with the replay.
+no event hash, and those written before ``FORMAT`` 2 no obligation's version (which
+the state hash leaves out): a reopen replays instead of trusting either (and its next
+commit writes a current snapshot); ``verify`` still checks its hash and compares it
+with the replay.
 """
 
 from __future__ import annotations
@@ -44,12 +46,14 @@ from reducers import (
     SessionConfig,
     SessionState,
     Spill,
+    Told,
     Truncation,
     canonical_json,
     merge_spans,
 )
 
 T = TypeVar("T")
+FORMAT = 2  # 2: obligations hold the version they were raised at; re-tells are kept
 SNAPSHOT_EVERY = 1000  # events between two snapshots of a session
 CHUNK = 65_536
 INT_LEDGERS = ("tok_starts", "turn_versions", "checkpoints")
@@ -61,6 +65,7 @@ _MAPPINGS: dict[str, type[Any]] = {
     "open_calls": OpenCall,
     "constraints": PendingConstraint,
     "dispositions": NegativeFact,
+    "retold": Told,
 }
 _conv = cattrs.Converter()
 # What decoding bytes of the wrong shape can raise; all of it means "not a snapshot".
@@ -94,6 +99,7 @@ def encode(
 ) -> tuple[bytes, list[Chunk]]:
     """The header and the ledger chunks that changed since lengths ``since``."""
     head: dict[str, Any] = {
+        "format": FORMAT,
         "version": state.version,
         "head_hash": head_hash,
         "config": None if state.config is None else attrs.asdict(state.config),
@@ -112,7 +118,7 @@ def encode(
 
 def decode(header: bytes, chunks: Mapping[str, Sequence[bytes]]) -> tuple[SessionState, str | None]:
     """The state saved as ``header`` plus each ledger's chunks (in order), and the
-    event hash it recorded (``None`` for a 0.1 snapshot).
+    event hash it recorded (``None`` for a 0.1 snapshot or one of an older format).
 
     Raises :class:`SnapshotError` for bytes of any other shape.
     """
@@ -133,7 +139,9 @@ def _decode(
         name: _decode_ledger(name, chunks.get(name, ()), lengths[name]) for name in LEDGERS
     }
     config = head["config"]
-    fields: dict[str, Any] = {name: _load(head[name], cls) for name, cls in _MAPPINGS.items()}
+    fields: dict[str, Any] = {
+        name: _load(head.get(name, {}), cls) for name, cls in _MAPPINGS.items()
+    }
     state = SessionState(
         version=_int(head["version"]),
         config=None if config is None else SessionConfig(**config),
@@ -146,6 +154,8 @@ def _decode(
     head_hash = head.get("head_hash")
     if head_hash is not None and not isinstance(head_hash, str):
         raise SnapshotError("head_hash is not a string")
+    if head.get("format") != FORMAT:  # an older format: checked, never trusted
+        return state, None
     return state, head_hash
 
 
@@ -217,8 +227,8 @@ class Checked:
     version: int
     sha256: str  # as recorded beside the snapshot
     state: SessionState | None  # None unless every check passed
-    problem: str | None  # why it is not trusted; None for a trusted or a 0.1 snapshot
-    chained: bool  # False for a 0.1 snapshot (no event hash recorded)
+    problem: str | None  # why it is not trusted; None for a trusted or an older snapshot
+    chained: bool  # False for a 0.1 or older-format snapshot (never trusted)
 
 
 class _Cached(EventLog, ReplayReads, SnapshotStore, Protocol):
@@ -309,5 +319,5 @@ class Snapshots:
         if checked.problem is not None:
             log.warning("snapshot_ignored", problem=checked.problem)
         else:
-            log.info("snapshot_unchained", problem="written by tierlog 0.1: replaying")
+            log.info("snapshot_unchained", problem="of an older format: replaying")
         return SessionState(), None
