@@ -1,13 +1,24 @@
-"""C1-C5: may this compaction replace history? Pure: (state, proposal) -> violations."""
+"""C1-C5: may this compaction replace history? Pure: (state, proposal) -> violations.
+
+The proposal's claims are checked against the ledger too: a call it lists as
+resolved while the log holds it open is refused under M1 (``false_closure``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from invariants._claims import (
+    Carrier,
+    carries_call,
+    carries_constraint,
+    carries_fact,
+    false_closure,
+    falsely_closed,
+)
 from reducers import (
     Compacted,
     InvalidEvent,
-    Node,
     SessionConfig,
     SessionState,
     Violation,
@@ -16,7 +27,8 @@ from reducers import (
 
 
 def check_compaction(state: SessionState, proposal: Compacted) -> list[Violation]:
-    """Every C1-C5 violation of ``proposal`` against ``state`` (empty when safe).
+    """Every C1-C5 violation of ``proposal`` against ``state`` (empty when safe), and
+    its ``false_closure`` (M1) if it lists an open call as resolved.
 
     Spills in ``state`` count as verified: the caller drops those whose file no
     longer matches its sha256 before asking.
@@ -32,6 +44,7 @@ def check_compaction(state: SessionState, proposal: Compacted) -> list[Violation
         found += _evicted_evidence(state, proposal, floor_start)
     found += _seam(proposal)
     found += _evicted_obligations(state, proposal)
+    found += false_closure(state, proposal)
     return found
 
 
@@ -123,26 +136,21 @@ def _evicted_obligations(state: SessionState, p: Compacted) -> list[Violation]:
     ]
 
 
-Carrier = Node | Compacted
-
-
-def carries_call(c: Carrier, call_id: str) -> bool:
-    """Whether a node or proposal lists the call as resolved or explicitly unresolved."""
-    return call_id in c.resolved_ids or call_id in c.unresolved_ids
-
-
 def _uncarried(state: SessionState, p: Compacted) -> Iterator[tuple[str, int, int]]:
     carriers: list[Carrier] = [
         n for n in state.nodes.values() if n.live and n.node_id not in p.replaces
     ]
     carriers.append(p)
     truncated = state.truncated
+    false = set(falsely_closed(p, state.open_calls))  # reported as M1 false_closure
 
     def cut_of(position: int) -> tuple[int, int] | None:
         return next(((lo, hi) for lo, hi in truncated if lo <= position < hi), None)
 
     for call in sorted(state.open_calls.values(), key=lambda c: c.call_id):
         cut = cut_of(call.position)
+        if call.call_id in false:
+            continue
         if cut and not any(carries_call(c, call.call_id) for c in carriers):
             yield (
                 f"open {call.kind} {call.call_id!r} ({call.name}) raised at {call.position} "
@@ -151,7 +159,7 @@ def _uncarried(state: SessionState, p: Compacted) -> Iterator[tuple[str, int, in
             )
     for con in sorted(state.constraints.values(), key=lambda c: c.key):
         cut = cut_of(con.position)
-        if cut and not any(con.key in c.constraints for c in carriers):
+        if cut and not any(carries_constraint(c, con) for c in carriers):
             yield (
                 f"pending constraint {con.key!r} ({con.text!r}) raised at {con.position} "
                 "was truncated and is not in constraints",
@@ -159,7 +167,7 @@ def _uncarried(state: SessionState, p: Compacted) -> Iterator[tuple[str, int, in
             )
     for fact in sorted(state.dispositions.values(), key=lambda d: d.key):
         cut = cut_of(fact.position)
-        if cut and not any(c.dispositions.get(fact.key) == fact.disposition for c in carriers):
+        if cut and not any(carries_fact(c, fact) for c in carriers):
             yield (
                 f"negative fact {fact.key!r} ({fact.disposition}) raised at {fact.position} "
                 f"was truncated and is not in dispositions as {fact.disposition!r}",

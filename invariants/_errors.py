@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reducers import JournalError, Violation
+from reducers import JournalError, Spilled, Violation
 
 
 class _Refusal(JournalError):
@@ -25,10 +25,18 @@ class UnrecoverableCompactionError(_Refusal):
 
 
 class MarkerInvalid(_Refusal):
-    """A marker that fails M1-M3."""
+    """A marker that fails M1-M3; ``spilled`` is the spill of the raw turns holding what
+    its node dropped (``on_unsafe="spill"``), if one was written."""
 
-    def __init__(self, violations: Sequence[Violation], *, marker_id: str = "") -> None:
+    def __init__(
+        self,
+        violations: Sequence[Violation],
+        *,
+        marker_id: str = "",
+        spilled: Spilled | None = None,
+    ) -> None:
         self.marker_id = marker_id
+        self.spilled = spilled
         super().__init__(
             f"marker {marker_id} refused" if marker_id else "marker refused", violations
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 
-from invariants._compaction import carries_call
+from invariants._claims import carries_call, false_closure, falsely_closed
 from invariants._context import Gap, context_gaps, gap_violations
 from reducers import InvalidEvent, MarkerInvalidated, Node, SessionState, Violation
 
@@ -19,6 +19,46 @@ def check_marker(
     every live obligation (see ``context_gaps``).
     """
     return _check(state, node_id, tier_depth, context_gaps(state))
+
+
+def dropped_span(state: SessionState, node_id: str) -> tuple[int, int] | None:
+    """The raw range holding what a marker on ``node_id`` would lack: from the first turn
+    holding an obligation its node dropped (or its digest context lacks) to the end of
+    the last one; ``None`` when no turn holds any (a refusal for M3 alone)."""
+    node = state.nodes.get(node_id)
+    if node is None:
+        raise InvalidEvent(f"unknown node {node_id!r}")
+    positions = [g.position for g in context_gaps(state)]
+    positions += _dropped_positions(state, node)
+    if not positions or not state.turns:
+        return None
+    lo, last = min(positions), max(positions)
+    after = state.turns_at(last)
+    if not len(after):
+        return None
+    stop = after[-1] + 1
+    hi = state.end if stop >= state.turns else state.position_of_turn(stop)
+    return (lo, hi) if lo < hi else None
+
+
+def _dropped_positions(state: SessionState, node: Node) -> list[int]:
+    """Where the live obligations the node's own M1/M2 checks find dropped were raised."""
+    false = falsely_closed(node, state.open_calls)
+    calls = [c for c in node.required_calls if not carries_call(node, c)] + false
+    keys = [
+        *(state.open_calls[c].position for c in calls if c in state.open_calls),
+        *(
+            state.constraints[k].position
+            for k in node.required_constraints
+            if k not in node.constraints and k in state.constraints
+        ),
+        *(
+            state.dispositions[k].position
+            for k, d in node.required_dispositions.items()
+            if node.dispositions.get(k) != d and k in state.dispositions
+        ),
+    ]
+    return keys
 
 
 def invalidations(
@@ -61,21 +101,23 @@ def _check(
     if node is None:
         raise InvalidEvent(f"unknown node {node_id!r}")
     depth = node.tier if tier_depth is None else tier_depth
-    own = [*_closure(node), *_negative_facts(node)]
-    reported = frozenset(_missing(node)) if own else frozenset()
+    own = [*false_closure(state, node), *_closure(state, node), *_negative_facts(node)]
+    reported = frozenset(_missing(state, node)) if own else frozenset()
     context = gap_violations(gaps, skip=reported)
     return [*own, *context, *_depth(state, node, depth)]
 
 
-def _missing(node: Node) -> Iterator[str]:
+def _missing(state: SessionState, node: Node) -> Iterator[str]:
     """The keys the node's own M1/M2 checks already report as not carried."""
     yield from (c for c in node.required_calls if not carries_call(node, c))
+    yield from falsely_closed(node, state.open_calls)
     yield from (k for k in node.required_constraints if k not in node.constraints)
     yield from (k for k, d in node.required_dispositions.items() if node.dispositions.get(k) != d)
 
 
-def _closure(node: Node) -> list[Violation]:
-    calls = [c for c in node.required_calls if not carries_call(node, c)]
+def _closure(state: SessionState, node: Node) -> list[Violation]:
+    false = set(falsely_closed(node, state.open_calls))  # reported as false_closure
+    calls = [c for c in node.required_calls if not carries_call(node, c) and c not in false]
     constraints = [k for k in node.required_constraints if k not in node.constraints]
     if not calls and not constraints:
         return []

@@ -26,6 +26,7 @@ from reducers import (
     MarkerRefused,
     Noted,
     Resumed,
+    Retold,
     SessionStarted,
     SessionState,
     Spilled,
@@ -160,6 +161,28 @@ def _noted(state: SessionState, e: Noted) -> None:
         raise InvalidEvent(f"a note concerns at least one item (got count {e.count})")
 
 
+def _retold(state: SessionState, e: Retold) -> None:
+    """A re-tell follows its own turn and states live obligations as they are now."""
+    if not state.turns or e.index != state.turns - 1 or state.turn_versions[e.index] != state.version:
+        raise InvalidEvent(f"Retold: turn {e.index} is not the turn appended just before it")
+    wrong = [
+        *(f"constraint {k!r}" for k, d in e.constraints.items() if _digest(state, k) != d),
+        *(
+            f"negative fact {k!r}"
+            for k, d in e.dispositions.items()
+            if k not in state.dispositions or state.dispositions[k].disposition != d
+        ),
+        *(f"call {k!r}" for k in e.calls if k not in state.open_calls),
+    ]
+    if wrong:
+        raise InvalidEvent(f"Retold: {', '.join(wrong)} not live as re-told")
+
+
+def _digest(state: SessionState, key: str) -> str | None:
+    con = state.constraints.get(key)
+    return con.digest if con is not None else None
+
+
 _RULES: dict[type[Any], Callable[[SessionState, Any], None]] = {
     TurnAppended: _turn,
     CallOpened: _call_opened,
@@ -177,4 +200,5 @@ _RULES: dict[type[Any], Callable[[SessionState, Any], None]] = {
     TurnRetracted: _retracted,
     ContextCleared: _cleared,
     Noted: _noted,
+    Retold: _retold,
 }

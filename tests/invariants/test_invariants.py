@@ -101,7 +101,7 @@ class TestCompaction:
         [
             (r.ConstraintStated(key="no-etc", text="never /etc"), {"constraints": ["no-etc"]}),
             (r.CallOpened(call_id="c1", kind="tool_call", name="ls"), {"unresolved_ids": ["c1"]}),
-            (r.CallOpened(call_id="c1", kind="subprocess", name="ls"), {"resolved_ids": ["c1"]}),
+            (r.CallOpened(call_id="c1", kind="subprocess", name="ls"), {"unresolved_ids": ["c1"]}),
             (
                 r.ItemDisposed(key="plan-a", disposition="rejected", reason="user"),
                 {"dispositions": {"plan-a": "rejected"}},
