@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from eventstore._values import Context, Turn
+from eventstore._values import Context, Retelling, Turn
 from reducers import Compacted, Event, Marker, Node, SessionState, Spill
 
 R = TypeVar("R")
@@ -110,6 +110,15 @@ class Compact(Command[Node | None]):
         fields = attrs.asdict(proposal, recurse=False)
         del fields["node_id"]
         return cls(**fields, require_marker=require_marker)
+
+
+@attrs.frozen(kw_only=True)
+class Retell(Command[Retelling | None]):
+    """Append one ``system`` turn re-telling what the working context owes, at most
+    ``max_chars`` characters (``tokens``: its size, estimated when ``None``)."""
+
+    max_chars: int | None = None
+    tokens: int | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 
@@ -25,10 +25,13 @@ from eventstore._commands import (
     Extend,
     Record,
     Resume,
+    Retell,
     WriteSpill,
 )
+from eventstore._decision import Decision
 from eventstore._effects import Effects
 from eventstore._files import render_digest, render_turns
+from eventstore._retell import retell
 from eventstore._values import Context, Turn
 from invariants import (
     MarkerInvalid,
@@ -37,6 +40,7 @@ from invariants import (
     check_marker,
     check_range,
     check_turn,
+    dropped_span,
     floor,
     invalidations,
     validate,
@@ -52,11 +56,11 @@ from reducers import (
     Event,
     InvalidEvent,
     ItemDisposed,
-    JournalError,
     Ledger,
     MarkerEmitted,
     MarkerRefused,
     SessionState,
+    Spilled,
     Truncated,
     TurnAppended,
     TurnRetracted,
@@ -67,17 +71,6 @@ from reducers import (
 )
 
 R = TypeVar("R")
-
-
-@attrs.frozen(kw_only=True)
-class Decision(Generic[R]):
-    """The events to commit, the state after them, the command's result, and the error
-    to raise once they are committed (a refusal is recorded, then raised)."""
-
-    events: tuple[Event, ...]
-    state: SessionState
-    result: R
-    error: JournalError | None = None
 
 
 def decide(command: Command[R], state: SessionState, effects: Effects) -> Decision[R]:
@@ -272,18 +265,21 @@ def _compact(command: Compact, state: SessionState, effects: Effects) -> Decisio
 def marker_gate(state: SessionState, proposal: Compacted) -> list[Violation]:
     """The M rules a marker on ``proposal``'s node would break right after it commits.
 
-    M3 is left out: a new node is live, and its tier is the runtime's choice. A runtime
-    that replaces its history with the summary (the OpenAI Agents session) proposes
-    with this gate, so a summary that drops an open call or a negative fact is refused
+    M3 is left out: a new node is live, and its tier is the runtime's choice; so is a
+    ``false_closure``, which ``check_compaction`` reports already. A runtime that
+    replaces its history with the summary (the OpenAI Agents session) proposes with
+    this gate, so a summary that drops an open call or a negative fact is refused
     before anything it replaces leaves the context.
     """
-    return [v for v in check_marker(apply(state, proposal), proposal.node_id) if v.rule != "M3"]
+    found = check_marker(apply(state, proposal), proposal.node_id)
+    return [v for v in found if v.rule != "M3" and v.name != "false_closure"]
 
 
 def was_gated(recorded: Event) -> bool:
-    """Whether a recorded compaction refusal came from the marker gate (an M rule)."""
+    """Whether a recorded compaction refusal came from the marker gate (an M rule other
+    than ``false_closure``, which every compaction checks)."""
     return isinstance(recorded, CompactionRefused) and any(
-        v.rule.startswith("M") for v in recorded.violations
+        v.rule.startswith("M") and v.name != "false_closure" for v in recorded.violations
     )
 
 
@@ -322,8 +318,9 @@ def marker_id_for(state: SessionState) -> str:
     return f"m{state.version + 1}"
 
 
-def _emit_marker(command: EmitMarker, state: SessionState, _: Effects) -> Decision[Any]:
-    """Emit a marker on the node, or record its refusal (M1-M3)."""
+def _emit_marker(command: EmitMarker, state: SessionState, effects: Effects) -> Decision[Any]:
+    """Emit a marker on the node, or record its refusal (M1-M3), after a spill of what
+    its node dropped when the session spills on unsafe."""
     node = state.nodes.get(command.node_id)
     if node is None:
         raise InvalidEvent(
@@ -342,12 +339,23 @@ def _emit_marker(command: EmitMarker, state: SessionState, _: Effects) -> Decisi
         after = apply(state, emitted)
         return Decision(events=(emitted,), state=after, result=after.markers[marker_id])
     refused = MarkerRefused(marker_id=marker_id, node_id=node.node_id, violations=found)
+    spilled = _refusal_spill(state, node.node_id, effects)
+    events = (refused,) if spilled is None else (spilled, refused)
     return Decision(
-        events=(refused,),
-        state=apply(state, refused),
+        events=events,
+        state=fold(events, state),
         result=None,
-        error=MarkerInvalid(found, marker_id=marker_id),
+        error=MarkerInvalid(found, marker_id=marker_id, spilled=spilled),
     )
+
+
+def _refusal_spill(state: SessionState, node_id: str, effects: Effects) -> Spilled | None:
+    """With ``on_unsafe="spill"``, a spill of the raw turns holding what the refused
+    marker's node dropped (``invariants.dropped_span``); none for M3 alone."""
+    if state.config is None or state.config.on_unsafe != "spill":
+        return None
+    span = dropped_span(state, node_id)
+    return None if span is None else effects.write_spill(state, *span)
 
 
 def _resume(command: Resume, state: SessionState, effects: Effects) -> Decision[Context]:
@@ -446,4 +454,5 @@ _DECIDERS: dict[type[Any], Callable[[Any, SessionState, Effects], Decision[Any]]
     Compact: _compact,
     EmitMarker: _emit_marker,
     Resume: _resume,
+    Retell: retell,
 }

@@ -116,6 +116,10 @@ class SessionEffects:
         return self.spills.read(spill)
 
 
+class SpillNotRecorded(InvalidEvent):
+    """A decision re-derived by ``verify`` spills here, and the log recorded no spill."""
+
+
 class RecordedSpills:
     """``verify``'s effects: turns and checks as usual, but a spill due is the one
     recorded in the log, and nothing is written."""
@@ -134,7 +138,7 @@ class RecordedSpills:
         """The recorded spill of ``[lo, hi)``; InvalidEvent if the log has none here."""
         spill = self._recorded
         if spill is None or (spill.lo, spill.hi) != (lo, hi):
-            raise InvalidEvent(f"a spill of [{lo}, {hi}) is due here but none was recorded")
+            raise SpillNotRecorded(f"a spill of [{lo}, {hi}) is due here but none was recorded")
         return spill
 
     def spill_problem(self, spill: Spill | Spilled) -> str | None:

@@ -25,13 +25,15 @@ from eventstore._commands import (
     Extend,
     Record,
     Resume,
+    Retell,
     WriteSpill,
 )
 from eventstore._decide import Decision, decide
 from eventstore._effects import Effects
 from eventstore._errors import IntegrityError
 from eventstore._store import Recorder, Snapshots, expect_version, from_rows
-from eventstore._values import Context, Turn
+from eventstore._values import Context, Retelling, Turn
+from invariants import Owed, owed
 from reducers import (
     CallOpened,
     CallResolved,
@@ -142,6 +144,12 @@ class Session:
                 raise InvalidEvent(f"session {self.id!r} recorded no spill {spill!r}")
             spill = found
         return self.effects.read_spill(spill)
+
+    def owed(self) -> tuple[Owed, ...]:
+        """The live obligations the working context (live summaries plus resident turns)
+        does not evidence now, most needed first: pending constraints, rejected or
+        failed approaches, open calls, superseded approaches (``invariants.owed``)."""
+        return owed(self.state)
 
     def _catch_up(self, head: int) -> SessionState:
         state = self._state
@@ -320,6 +328,31 @@ class Session:
         marker = self._do(EmitMarker(node_id=require_name("node_id", node_id)), expected_version)
         assert marker is not None  # a refusal was raised by _do
         return marker
+
+    def retell(
+        self,
+        max_chars: int | None = None,
+        *,
+        tokens: int | None = None,
+        dry_run: bool = False,
+        expected_version: int | None = None,
+    ) -> Retelling | None:
+        """Append one ``system`` turn stating what the working context owes, one line each
+        (at most ``max_chars`` characters: what does not fit stays owed, and the result's
+        ``still_owed`` says so), recorded with a ``Retold`` event naming what it states.
+
+        ``tokens`` is the turn's size (one per 4 UTF-8 bytes when ``None``). Nothing is
+        appended, and ``None`` returned, when nothing is owed; InvalidEvent when
+        ``max_chars`` cannot hold the first owed line. ``dry_run`` decides on the
+        current state and writes nothing (the turn that would be appended).
+        """
+        command = Retell(
+            max_chars=None if max_chars is None else require_count("max_chars", max_chars),
+            tokens=None if tokens is None else require_count("tokens", tokens),
+        )
+        if dry_run:
+            return decide(command, self.state, self.effects).result
+        return self._do(command, expected_version)
 
     def resume(self, marker_id: str, *, expected_version: int | None = None) -> Context:
         """The digest context if the marker holds, else the raw checkpoint: never a patch."""

@@ -1,9 +1,10 @@
-"""Values the Session hands back: a turn as appended, a resume context."""
+"""Values the Session hands back: a turn as appended, a re-tell, a resume context."""
 
 from __future__ import annotations
 
 import attrs
 
+from invariants import Owed
 from reducers import Resumed
 
 
@@ -16,6 +17,15 @@ class Turn:
     content: str
     tokens: int
     tok_start: int
+
+
+@attrs.frozen(kw_only=True)
+class Retelling(Turn):
+    """The re-tell turn as appended, what it states (``told``) and what did not fit in
+    its ``max_chars`` and stays owed (``still_owed``)."""
+
+    told: tuple[Owed, ...]
+    still_owed: tuple[Owed, ...]
 
 
 @attrs.frozen(kw_only=True)

@@ -153,7 +153,7 @@ def _proposal(event: Event) -> Compacted | None:
 
 def _references(group: list[Event]) -> list[str]:
     """The node and marker ids ``group``'s command needs to exist."""
-    head = group[-1] if isinstance(group[-1], CompactionRefused) else group[0]
+    head = group[-1] if isinstance(group[-1], (CompactionRefused, MarkerRefused)) else group[0]
     proposal = _proposal(head)
     if proposal is not None:
         return list(proposal.replaces)
@@ -167,13 +167,13 @@ def _references(group: list[Event]) -> list[str]:
 def _created(command: list[Event], decided: tuple[Event, ...]) -> Ids:
     """The file's id each new node or marker of ``command`` had -> its id in ``decided``."""
     new = decided[0] if decided else None
+    marker = next((e for e in decided if isinstance(e, (MarkerEmitted, MarkerRefused))), None)
     for event in command:
         proposal = _proposal(event)
         if proposal is not None:
             return {proposal.node_id: new.node_id if isinstance(new, Compacted) else None}
         if isinstance(event, (MarkerEmitted, MarkerRefused)):
-            made = new.marker_id if isinstance(new, (MarkerEmitted, MarkerRefused)) else None
-            return {event.marker_id: made}
+            return {event.marker_id: marker.marker_id if marker is not None else None}
     return {}
 
 

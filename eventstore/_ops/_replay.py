@@ -1,8 +1,8 @@
 """Re-deriving recorded decisions: the engine behind ``verify`` and ``import``.
 
 A recorded log is read back as *commands*: a compaction or a plain event with
-the marker invalidations it caused, a refusal with the spill written before it,
-or a single event. ``command_of`` turns each group back into the command value
+the marker invalidations it caused, a refusal (of a compaction or a marker) with
+the spill written before it, a re-tell turn with its ``Retold``, or a single event. ``command_of`` turns each group back into the command value
 that produced it, and ``decide`` decides it again on the state before it, with
 the same code the live session uses; ``verify`` compares the result to what was
 recorded, ``import`` commits it.
@@ -15,9 +15,10 @@ from typing import Any
 
 import attrs
 
-from eventstore._commands import Command, Compact, EmitMarker, Record, Resume, WriteSpill
+from eventstore._commands import Command, Compact, EmitMarker, Record, Resume, Retell, WriteSpill
 from eventstore._decide import CAN_BREAK_MARKERS, Decision, decide, was_gated, would_invalidate
-from eventstore._effects import Effects, RecordedSpills, SpillCheck
+from eventstore._effects import Effects, RecordedSpills, SpillCheck, SpillNotRecorded
+from eventstore._ops._predates import hint, spill_hint
 from invariants import check_turn, validate
 from reducers import (
     PLAIN_EVENTS,
@@ -30,9 +31,11 @@ from reducers import (
     MarkerInvalidated,
     MarkerRefused,
     Resumed,
+    Retold,
     SessionStarted,
     SessionState,
     Spilled,
+    TurnAppended,
     fold,
 )
 
@@ -58,6 +61,10 @@ def _continues(group: list[Event], event: Event) -> bool:
         return isinstance(group[0], (Compacted, *CAN_BREAK_MARKERS))
     if isinstance(event, CompactionRefused) and event.action == "spilled":
         return len(group) == 1 and isinstance(group[0], Spilled)
+    if isinstance(event, MarkerRefused):
+        return len(group) == 1 and isinstance(group[0], Spilled)
+    if isinstance(event, Retold):
+        return len(group) == 1 and isinstance(group[0], TurnAppended)
     return False
 
 
@@ -68,6 +75,12 @@ def command_of(group: list[Event]) -> tuple[Command[Any], Spilled | None]:
     last = group[-1]
     if isinstance(last, CompactionRefused):
         return Compact.of(last.proposal, require_marker=was_gated(last)), spilled
+    if isinstance(last, MarkerRefused):
+        return EmitMarker(node_id=last.node_id), spilled
+    if isinstance(last, Retold) and isinstance(head, TurnAppended):
+        return Retell(max_chars=last.max_chars, tokens=head.tokens), None
+    if isinstance(head, Retold):
+        raise InvalidEvent("Retold without the turn it records")
     if isinstance(head, Compacted):
         return Compact.of(head), None
     if isinstance(head, (MarkerEmitted, MarkerRefused)):
@@ -189,6 +202,9 @@ def _redecide(
             validate(state, command[0])
             return None
         derived = decide_again(state, command, effects).events
+    except SpillNotRecorded as exc:
+        problem = f"{exc}{spill_hint(command)}"
+        return Divergence(session_id=session_id, version=version, problem=problem)
     except JournalError as exc:
         return Divergence(session_id=session_id, version=version, problem=str(exc))
     if tuple(command) != derived:
@@ -210,21 +226,9 @@ def _mismatch(recorded: list[Event], derived: tuple[Event, ...]) -> str:
     said = ", ".join(type(e).__name__ for e in recorded)
     now = ", ".join(type(e).__name__ for e in derived)
     if said != now:
-        return f"recorded [{said}] but replay decides [{now}]{_why_now(recorded, derived)}"
+        return f"recorded [{said}] but replay decides [{now}]{hint(recorded, derived)}"
     for a, b in zip(recorded, derived, strict=True):
         if a != b:
-            return f"recorded {type(a).__name__} differs from replay: {a!r} vs {b!r}"
+            said = f"recorded {type(a).__name__} differs from replay: {a!r} vs {b!r}"
+            return said + hint(recorded, derived)
     return "recorded and derived events differ"  # pragma: no cover - equal tuples never reach
-
-
-def _why_now(recorded: list[Event], derived: tuple[Event, ...]) -> str:
-    """A hint when the difference is the live-obligation rule journals of 0.1 predate."""
-    extra = derived[len(recorded) :]
-    lost = [e for e in extra if isinstance(e, MarkerInvalidated) and "digest context" in e.reason]
-    if list(derived[: len(recorded)]) != recorded or not lost or len(lost) != len(extra):
-        return ""
-    return (
-        f" ({lost[0].reason}). Since tierlog 0.2 a marker whose digest lacks a live"
-        " obligation is invalidated here; a journal written by 0.1 that reached this state"
-        " was honest but unsafe to resume from its digest"
-    )
