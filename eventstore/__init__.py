@@ -30,8 +30,8 @@ from eventstore._store import (
     StoredSnapshot,
     Transfer,
 )
-from eventstore._values import Context, Turn
-from invariants import MarkerInvalid, UnrecoverableCompactionError
+from eventstore._values import Context, Retelling, Turn
+from invariants import MarkerInvalid, Owed, UnrecoverableCompactionError
 from reducers import (
     CallOpened,
     CallResolved,
@@ -52,6 +52,7 @@ from reducers import (
     MarkerRefused,
     Node,
     Resumed,
+    Retold,
     SessionConfig,
     SessionStarted,
     SessionState,
@@ -116,11 +117,14 @@ __all__ = [
     "MarkerRefused",
     "Node",
     "ObligationReview",
+    "Owed",
     "QueryResult",
     "Recorded",
     "Recorder",
     "ReplayReads",
     "Resumed",
+    "Retelling",
+    "Retold",
     "Session",
     "SessionConfig",
     "SessionStarted",

@@ -11,6 +11,7 @@ unless the limit cut it, and a replay re-derives both byte for byte.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -126,3 +127,12 @@ def retell(command: Retell, state: SessionState, effects: Effects) -> Decision[R
     )
     return Decision(events=(turn, told), state=after, result=result)
 
+
+def owed_json(found: Sequence[Owed], told: Retelling | None) -> dict[str, Any]:
+    """What ``tierlog owed --json`` prints: every owed obligation, the block, and the
+    keys the block could not hold (``max_chars``)."""
+    return {
+        "owed": [attrs.asdict(o) for o in found],
+        "block": told.content if told is not None else "",
+        "still_owed": [[o.kind, o.key] for o in (told.still_owed if told else found)],
+    }

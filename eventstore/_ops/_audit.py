@@ -17,7 +17,7 @@ from eventstore._store import (
     MarkerRefusalRow,
     NoteRow,
 )
-from invariants import carries_call
+from invariants import carries_call, carries_constraint, carries_fact
 from reducers import Node, SessionState, in_spans
 
 
@@ -206,10 +206,10 @@ def evicted_obligations(state: SessionState) -> tuple[EvictedObligation, ...]:
         rows.append(_row("open_call", c.call_id, c.position, by))
     for p in state.constraints.values():
         rows.append(
-            _row("constraint", p.key, p.position, [n for n in live if p.key in n.constraints])
+            _row("constraint", p.key, p.position, [n for n in live if carries_constraint(n, p)])
         )
     for d in state.dispositions.values():
-        by = [n for n in live if n.dispositions.get(d.key) == d.disposition]
+        by = [n for n in live if carries_fact(n, d)]
         rows.append(_row("negative_fact", d.key, d.position, by))
     return tuple(r for r in rows if in_spans(state.truncated, r.position))
 

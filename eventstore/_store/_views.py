@@ -3,10 +3,11 @@ payload fields it shows as columns.
 
 The SPEC's views (``turns``, ``truncations``, ``spills``, ``compactions``,
 ``compaction_refusals``, ``markers``, ``marker_refusals``, ``marker_invalidations``,
-``resumes``) are one row per event of their type, a column per payload field; each
-schema renders them in its own SQL dialect with ``render``, handing in how it reads
-a field and a refusal's rules and violations. The views that need more than fields
-(``obligations``, ``withdrawals``) stay written out in each schema.
+``resumes``) and ``retells`` are one row per event of their type, a column per
+payload field; each schema renders them in its own SQL dialect with ``render``,
+handing in how it reads a field and a refusal's rules and violations. The views
+that need more than fields (``obligations``, ``withdrawals``) stay written out in
+each schema.
 """
 
 from __future__ import annotations
@@ -73,6 +74,14 @@ VIEWS: dict[str, View] = {
     ),
     # not a SPEC view: what tierlog guessed, skipped or fell back on reading a transcript
     "ingest_notes": View("Noted", fields("kind", "line", "count", "text")),
+    # not a SPEC view: what each re-tell turn (Session.retell) states, and what it cut
+    "retells": View(
+        "Retold",
+        {
+            "turn_index": ("index", ()),
+            **fields("constraints", "dispositions", "calls", "max_chars", "cut"),
+        },
+    ),
 }
 
 

@@ -43,6 +43,7 @@ from eventstore._ops import (
     verify,
 )
 from eventstore._report import collect, render
+from eventstore._retell import owed_json
 from eventstore.claude_code import FORMATS, IngestResult, Loaded, ingest_loaded, load
 from eventstore.cli import _output as out
 from eventstore.cli._demo import run_demo
@@ -329,6 +330,29 @@ def _head(args: argparse.Namespace) -> int:
         width = max((len(h.session_id) for h in found), default=0)
         print("\n".join(f"{h.session_id:<{width}}  {h.version:>8}  {h.hash}" for h in found))
     return 0
+
+
+@command(
+    "owed",
+    "the re-tell block of what the working context owes (exit 1 when something is owed)",
+    "tierlog owed agent.db mig-42 --max-chars 2000 --json",
+)
+@arg("db", help=DB)
+@arg("session", help="session id")
+@arg("--max-chars", type=_amount(int), metavar="N", help="cut the block at N characters (0: no limit)")
+@arg("--json", action="store_true", help="print JSON: every owed obligation and the block")
+@arg("--record", action="store_true", help="append the block as a re-tell turn (a write)")
+def _owed(args: argparse.Namespace) -> int:
+    limit = int(args.max_chars) if args.max_chars else None
+    with open_journal(args.db, readonly=not args.record) as journal:
+        s = journal.session(args.session)
+        found = s.owed()
+        told = s.retell(limit, dry_run=not args.record) if found else None
+    if args.json:
+        print(json.dumps(owed_json(found, told), indent=2, ensure_ascii=False))
+    elif told is not None:
+        print(told.content)
+    return 1 if found else 0
 
 
 @command(

@@ -48,6 +48,7 @@ class TestSchema:
             "obligations",
             "withdrawals",
             "ingest_notes",
+            "retells",
         }
 
     def test_views_added_later_appear_in_older_journals(self, db_path: Path) -> None:
