@@ -338,8 +338,13 @@ def _emit_marker(command: EmitMarker, state: SessionState, effects: Effects) -> 
     if not found:
         after = apply(state, emitted)
         return Decision(events=(emitted,), state=after, result=after.markers[marker_id])
-    refused = MarkerRefused(marker_id=marker_id, node_id=node.node_id, violations=found)
     spilled = _refusal_spill(state, node.node_id, effects)
+    refused = MarkerRefused(
+        marker_id=marker_id,
+        node_id=node.node_id,
+        violations=found,
+        action="halted" if spilled is None else "spilled",
+    )
     events = (refused,) if spilled is None else (spilled, refused)
     return Decision(
         events=events,

@@ -353,11 +353,14 @@ class MarkerEmitted:
 
 @attrs.frozen(kw_only=True)
 class MarkerRefused:
-    """A marker emission that failed M1-M3."""
+    """A marker emission that failed M1-M3. ``action`` is ``spilled`` when the raw turns
+    holding what its node dropped were spilled just before (``on_unsafe="spill"``),
+    ``halted`` when nothing was (the only value before 0.2: absent, it is the default)."""
 
     marker_id: str = attrs.field(validator=_name)
     node_id: str = attrs.field(validator=_name)
     violations: tuple[Violation, ...] = attrs.field(converter=_to_tuple)
+    action: str = attrs.field(default="halted", validator=_one_of(*REFUSAL_ACTIONS))
 
 
 @attrs.frozen(kw_only=True)

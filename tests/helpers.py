@@ -119,6 +119,8 @@ def run_step(s: Session, kind: str, p: dict[str, Any]) -> str:
         "resume": lambda: s.resume(markers[p["a"] % len(markers)] if markers else "m0"),
         "retract": lambda: s.retract_turn(p["a"] % (st.turns + 1), "pop_item"),
         "clear": lambda: s.clear_context("clear_session"),
+        "restate": lambda: s.state_constraint(f"k{p['a'] % 2}", f"rule, take {p['b'] % 2}"),
+        "retell": lambda: s.retell(p["a"] % 500 or None),
     }
     try:
         actions[kind]()

@@ -140,6 +140,15 @@ def events() -> st.SearchStrategy[r.Event]:
         ),
         st.builds(r.TurnRetracted, index=counts, reason=texts),
         st.builds(r.ContextCleared, before=counts, reason=texts),
+        st.builds(
+            r.Retold,
+            index=counts,
+            constraints=st.dictionaries(names, sha, max_size=2),
+            dispositions=st.dictionaries(names, st.sampled_from(r.DISPOSITIONS), max_size=2),
+            calls=st.lists(names, min_size=1, max_size=2, unique=True),
+            max_chars=st.none() | counts,
+            cut=counts,
+        ),
     )
 
 
@@ -157,7 +166,7 @@ def scripts(draw: st.DrawFn, max_steps: int = 40) -> list[Step]:
                 ["turn"] * 6
                 + ["call", "resolve", "constraint", "lift", "dispose", "truncate", "spill"]
                 + ["checkpoint", "compact", "compact", "marker", "resume"]
-                + ["retract", "clear"]
+                + ["retract", "clear", "restate", "retell"]
             )
         )
         steps.append((kind, _params(draw, kind, i)))

@@ -61,7 +61,7 @@ def _continues(group: list[Event], event: Event) -> bool:
         return isinstance(group[0], (Compacted, *CAN_BREAK_MARKERS))
     if isinstance(event, CompactionRefused) and event.action == "spilled":
         return len(group) == 1 and isinstance(group[0], Spilled)
-    if isinstance(event, MarkerRefused):
+    if isinstance(event, MarkerRefused) and event.action == "spilled":
         return len(group) == 1 and isinstance(group[0], Spilled)
     if isinstance(event, Retold):
         return len(group) == 1 and isinstance(group[0], TurnAppended)
