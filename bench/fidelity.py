@@ -1,14 +1,16 @@
-"""Does the gate pay for itself? A seeded simulator of long agent sessions, two arms.
+"""Does the gate pay for itself? A seeded simulator of long agent sessions, four arms.
 
 Usage: python bench/fidelity.py [--quick] [--seed N] [--sessions N] [--jobs N]
                                 [--out bench/fidelity.json] [--svg bench/fidelity.svg]
 
 Plays the same seeded session scripts on a runtime over tierlog (the real API,
-refusals caught and re-summarized once) and on a baseline that commits every
-compaction and trusts every marker, at each summarizer drop rate and
-window/trigger setting. Writes the rows as JSON (same seed, same bytes) and an
-SVG chart, and prints a Markdown table. ``--quick`` is the smoke run the tests
-use: a few short sessions, files written only when asked for.
+refusals caught and re-summarized once, or marker refusals lived with as raw
+fallbacks), on a baseline that commits every compaction and trusts every marker,
+and on that baseline re-telling what its context owes after each truncation and
+compaction, at each summarizer drop rate and window/trigger setting. Writes the
+rows as JSON (same seed, same bytes) and an SVG chart, and prints a Markdown
+table. ``--quick`` is the smoke run the tests use: a few short sessions, files
+written only when asked for.
 """
 
 from __future__ import annotations

@@ -1,12 +1,16 @@
-"""The two arms a runtime can sit on: the tierlog journal, and the same journal ungated.
+"""The arms a runtime can sit on: the tierlog journal, the same journal ungated, and the
+ungated journal with a re-tell.
 
 ``Gated`` drives the real API (``eventstore.open``, ``Session``): compactions and
 markers may raise ``UnrecoverableCompactionError`` / ``MarkerInvalid``, resume may
 fall back to the raw checkpoint. ``Baseline`` is what today's agent stores do:
 the same events folded by tierlog's own pure reducers, in memory, with input
 validation but no invariant: every compaction commits, every marker is trusted,
-and resume renders the live tiers with tierlog's own digest renderer. Both hand
-back an ``eventstore.Context``, so one judge reads both.
+and resume renders the live tiers with tierlog's own digest renderer. ``Retelling`` is
+that baseline plus tierlog's re-tell after each truncation and compaction: the
+obligations ``invariants.owed`` names come back as one ``system`` turn (the same
+block and ``Retold`` event ``Session.retell`` writes). All hand back an
+``eventstore.Context``, so one judge reads them all.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from bench.sim.obligations import held_keys
 from bench.sim.workload import Op, TurnSpec
 from eventstore import Context, IntegrityError, Node, Session, SessionConfig, SessionState
 from eventstore._files import render_digest
-from invariants import validate
+from eventstore._retell import ROLE, estimate_tokens, retold_event, write_block
+from invariants import owed, validate
 from reducers import (
     CallOpened,
     CallResolved,
@@ -267,3 +272,38 @@ class Baseline:
 
     def tier_view(self) -> str:
         return self.turns.view(self._state)
+
+
+class Retelling(Baseline):
+    """The baseline runtime that calls ``retell()`` after each truncation and compaction."""
+
+    name = "retell"
+
+    def __init__(self, config: SessionConfig) -> None:
+        super().__init__(config)
+        self.retells = 0
+        self.retold_tokens = 0
+
+    def truncate(self, lo: int, hi: int) -> None:
+        super().truncate(lo, hi)
+        self.retell()
+
+    def compact(self, p: Proposal) -> Node:
+        node = super().compact(p)
+        self.retell()
+        return node
+
+    def retell(self) -> None:
+        """Append one system turn stating what the working context owes, if anything."""
+        found = owed(self.state)
+        if not found:
+            return
+        quotes = {o.turn: self.turns.rows[o.turn]["content"] for o in found if o.turn is not None}
+        block = write_block(found, quotes)
+        spec = TurnSpec(role=ROLE, content=block.text, tokens=estimate_tokens(block.text))
+        index = self.state.turns
+        self._add(TurnAppended(index=index, role=ROLE, content=spec.content, tokens=spec.tokens))
+        self._add(retold_event(index, block, None))
+        self.turns.add(spec)
+        self.retells += 1
+        self.retold_tokens += spec.tokens

@@ -14,7 +14,12 @@ from bench.sim.sweep import Row
 W, H = 360, 260  # one panel
 LEFT, RIGHT, TOP, BOTTOM = 60, 16, 40, 46
 # drawn in this order: tierlog last, on top of the others where lines meet at 0%
-COLORS = {"baseline": "#c0392b", "tierlog-fallback": "#2e8b57", "tierlog": "#1f5fa8"}
+COLORS = {
+    "baseline": "#c0392b",
+    "retell": "#d68910",
+    "tierlog-fallback": "#2e8b57",
+    "tierlog": "#1f5fa8",
+}
 SERIES = (("divergence_rate", "divergent resumes", ""), ("fallback_rate", "raw fallbacks", "6 4"))
 
 

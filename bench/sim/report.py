@@ -8,7 +8,8 @@ from bench.sim.sweep import Row
 
 HEAD = (
     "| setting | drop | arm | resumes | divergent | absent keys | raw fallbacks "
-    "| compactions | refusals C/M | re-summaries | spills | unexplained | tokens/resume |"
+    "| compactions | refusals C/M | re-summaries | spills | unexplained | tokens/resume "
+    "| re-tells | re-told tokens |"
 )
 
 
@@ -26,7 +27,8 @@ def table(rows: Sequence[Row]) -> str:
             f"| {_pct(t.divergent_resumes, t.resumes)} | {t.absent_obligations} "
             f"| {_pct(t.raw_fallbacks, t.resumes)} | {t.compactions} "
             f"| {t.compaction_refusals}/{t.marker_refusals} | {t.resummaries} | {t.spills} "
-            f"| {t.unexplained_violations} | {j['resumed_tokens_mean']:,} |"
+            f"| {t.unexplained_violations} | {j['resumed_tokens_mean']:,} "
+            f"| {t.retells} | {t.retold_tokens:,} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -85,6 +85,8 @@ class Tally:
     spills: int = 0
     unexplained_violations: int = 0
     resumed_tokens: int = 0
+    retells: int = 0
+    retold_tokens: int = 0
 
 
 #: A proposal builder: (must-carry hints, re-read the spilled raw turns?) -> Proposal.
@@ -142,16 +144,21 @@ def seen_by_tier1(
     """The live obligations a tier-1 summarizer of ``[lo, hi)`` sees and should carry.
 
     It reads the live summaries and the raw turns from ``input_lo`` on (truncated ones
-    only when the runtime feeds the spill back); it should carry the calls and
-    constraints raised before ``hi`` (M1) and the negative facts raised in ``[lo, hi)`` (M2).
+    only when the runtime feeds the spill back), re-tell turns among them; it should
+    carry the calls and constraints raised before ``hi`` (M1) and the negative facts
+    raised in ``[lo, hi)`` (M2).
     """
     carried = set().union(*(carried_by(n) for n in state.live_nodes))
+    retold = {t.key: state.position_of_turn(t.turn) for t in state.retold.values()}
+
+    def read(position: int) -> bool:
+        inside = input_lo <= position < hi
+        return inside and (reread or not in_spans(state.truncated, position))
 
     def visible(ob: Obligation) -> bool:
-        if ob.key in carried:
+        if ob.key in carried or read(ob.position):
             return True
-        read = input_lo <= ob.position < hi
-        return read and (reread or not in_spans(state.truncated, ob.position))
+        return ob.key in retold and read(retold[ob.key])
 
     def owed(ob: Obligation) -> bool:
         return ob.position < hi and (ob.kind != "negative" or ob.position >= lo)
@@ -215,6 +222,8 @@ class Runtime:
             if not m.valid and not (m.invalidated_reason or "").startswith("refused at emission")
         )
         t.unexplained_violations += len(self.unexplained)
+        t.retells += getattr(self.arm, "retells", 0)
+        t.retold_tokens += getattr(self.arm, "retold_tokens", 0)
 
     # -- compaction --------------------------------------------------------------------
     def shrink(self) -> None:

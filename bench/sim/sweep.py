@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 import eventstore
-from bench.sim.arms import Baseline, Gated
+from bench.sim.arms import Baseline, Gated, Retelling
 from bench.sim.runtime import Runtime, Setting, Tally
 from bench.sim.summarizer import Summarizer
 from bench.sim.workload import Shape, generate
@@ -44,10 +44,12 @@ SETTINGS = (
     ),
 )
 DROP_RATES = (0.0, 0.05, 0.10, 0.20, 0.40)
-#: The arms, in row order: the ungated baseline; tierlog with a runtime that
+#: The arms, in row order: the ungated baseline; the baseline re-telling what its
+#: context owes after each truncation and compaction; tierlog with a runtime that
 #: re-summarizes once after any refusal; tierlog with one that re-summarizes after a
-#: compaction refusal (it must, to compact at all) but lives with a marker's fallback.
-ARMS = ("baseline", "tierlog", "tierlog-fallback")
+#: compaction refusal (it must, to compact at all) but lives with a marker's fallback
+#: (each marker refusal spills the turns holding what its node dropped).
+ARMS = ("baseline", "retell", "tierlog", "tierlog-fallback")
 
 
 @attrs.frozen(kw_only=True)
@@ -125,6 +127,8 @@ def run_cell(cell: Cell) -> tuple[Row, ...]:
                 summarizer = Summarizer(drop=cell.drop, seed=seed)
                 base = Baseline(config)
                 Runtime(base, setting, summarizer, tallies["baseline"]).run(script)
+                retell = Retelling(config)
+                Runtime(retell, setting, summarizer, tallies["retell"]).run(script)
                 gated = Gated(journal, f"s{seed}", config)
                 Runtime(gated, setting, summarizer, tallies["tierlog"]).run(script)
                 gated = Gated(journal, f"f{seed}", config, name="tierlog-fallback")

@@ -10,7 +10,7 @@ import pytest
 
 import eventstore
 from bench import fidelity
-from bench.sim.arms import Baseline, Gated, Proposal
+from bench.sim.arms import Baseline, Gated, Proposal, Retelling
 from bench.sim.obligations import Obligation, context_tokens, held_keys
 from bench.sim.runtime import hint_keys, plan_tier1
 from bench.sim.summarizer import Summarizer
@@ -186,6 +186,24 @@ class TestArms:
         assert "con-0000" not in held_keys(base.tier_view())
         journal.close()
 
+    def test_the_retell_arm_gives_back_what_the_baseline_loses(self) -> None:
+        """The same lossy summary commits on both; the re-telling runtime's context holds
+        the constraint again (one system turn), the baseline's does not."""
+        base, retell = Baseline(TIGHT.config), Retelling(TIGHT.config)
+        tail = 100 + 8 * 5_000
+        for arm in (base, retell):
+            for turn in _turns():
+                arm.append(turn)
+            arm.truncate(0, 5_100)
+            arm.compact(_drop_everything(tail))
+        assert "con-0000" not in held_keys(base.tier_view())
+        assert "con-0000" in held_keys(retell.tier_view())
+        assert retell.retells == 1  # after the truncation; the compaction owed nothing more
+        assert retell.state.turns == base.state.turns + 1
+        assert retell.retold_tokens == retell.state.tokens_in(
+            retell.state.position_of_turn(11), retell.state.end
+        )
+
     def test_both_arms_fold_to_the_same_state_without_decisions(self, tmp_path: Path) -> None:
         """Plain events give the same reduced state on the journal and on the baseline."""
         journal = eventstore.open(tmp_path / "f.db", synchronous="normal")
@@ -255,10 +273,26 @@ class TestQuickRun:
     def test_a_runtime_that_falls_back_never_diverges_either(
         self, quick: tuple[Path, dict[str, Any]]
     ) -> None:
-        """Without re-summarizing after MarkerInvalid, resumes fall back but never diverge."""
+        """Without re-summarizing after MarkerInvalid, resumes fall back but never diverge,
+        and each refused marker's spill explains what its node dropped."""
         rows = [r for r in quick[1]["rows"] if r["arm"] == "tierlog-fallback"]
         assert sum(r["raw_fallbacks"] for r in rows) > 0
         assert [r["divergent_resumes"] for r in rows] == [0] * len(rows)
+        assert [r["unexplained_violations"] for r in rows] == [0] * len(rows)
+
+    def test_the_retell_arm_pays_tokens_for_what_it_gives_back(
+        self, quick: tuple[Path, dict[str, Any]]
+    ) -> None:
+        """Where the baseline loses obligations, the re-telling runtime re-tells (and pays
+        tokens for it) and loses fewer."""
+        rows = {(r["setting"], r["drop_rate"], r["arm"]): r for r in quick[1]["rows"]}
+        lossy = [k for k in rows if k[2] == "baseline" and rows[k]["absent_obligations"]]
+        assert lossy
+        for setting, drop, _ in lossy:
+            base, retell = rows[(setting, drop, "baseline")], rows[(setting, drop, "retell")]
+            assert retell["retells"] > 0
+            assert retell["retold_tokens"] > 0
+            assert retell["absent_obligations"] < base["absent_obligations"]
 
     def test_the_baseline_loses_more_as_the_drop_rate_grows(
         self, quick: tuple[Path, dict[str, Any]]
