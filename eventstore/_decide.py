@@ -28,7 +28,7 @@ from eventstore._commands import (
     Retell,
     WriteSpill,
 )
-from eventstore._decision import Decision
+from eventstore._decision import Decision as Decision  # re-exported: it was defined here
 from eventstore._effects import Effects
 from eventstore._files import render_digest, render_turns
 from eventstore._retell import retell

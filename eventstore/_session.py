@@ -28,7 +28,8 @@ from eventstore._commands import (
     Retell,
     WriteSpill,
 )
-from eventstore._decide import Decision, decide
+from eventstore._decide import decide
+from eventstore._decision import Decision
 from eventstore._effects import Effects
 from eventstore._errors import IntegrityError
 from eventstore._store import Recorder, Snapshots, expect_version, from_rows

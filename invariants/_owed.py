@@ -65,30 +65,34 @@ def owed(state: SessionState) -> tuple[Owed, ...]:
 
 def _owed(state: SessionState, gap: Gap) -> Owed:
     kind = _KIND[gap.kind]
-    common = {
-        "kind": kind,
-        "key": gap.key,
-        "position": gap.position,
-        "why": gap.cause,
-        "because": gap.why,
-        "node_id": gap.node_id,
-    }
     if kind == "constraint":
         con = state.constraints[gap.key]
-        at = {"version": con.version, "turn": _turn(state, con.position, con.version)}
-        return Owed(text=con.text, status="pending", **at, **common)
-    if kind == "negative_fact":
+        text, status, call_kind, version = con.text, "pending", None, con.version
+    elif kind == "negative_fact":
         fact = state.dispositions[gap.key]
-        at = {"version": fact.version, "turn": _turn(state, fact.position, fact.version)}
-        return Owed(text=fact.reason, status=fact.disposition, **at, **common)
-    call = state.open_calls[gap.key]
-    at = {"version": call.version, "turn": _turn(state, call.position, call.version)}
-    return Owed(text=call.name, status="open", call_kind=call.kind, **at, **common)
+        text, status, call_kind, version = fact.reason, fact.disposition, None, fact.version
+    else:
+        call = state.open_calls[gap.key]
+        text, status, call_kind, version = call.name, "open", call.kind, call.version
+    return Owed(
+        kind=kind,
+        key=gap.key,
+        text=text,
+        status=status,
+        position=gap.position,
+        turn=_turn(state, gap.position, version),
+        version=version,
+        why=gap.cause,
+        because=gap.why,
+        node_id=gap.node_id,
+        call_kind=call_kind,
+    )
 
 
 def _turn(state: SessionState, position: int, version: int) -> int | None:
     """The turn an obligation raised at ``position`` by event ``version`` follows: the
     last turn appended before it (of several zero-token turns starting there, the last
     one older than the event), ``None`` if there is none."""
-    before = [i for i in state.turns_at(position) if not version or state.turn_versions[i] < version]
+    versions = state.turn_versions
+    before = [i for i in state.turns_at(position) if not version or versions[i] < version]
     return before[-1] if before else None

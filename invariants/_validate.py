@@ -163,7 +163,8 @@ def _noted(state: SessionState, e: Noted) -> None:
 
 def _retold(state: SessionState, e: Retold) -> None:
     """A re-tell follows its own turn and states live obligations as they are now."""
-    if not state.turns or e.index != state.turns - 1 or state.turn_versions[e.index] != state.version:
+    last = state.turns - 1
+    if last < 0 or e.index != last or state.turn_versions[last] != state.version:
         raise InvalidEvent(f"Retold: turn {e.index} is not the turn appended just before it")
     wrong = [
         *(f"constraint {k!r}" for k, d in e.constraints.items() if _digest(state, k) != d),

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from reducers._claims import required_at_commit, restated, stale_at_commit
 from reducers._errors import InvalidEvent
 from reducers._events import (
     CallOpened,
@@ -26,13 +27,13 @@ from reducers._events import (
     ConstraintStated,
     ContextCleared,
     Event,
-    Retold,
     ItemDisposed,
     MarkerEmitted,
     MarkerInvalidated,
     MarkerRefused,
     Noted,
     Resumed,
+    Retold,
     SessionConfig,
     SessionStarted,
     Spilled,
@@ -40,7 +41,6 @@ from reducers._events import (
     TurnAppended,
     TurnRetracted,
 )
-from reducers._claims import required_at_commit, restated, stale_at_commit
 from reducers._ledger import Ledger, LedgerWriter
 from reducers._pmap import PMapWriter
 from reducers._state import (

@@ -2,7 +2,8 @@
 
 A recorded log is read back as *commands*: a compaction or a plain event with
 the marker invalidations it caused, a refusal (of a compaction or a marker) with
-the spill written before it, a re-tell turn with its ``Retold``, or a single event. ``command_of`` turns each group back into the command value
+the spill written before it, a re-tell turn with its ``Retold``, or a single event.
+``command_of`` turns each group back into the command value
 that produced it, and ``decide`` decides it again on the state before it, with
 the same code the live session uses; ``verify`` compares the result to what was
 recorded, ``import`` commits it.
@@ -16,7 +17,8 @@ from typing import Any
 import attrs
 
 from eventstore._commands import Command, Compact, EmitMarker, Record, Resume, Retell, WriteSpill
-from eventstore._decide import CAN_BREAK_MARKERS, Decision, decide, was_gated, would_invalidate
+from eventstore._decide import CAN_BREAK_MARKERS, decide, was_gated, would_invalidate
+from eventstore._decision import Decision
 from eventstore._effects import Effects, RecordedSpills, SpillCheck, SpillNotRecorded
 from eventstore._ops._predates import hint, spill_hint
 from invariants import check_turn, validate

@@ -339,7 +339,7 @@ def _head(args: argparse.Namespace) -> int:
 )
 @arg("db", help=DB)
 @arg("session", help="session id")
-@arg("--max-chars", type=_amount(int), metavar="N", help="cut the block at N characters (0: no limit)")
+@arg("--max-chars", type=_amount(int), metavar="N", help="cut the block at N chars (0: no limit)")
 @arg("--json", action="store_true", help="print JSON: every owed obligation and the block")
 @arg("--record", action="store_true", help="append the block as a re-tell turn (a write)")
 def _owed(args: argparse.Namespace) -> int:

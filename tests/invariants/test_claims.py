@@ -4,6 +4,7 @@ accepts its honest twin, in the pure layers and through a real session."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -40,7 +41,7 @@ def more(state: r.SessionState, *events: r.Event) -> r.SessionState:
     return r.fold(events, state, check=invariants.validate)
 
 
-def node(node_id: str = "n", hi: int = 4, **carried: object) -> r.Compacted:
+def node(node_id: str = "n", hi: int = 4, **carried: Any) -> r.Compacted:
     return r.Compacted(
         node_id=node_id,
         tier=1,
@@ -51,7 +52,7 @@ def node(node_id: str = "n", hi: int = 4, **carried: object) -> r.Compacted:
         tail_start=hi,
         summary="s",
         tokens=3,
-        **carried,  # type: ignore[arg-type]
+        **carried,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import pytest
 
@@ -38,7 +40,7 @@ def more(state: r.SessionState, *events: r.Event) -> r.SessionState:
     return r.fold(events, state, check=invariants.validate)
 
 
-def node(node_id: str = "n", lo: int = 0, hi: int = 4, **carried: object) -> r.Compacted:
+def node(node_id: str = "n", lo: int = 0, hi: int = 4, **carried: Any) -> r.Compacted:
     return r.Compacted(
         node_id=node_id,
         tier=1,
@@ -49,7 +51,7 @@ def node(node_id: str = "n", lo: int = 0, hi: int = 4, **carried: object) -> r.C
         tail_start=hi,
         summary="s",
         tokens=3,
-        **carried,  # type: ignore[arg-type]
+        **carried,
     )
 
 

@@ -209,7 +209,7 @@ class TestReplayAndTransfer:
         """A re-tell turn that does not state what its Retold claims diverges on replay."""
         s = story(journal)
         index, version = s.state.turns, s.state.version
-        forged = [
+        forged: list[r.Event] = [
             r.TurnAppended(index=index, role="system", content="all is fine", tokens=3),
             r.Retold(index=index, calls=["call-1"]),
         ]

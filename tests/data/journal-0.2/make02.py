@@ -1,7 +1,7 @@
 """How ``journal-0.2.db`` was made: run at commit 7f159ab (before the claim checks of
 issue 22), never again.
 
-    .venv/bin/python tests/data/journal-0.2/make.py
+    .venv/bin/python tests/data/journal-0.2/make02.py
 
 Four sessions, written before a node's claims were checked against the ledger and
 before a refused marker spilled its evidence. ``honest`` re-decides the same under
