@@ -9,8 +9,7 @@ writing and checking spills) come in through ``effects``.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import attrs
@@ -30,17 +29,15 @@ from eventstore._commands import (
 )
 from eventstore._decision import Decision as Decision  # re-exported: it was defined here
 from eventstore._effects import Effects
-from eventstore._files import render_digest, render_turns
+from eventstore._markers import emit_marker, resume
 from eventstore._retell import retell
-from eventstore._values import Context, Turn
+from eventstore._values import Turn
 from invariants import (
-    MarkerInvalid,
     UnrecoverableCompactionError,
     check_compaction,
     check_marker,
     check_range,
     check_turn,
-    dropped_span,
     floor,
     invalidations,
     validate,
@@ -57,10 +54,7 @@ from reducers import (
     InvalidEvent,
     ItemDisposed,
     Ledger,
-    MarkerEmitted,
-    MarkerRefused,
     SessionState,
-    Spilled,
     Truncated,
     TurnAppended,
     TurnRetracted,
@@ -312,143 +306,6 @@ def _clip(spans: Iterable[tuple[int, int]], lo: int, hi: int) -> list[tuple[int,
     return [(max(a, lo), min(b, hi)) for a, b in spans if a < hi and b > lo]
 
 
-# -- markers and resumes -----------------------------------------------------------------
-def marker_id_for(state: SessionState) -> str:
-    """The id of the marker emitted on ``state`` (deterministic)."""
-    return f"m{state.version + 1}"
-
-
-def _emit_marker(command: EmitMarker, state: SessionState, effects: Effects) -> Decision[Any]:
-    """Emit a marker on the node, or record its refusal (M1-M3), after a spill of what
-    its node dropped when the session spills on unsafe."""
-    node = state.nodes.get(command.node_id)
-    if node is None:
-        raise InvalidEvent(
-            f"unknown node {command.node_id!r}: a marker needs a committed summary node"
-        )
-    marker_id = marker_id_for(state)
-    emitted = MarkerEmitted(
-        marker_id=marker_id,
-        node_id=node.node_id,
-        tier_depth=node.tier,
-        resolved_ids=node.resolved_ids,
-    )
-    validate(state, emitted)
-    found = check_marker(state, node.node_id)
-    if not found:
-        after = apply(state, emitted)
-        return Decision(events=(emitted,), state=after, result=after.markers[marker_id])
-    spilled = _refusal_spill(state, node.node_id, effects)
-    refused = MarkerRefused(
-        marker_id=marker_id,
-        node_id=node.node_id,
-        violations=found,
-        action="halted" if spilled is None else "spilled",
-    )
-    events = (refused,) if spilled is None else (spilled, refused)
-    return Decision(
-        events=events,
-        state=fold(events, state),
-        result=None,
-        error=MarkerInvalid(found, marker_id=marker_id, spilled=spilled),
-    )
-
-
-def _refusal_spill(state: SessionState, node_id: str, effects: Effects) -> Spilled | None:
-    """With ``on_unsafe="spill"``, a spill of the raw turns holding what the refused
-    marker's node dropped (``invariants.dropped_span``); none for M3 alone."""
-    if state.config is None or state.config.on_unsafe != "spill":
-        return None
-    span = dropped_span(state, node_id)
-    return None if span is None else effects.write_spill(state, *span)
-
-
-def _resume(command: Resume, state: SessionState, effects: Effects) -> Decision[Context]:
-    context = context_for(state, command.marker_id, effects)
-    event = context.event()
-    after = apply(state, event)
-    return Decision(
-        events=(event,), state=after, result=attrs.evolve(context, version=after.version)
-    )
-
-
-def context_for(state: SessionState, marker_id: str, effects: Effects) -> Context:
-    """The context a resume of ``marker_id`` on ``state`` returns (nothing written)."""
-    if marker_id not in state.markers:
-        raise InvalidEvent(f"unknown marker {marker_id!r}")
-    trusted, reason = resume_verdict(state, marker_id)
-    if trusted:
-        source, at = "digest", None
-        data = render_digest(state.live_nodes, effects.turns(state, resident_turns(state)))
-    else:
-        source, at = "raw_checkpoint", raw_checkpoint(state, marker_id)
-        data = render_turns(effects.turns(state, raw_turns(state, at)))
-    return Context(
-        marker_id=marker_id,
-        source=source,
-        content=data.decode(),
-        sha256=hashlib.sha256(data).hexdigest(),
-        checkpoint_at=at,
-        reason=reason,
-        version=state.version,
-    )
-
-
-def resume_verdict(state: SessionState, marker_id: str) -> tuple[bool, str]:
-    """Whether the marker is trusted wholesale, and the reason to record either way.
-
-    A marker once invalidated or refused stays discarded; a valid one is re-checked.
-    """
-    m = state.markers[marker_id]
-    if not m.valid:
-        return False, f"marker discarded ({m.invalidated_rule}): {m.invalidated_reason}"
-    found = check_marker(state, m.node_id, tier_depth=m.tier_depth)
-    if found:
-        return False, "; ".join(str(v) for v in found)
-    return True, "M1-M3 hold: the digest is trusted wholesale"
-
-
-def raw_checkpoint(state: SessionState, marker_id: str) -> int:
-    """The nearest checkpoint at or below the marker node's ``covers_hi`` (0 if none)."""
-    covers_hi = state.nodes[state.markers[marker_id].node_id].covers_hi
-    return max((at for at in state.checkpoints if at <= covers_hi), default=0)
-
-
-def raw_turns(state: SessionState, at: int) -> Iterator[tuple[int, int]]:
-    """The turn index ranges of a raw context at checkpoint ``at``, in order.
-
-    Every turn that ends at or before ``at``, then each later turn that holds an
-    obligation still live (the turn at its position), so a raw fallback, like a
-    trusted digest, never lacks one. Nothing is summarised, nothing patched.
-    """
-    prefix = state.turns_before(at)
-    if prefix:
-        yield 0, prefix
-    positions = {
-        o.position
-        for group in (state.open_calls, state.constraints, state.dispositions)
-        for o in group.values()
-    }
-    later = sorted({i for p in positions for i in state.turns_at(p) if i >= prefix})
-    for i in later:
-        yield i, i + 1
-
-
-def resident_turns(state: SessionState) -> Iterator[tuple[int, int]]:
-    """The turn index ranges still resident verbatim: neither truncated nor summarised.
-
-    Zero-token turns at the end of a token-unit log are resident too.
-    """
-    lo = 0
-    for gone_lo, gone_hi in state.evicted:
-        if lo < gone_lo:
-            yield state.turn_index(lo), state.turn_index(gone_lo)
-        lo = max(lo, gone_hi)
-    first = state.turn_index(lo)
-    if first < state.turns:
-        yield first, state.turns
-
-
 _DECIDERS: dict[type[Any], Callable[[Any, SessionState, Effects], Decision[Any]]] = {
     Record: _record,
     Extend: _extend,
@@ -457,7 +314,7 @@ _DECIDERS: dict[type[Any], Callable[[Any, SessionState, Effects], Decision[Any]]
     ClearContext: _clear_context,
     WriteSpill: _write_spill,
     Compact: _compact,
-    EmitMarker: _emit_marker,
-    Resume: _resume,
+    EmitMarker: emit_marker,
+    Resume: resume,
     Retell: retell,
 }

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
-from eventstore import _decide
+from eventstore import _decide, _markers
 from eventstore._commands import Extend
 from eventstore._ops._replay import command_of, commands
 from eventstore._session import Session
@@ -185,7 +185,7 @@ def _own_ids(command: list[Event], state: SessionState) -> Ids:
         if proposal is not None:
             ids[proposal.node_id] = _decide.node_id_for(state)
         elif isinstance(event, (MarkerEmitted, MarkerRefused)):
-            ids[event.marker_id] = _decide.marker_id_for(state)
+            ids[event.marker_id] = _markers.marker_id_for(state)
     return ids
 
 

@@ -24,7 +24,7 @@ import reducers
 import reducers as r
 from eventstore import Session
 from eventstore._commands import Record
-from eventstore._decide import context_for
+from eventstore._markers import context_for
 from eventstore._ops._audit import verify
 from eventstore._ops._replay import divergences
 from tests.helpers import config, fill, rows
