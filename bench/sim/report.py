@@ -9,7 +9,7 @@ from bench.sim.sweep import Row
 HEAD = (
     "| setting | drop | arm | resumes | divergent | absent keys | raw fallbacks "
     "| compactions | refusals C/M | re-summaries | spills | unexplained | tokens/resume "
-    "| re-tells | re-told tokens |"
+    "| re-tells | re-told tokens | spilled MB |"
 )
 
 
@@ -28,7 +28,7 @@ def table(rows: Sequence[Row]) -> str:
             f"| {_pct(t.raw_fallbacks, t.resumes)} | {t.compactions} "
             f"| {t.compaction_refusals}/{t.marker_refusals} | {t.resummaries} | {t.spills} "
             f"| {t.unexplained_violations} | {j['resumed_tokens_mean']:,} "
-            f"| {t.retells} | {t.retold_tokens:,} |"
+            f"| {t.retells} | {t.retold_tokens:,} | {t.spilled_bytes / 1e6:,.1f} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -87,6 +87,7 @@ class Tally:
     resumed_tokens: int = 0
     retells: int = 0
     retold_tokens: int = 0
+    spilled_bytes: int = 0  # raw bytes the spills hold (as recorded; shared bases count each time)
 
 
 #: A proposal builder: (must-carry hints, re-read the spilled raw turns?) -> Proposal.
@@ -216,6 +217,7 @@ class Runtime:
         raised = ("open", "state", "dispose")
         t.obligations += sum(1 for turn in script.turns for op in turn.ops if op.kind in raised)
         t.spills += len(state.spills)
+        t.spilled_bytes += sum(s.bytes for s in state.spills)
         t.invalidations += sum(
             1
             for m in state.markers.values()
