@@ -20,7 +20,14 @@ from eventstore._decision import Decision
 from eventstore._effects import Effects
 from eventstore._values import Retelling
 from invariants import Owed, owed, validate
-from reducers import InvalidEvent, Retold, SessionState, TurnAppended, constraint_digest, fold
+from reducers import (
+    InvalidArgument,
+    Retold,
+    SessionState,
+    TurnAppended,
+    constraint_digest,
+    fold,
+)
 
 HEADER = "[tierlog] The working context no longer holds these; they still apply:"
 QUOTE_CHARS = 80
@@ -40,7 +47,7 @@ def write_block(
     owed: Sequence[Owed], quotes: Mapping[int, str], max_chars: int | None = None
 ) -> Block:
     """The block stating ``owed`` in order while it fits in ``max_chars`` characters;
-    ``quotes`` maps a turn index to its content. InvalidEvent if not even the first
+    ``quotes`` maps a turn index to its content. InvalidArgument if not even the first
     obligation fits (nothing would be re-told)."""
     lines = [HEADER]
     size = len(HEADER)
@@ -48,7 +55,7 @@ def write_block(
         line = line_of(o, quotes.get(o.turn) if o.turn is not None else None)
         if max_chars is not None and size + 1 + len(line) > max_chars:
             if n == 0:
-                raise InvalidEvent(
+                raise InvalidArgument(
                     f"max_chars: {max_chars} cannot hold the first owed obligation"
                     f" ({size + 1 + len(line)} characters with the header)"
                 )

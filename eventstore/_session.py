@@ -343,12 +343,12 @@ class Session:
         ``still_owed`` says so), recorded with a ``Retold`` event naming what it states.
 
         ``tokens`` is the turn's size (one per 4 UTF-8 bytes when ``None``). Nothing is
-        appended, and ``None`` returned, when nothing is owed; InvalidEvent when
-        ``max_chars`` cannot hold the first owed line. ``dry_run`` decides on the
+        appended, and ``None`` returned, when nothing is owed; InvalidArgument when
+        ``max_chars`` is not a count or cannot hold the first owed line. ``dry_run`` decides on the
         current state and writes nothing (the turn that would be appended).
         """
         command = Retell(
-            max_chars=None if max_chars is None else require_count("max_chars", max_chars),
+            max_chars=None if max_chars is None else _limit(max_chars),
             tokens=None if tokens is None else require_count("tokens", tokens),
         )
         if dry_run:
@@ -358,3 +358,11 @@ class Session:
     def resume(self, marker_id: str, *, expected_version: int | None = None) -> Context:
         """The digest context if the marker holds, else the raw checkpoint: never a patch."""
         return self._do(Resume(marker_id=require_name("marker_id", marker_id)), expected_version)
+
+
+def _limit(max_chars: object) -> int:
+    """``max_chars`` if it is a count, else InvalidArgument (an option, not an event)."""
+    try:
+        return require_count("max_chars", max_chars)
+    except InvalidEvent as exc:
+        raise InvalidArgument(str(exc)) from None

@@ -198,7 +198,7 @@ class OwedMachine(RuleBasedStateMachine):
         owed = self._owed()
         try:
             told = self.s.retell(limit)
-        except eventstore.InvalidEvent:
+        except eventstore.InvalidArgument:
             assert limit is not None  # only a limit can hold nothing
             return
         if not owed:

@@ -82,19 +82,20 @@ class TestRetell:
     def test_a_limit_too_small_for_one_line_writes_nothing(
         self, journal: eventstore.Journal
     ) -> None:
-        """InvalidEvent, and the session is as it was."""
+        """InvalidArgument, and the session is as it was."""
         s = story(journal)
         version = s.state.version
-        with pytest.raises(eventstore.InvalidEvent, match="cannot hold the first owed"):
+        with pytest.raises(eventstore.InvalidArgument, match="cannot hold the first owed"):
             s.retell(max_chars=40)
         assert s.state.version == version
 
     @pytest.mark.parametrize("bad", [-1, 1.5, "10", True])
     def test_bad_arguments_write_nothing(self, journal: eventstore.Journal, bad: object) -> None:
-        """A max_chars or tokens that is not a count is an InvalidEvent."""
+        """A max_chars that is not a count is an InvalidArgument, a token count an
+        InvalidEvent (it is the turn's)."""
         s = story(journal)
         version = s.state.version
-        with pytest.raises(eventstore.InvalidEvent):
+        with pytest.raises(eventstore.InvalidArgument):
             s.retell(max_chars=bad)  # type: ignore[arg-type]
         with pytest.raises(eventstore.InvalidEvent):
             s.retell(tokens=bad)  # type: ignore[arg-type]
