@@ -17,8 +17,8 @@ from eventstore._store import (
     MarkerRefusalRow,
     NoteRow,
 )
-from invariants import carries_call, carries_constraint, carries_fact
-from reducers import Node, SessionState, in_spans
+from invariants import carries_call, carries_constraint, carries_fact, owed
+from reducers import Node, SessionState, Told, in_spans
 
 
 @attrs.frozen(kw_only=True)
@@ -118,12 +118,14 @@ def clean_spills(journal: Journal) -> list[Finding]:
 
 @attrs.frozen(kw_only=True)
 class EvictedObligation:
-    """An obligation raised inside a truncated range, and the live nodes that carry it."""
+    """An obligation raised inside a truncated range, the live nodes that carry it, and
+    the turn of the resident re-tell that states it (``Session.retell``), if any."""
 
     kind: str
     key: str
     position: int
     carried_by: tuple[str, ...]
+    retold_at: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -149,7 +151,8 @@ class SessionAudit:
     @property
     def findings(self) -> bool:
         """Whether anything here needs a person: a refusal, an invalidation, a
-        fallback, a note, or an evicted obligation no live node carries."""
+        fallback, a note, or an evicted obligation no live node carries and no re-tell
+        states."""
         recorded = (
             self.compaction_refusals,
             self.marker_refusals,
@@ -157,7 +160,8 @@ class SessionAudit:
             self.raw_fallbacks,
             self.notes,
         )
-        return any(recorded) or any(not o.carried_by for o in self.evicted_obligations)
+        lost = (o for o in self.evicted_obligations if not o.carried_by and o.retold_at is None)
+        return any(recorded) or any(lost)
 
 
 CHAIN_KINDS = frozenset({"chain_broken", "chain_fallback", "off_chain"})
@@ -211,7 +215,18 @@ def evicted_obligations(state: SessionState) -> tuple[EvictedObligation, ...]:
     for d in state.dispositions.values():
         by = [n for n in live if carries_fact(n, d)]
         rows.append(_row("negative_fact", d.key, d.position, by))
-    return tuple(r for r in rows if in_spans(state.truncated, r.position))
+    lacking = {(o.kind, o.key) for o in owed(state)}
+    return tuple(_retold(state, r, lacking) for r in rows if in_spans(state.truncated, r.position))
+
+
+def _retold(
+    state: SessionState, row: EvictedObligation, lacking: set[tuple[str, str]]
+) -> EvictedObligation:
+    """``row`` with the turn of the re-tell that holds it, when nothing else does."""
+    told = state.retold.get(Told.slot(row.kind, row.key))
+    if row.carried_by or told is None or (row.kind, row.key) in lacking:
+        return row
+    return attrs.evolve(row, retold_at=told.turn)
 
 
 def _row(kind: str, key: str, position: int, carriers: list[Node]) -> EvictedObligation:

@@ -206,7 +206,8 @@ def _audit_row(row: Any) -> str:
         return f"v{row.version} {row.kind}{where}: {row.text}"
     if isinstance(row, EvictedObligation):
         carried = ", ".join(row.carried_by) or "NOBODY"
-        return f"{row.kind} {row.key!r} at {row.position}: carried by {carried}"
+        told = "" if row.retold_at is None else f", re-told at turn {row.retold_at}"
+        return f"{row.kind} {row.key!r} at {row.position}: carried by {carried}{told}"
     fields = attrs.asdict(row)
     if "violations" in fields:
         rules = "; ".join(v["message"] for v in json.loads(fields["violations"]))

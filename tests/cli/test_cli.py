@@ -315,7 +315,13 @@ class TestAudit:
         }
         evicted = report["sessions"]["incident-2-evicted-constraint"]["evicted_obligations"]
         assert evicted == [
-            {"kind": "constraint", "key": "no-etc-writes", "position": 900, "carried_by": []}
+            {
+                "kind": "constraint",
+                "key": "no-etc-writes",
+                "position": 900,
+                "carried_by": [],
+                "retold_at": None,
+            }
         ]
 
     @on_both

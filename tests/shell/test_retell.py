@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import eventstore
 import reducers as r
 from eventstore import Session
-from eventstore._ops._audit import verify
+from eventstore._ops._audit import audit, verify
 from eventstore._ops._transfer import export_lines, import_file
 from eventstore._retell import HEADER
 from tests.helpers import config, fill, run_step
@@ -189,6 +189,22 @@ class TestRetell:
         s.truncate(s.state.end - 1, s.state.end, "budget")
         assert not s.state.markers[marker.marker_id].valid
         assert verify(journal) == []
+
+
+class TestAudit:
+    def test_audit_names_the_retell_and_finds_nothing_lost(
+        self, journal: eventstore.Journal
+    ) -> None:
+        """An evicted obligation no node carries is a finding until a re-tell states it."""
+        s = story(journal)
+        before = audit(journal).sessions[s.id]
+        assert before.findings
+        assert {o.retold_at for o in before.evicted_obligations} == {None}
+        told = s.retell()
+        assert told is not None
+        after = audit(journal).sessions[s.id]
+        assert {o.retold_at for o in after.evicted_obligations} == {told.index}
+        assert not after.findings
 
 
 class TestReplayAndTransfer:
