@@ -45,7 +45,7 @@ def _dropped_positions(state: SessionState, node: Node) -> list[int]:
     """Where the live obligations the node's own M1/M2 checks find dropped were raised."""
     false = falsely_closed(node, state.open_calls)
     calls = [c for c in node.required_calls if not carries_call(node, c)] + false
-    keys = [
+    return [
         *(state.open_calls[c].position for c in calls if c in state.open_calls),
         *(
             state.constraints[k].position
@@ -58,7 +58,6 @@ def _dropped_positions(state: SessionState, node: Node) -> list[int]:
             if node.dispositions.get(k) != d and k in state.dispositions
         ),
     ]
-    return keys
 
 
 def invalidations(
