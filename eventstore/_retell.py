@@ -29,7 +29,7 @@ from reducers import (
     fold,
 )
 
-HEADER = "[tierlog] The working context no longer holds these; they still apply:"
+HEADER = "tierlog re-tell: the working context no longer holds these; they still apply:"
 QUOTE_CHARS = 80
 ROLE = "system"
 

@@ -138,6 +138,8 @@ _INTS = {
     "before",
     "line",
     "count",
+    "max_chars",
+    "cut",
 }
 
 

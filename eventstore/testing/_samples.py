@@ -18,6 +18,7 @@ from reducers import (
     MarkerRefused,
     Noted,
     Resumed,
+    Retold,
     SessionStarted,
     Spilled,
     Truncated,
@@ -92,4 +93,12 @@ def samples() -> list[Event]:
         TurnRetracted(index=1, reason="pop_item"),
         ContextCleared(before=2, reason="clear_session"),
         Noted(kind="chain_fallback", text="read the entries in file order", line=12, count=3),
+        Retold(
+            index=2,
+            constraints={"no-etc": sha},
+            dispositions={"add-col": "rejected"},
+            calls=("c2",),
+            max_chars=2**33,
+            cut=1,
+        ),
     ]

@@ -20,10 +20,11 @@ pytestmark = on_both
 
 @pytest.fixture(name="payloads")
 def _payloads(journal: eventstore.Journal) -> dict[int, tuple[str, Any]]:
-    """The story session's events by version, and a note such as an ingest records
-    (the story is a live runtime's: it has none of its own)."""
+    """The story session's events by version, a note such as an ingest records (the
+    story is a live runtime's: it has none of its own), and a re-tell of what it owes."""
     s = story_session(journal)
     s.extend([Noted(kind="chain_fallback", text="joined by a guess", line=7, count=2)])
+    assert s.retell(max_chars=2_000) is not None
     return {v: (type(e).__name__, json.loads(to_payload(e))) for v, e in enumerate(s.events(), 1)}
 
 
