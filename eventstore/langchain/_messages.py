@@ -7,6 +7,11 @@ makes opens a call named by its tool and first argument. A tool message resolves
 call: ``status="error"`` is a negative fact on the call's name, ``rejected`` when a
 human-in-the-loop decision refused the call, ``failed`` otherwise. A message
 ``additional_kwargs["tierlog_rule"]`` names is a rule whatever its words.
+
+What the journal cannot take as it is, the gate skips, and a ``Noted`` event after
+the turn says so: a call id used before (a provider numbering calls per turn, a
+restarted gate journaling its thread again) is not opened twice; a result for a call
+never seen resolves nothing; a call without an id opens nothing.
 """
 
 from __future__ import annotations
@@ -14,12 +19,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Container, Iterable, Mapping
 
 import attrs
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
-from reducers import CallOpened, CallResolved, ConstraintStated, Event, ItemDisposed
+from reducers import CallOpened, CallResolved, ConstraintStated, Event, ItemDisposed, Noted
 
 REASON_CHARS = 200
 KEY_CHARS = 60  # as Claude Code ingest keys its rules
@@ -29,6 +34,11 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 HITL_SOURCE = "hitl_interrupt_decision"
 SUMMARY_SOURCE = "summarization"
+REUSED = (
+    "tool call id {call_id!r} was opened before in this session (reused by the model, or"
+    " a restarted gate journaling its thread again): not opened again"
+)
+ORPHAN = "a result for call {call_id!r}, which the gate never saw: no call resolved"
 
 
 @attrs.frozen(kw_only=True)
@@ -40,22 +50,58 @@ class Entry:
     raised: tuple[Event, ...]
 
 
+@attrs.define
+class Calls:
+    """The calls a batch of turns may open and resolve: the session's, then the batch's.
+
+    ``names`` keys a failure by its call's name even when that call was not opened
+    (its id was used before); ``admit`` drops what the journal would refuse, noted."""
+
+    journaled: Container[str]  # the ids the session has opened
+    open: set[str]
+    names: dict[str, str]
+    opened: set[str] = attrs.field(factory=set)  # the ids the batch opens
+
+    def admit(self, raised: Iterable[Event]) -> list[Event]:
+        """``raised`` without a second opening of an id, or a result for a closed call."""
+        out: list[Event] = []
+        for e in raised:
+            if isinstance(e, CallOpened):
+                self.names[e.call_id] = e.name
+            if isinstance(e, CallOpened) and self._seen(e.call_id):
+                out.append(_note("call_id_reused", REUSED.format(call_id=e.call_id)))
+                continue
+            if isinstance(e, CallResolved) and e.call_id not in self.open:
+                continue  # its call was not opened again (noted there)
+            if isinstance(e, CallOpened):
+                self.opened.add(e.call_id)
+                self.open.add(e.call_id)
+            elif isinstance(e, CallResolved):
+                self.open.discard(e.call_id)
+            out.append(e)
+        return out
+
+    def _seen(self, call_id: str) -> bool:
+        return call_id in self.opened or call_id in self.journaled
+
+
 def is_summary(message: AnyMessage) -> bool:
     """Whether ``message`` is a summary a summarization middleware put in the history."""
     return bool(message.additional_kwargs.get("lc_source") == SUMMARY_SOURCE)
 
 
 def entry(message: AnyMessage, names: Mapping[str, str]) -> Entry:
-    """``message`` as a turn; ``names`` maps the open calls' ids to their names."""
+    """``message`` as a turn; ``names`` maps the calls seen so far to their names."""
+    return _entry(message, names)
+
+
+def _entry(message: AnyMessage, names: Mapping[str, str]) -> Entry:
     role = _ROLES.get(message.type, message.type)
     if isinstance(message, AIMessage):
         return Entry(role=role, content=render(message), raised=tuple(_opened(message)))
     if isinstance(message, ToolMessage):
         return Entry(role=role, content=message.text, raised=tuple(_result(message, names)))
-    raised = rules(message.text) if isinstance(message, HumanMessage) else []
-    if isinstance(stated := message.additional_kwargs.get("tierlog_rule"), str):
-        raised = [ConstraintStated(key=stated, text=" ".join(message.text.split()))]
-    return Entry(role=role, content=message.text, raised=tuple(raised))
+    return Entry(role=role, content=message.text, raised=tuple(_stated(message)))
 
 
 def render(message: AIMessage) -> str:
@@ -76,11 +122,15 @@ def call_name(name: str, args: Mapping[str, object]) -> str:
 
 
 def _opened(message: AIMessage) -> list[Event]:
-    return [
-        CallOpened(call_id=c["id"], kind="tool_call", name=call_name(c["name"], c["args"]))
-        for c in message.tool_calls
-        if c["id"]
-    ]
+    out: list[Event] = []
+    for c in message.tool_calls:
+        if not c["id"]:
+            text = f"a {c['name']!r} call without an id: a turn, no call opened"
+            out.append(_note("call_without_id", text))
+            continue
+        name = call_name(c["name"], c["args"])
+        out.append(CallOpened(call_id=c["id"], kind="tool_call", name=name))
+    return out
 
 
 def _result(message: ToolMessage, names: Mapping[str, str]) -> list[Event]:
@@ -91,12 +141,26 @@ def _result(message: ToolMessage, names: Mapping[str, str]) -> list[Event]:
     if name is not None:
         outcome = "rejected" if rejected else "error" if error else "ok"
         out.append(CallResolved(call_id=message.tool_call_id, outcome=outcome))
+    else:
+        out.append(_note("result_without_call", ORPHAN.format(call_id=message.tool_call_id)))
     if error:
         reason = " ".join(message.text.split())[:REASON_CHARS]
         key = name or message.name or message.tool_call_id
         disposition = "rejected" if rejected else "failed"
         out.append(ItemDisposed(key=key, disposition=disposition, reason=reason))
     return out
+
+
+def _stated(message: AnyMessage) -> list[Event]:
+    """A message's rules: the one ``tierlog_rule`` names, else (a human's) by heuristic."""
+    raised = rules(message.text) if isinstance(message, HumanMessage) else []
+    if isinstance(stated := message.additional_kwargs.get("tierlog_rule"), str):
+        raised = [ConstraintStated(key=stated, text=" ".join(message.text.split()))]
+    return raised
+
+
+def _note(kind: str, text: str) -> Noted:
+    return Noted(kind=kind, text=text)
 
 
 def rules(text: str) -> list[Event]:

@@ -27,9 +27,9 @@ from eventstore._journal import Journal
 from eventstore._ops import carried_by
 from eventstore._session import Session
 from eventstore.langchain import _obligations as ob
-from eventstore.langchain._messages import entry, is_summary
+from eventstore.langchain._messages import Calls, entry, is_summary
 from invariants import MarkerInvalid, UnrecoverableCompactionError
-from reducers import CallOpened, Event, SessionConfig, TurnAppended
+from reducers import Event, SessionConfig, TurnAppended
 
 OnUnsafe: TypeAlias = Literal["resummarize", "keep", "retell"]
 ON_UNSAFE: tuple[OnUnsafe, ...] = ("resummarize", "keep", "retell")
@@ -87,6 +87,7 @@ class TierlogSummarizationMiddleware(SummarizationMiddleware[Any, Any]):
         )
         self._turns: dict[str, int] = {}  # message id -> turn index
         self._nodes: dict[str, str] = {}  # summary message id -> node id
+        self._names: dict[str, str] = {}  # tool call id -> its call's name, every call seen
 
     def _default_config(self) -> SessionConfig:
         window = self._get_profile_limits() or 128_000
@@ -142,18 +143,18 @@ class TierlogSummarizationMiddleware(SummarizationMiddleware[Any, Any]):
         """Append the messages not journaled yet as turns, in one transaction."""
         self._ensure_message_ids(list(messages))
         state = self.session.state
-        names = {c.call_id: c.name for c in state.open_calls.values()}
+        self._names.update((c.call_id, c.name) for c in state.open_calls.values())
+        calls = Calls(journaled=state.call_ids, open=set(state.open_calls), names=self._names)
         events: list[Event] = []
         new: dict[str, int] = {}
         for m in messages:
             if m.id is None or m.id in self._turns or m.id in new or is_summary(m):
                 continue
-            e = entry(m, names)
+            e = entry(m, calls.names)
             new[m.id] = index = state.turns + len(new)
             tokens = max(1, self._partial_token_counter([m]))
             events += [TurnAppended(index=index, role=e.role, content=e.content, tokens=tokens)]
-            events += e.raised
-            names.update((c.call_id, c.name) for c in e.raised if isinstance(c, CallOpened))
+            events += calls.admit(e.raised)
         if events:
             self.session.extend(events)
             self._turns.update(new)
