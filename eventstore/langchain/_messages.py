@@ -8,10 +8,12 @@ call: ``status="error"`` is a negative fact on the call's name, ``rejected`` whe
 human-in-the-loop decision refused the call, ``failed`` otherwise. A message
 ``additional_kwargs["tierlog_rule"]`` names is a rule whatever its words.
 
-What the journal cannot take as it is, the gate skips, and a ``Noted`` event after
-the turn says so: a call id used before (a provider numbering calls per turn, a
-restarted gate journaling its thread again) is not opened twice; a result for a call
-never seen resolves nothing; a call without an id opens nothing.
+What the journal cannot take as it is, the gate repairs or skips, and a ``Noted``
+event after the turn says so: a lone surrogate (a file name read with
+``surrogateescape``) becomes U+FFFD; a call id used before (a provider numbering
+calls per turn, a restarted gate journaling its thread again) is not opened twice;
+a result for a call never seen resolves nothing; a ``tierlog_rule`` that is not a
+non-empty string is passed over for the sentence heuristic.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
+from typing import Any
 
 import attrs
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
@@ -31,7 +34,9 @@ KEY_CHARS = 60  # as Claude Code ingest keys its rules
 ARG_CHARS = 60
 RULE = re.compile(r"\b(never|do not|don't|dont|always|must|only)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, only a lone one is left
 _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+_REPAIRED = ("content", "tool_calls", "tool_call_id", "name", "additional_kwargs")
 HITL_SOURCE = "hitl_interrupt_decision"
 SUMMARY_SOURCE = "summarization"
 REUSED = (
@@ -91,8 +96,14 @@ def is_summary(message: AnyMessage) -> bool:
 
 
 def entry(message: AnyMessage, names: Mapping[str, str]) -> Entry:
-    """``message`` as a turn; ``names`` maps the calls seen so far to their names."""
-    return _entry(message, names)
+    """``message`` as a turn; ``names`` maps the calls seen so far to their names.
+    A lone surrogate anywhere in it is replaced first (noted)."""
+    repaired = _repaired(message)
+    if repaired is message:
+        return _entry(message, names)
+    done = _entry(repaired, names)
+    text = f"message {message.id}: lone surrogates (text no journal stores) replaced by U+FFFD"
+    return attrs.evolve(done, raised=(*done.raised, _note("lone_surrogate", text)))
 
 
 def _entry(message: AnyMessage, names: Mapping[str, str]) -> Entry:
@@ -104,10 +115,41 @@ def _entry(message: AnyMessage, names: Mapping[str, str]) -> Entry:
     return Entry(role=role, content=message.text, raised=tuple(_stated(message)))
 
 
+def _repaired(message: AnyMessage) -> AnyMessage:
+    """``message`` itself, or a copy with every lone surrogate replaced by U+FFFD."""
+    fields = {k: getattr(message, k) for k in _REPAIRED if hasattr(message, k)}
+    if not any(_SURROGATE.search(text) for text in _strings(fields)):
+        return message
+    return message.model_copy(update=_scrub(fields))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in ``value`` (its dicts' keys too), walked through lists and dicts."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(k)
+            yield from _strings(v)
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    return value
+
+
 def render(message: AIMessage) -> str:
     """An AI message's text and its tool calls, one a line."""
     calls = [
-        f"[tool_call {c['id']}] {c['name']} {json.dumps(c['args'], sort_keys=True)}"
+        f"[tool_call {c['id']}] {c['name']} {json.dumps(c['args'], sort_keys=True, default=str)}"
         for c in message.tool_calls
     ]
     return "\n".join([message.text, *calls]) if message.text else "\n".join(calls)
@@ -145,7 +187,7 @@ def _result(message: ToolMessage, names: Mapping[str, str]) -> list[Event]:
         out.append(_note("result_without_call", ORPHAN.format(call_id=message.tool_call_id)))
     if error:
         reason = " ".join(message.text.split())[:REASON_CHARS]
-        key = name or message.name or message.tool_call_id
+        key = name or message.name or message.tool_call_id or "tool"
         disposition = "rejected" if rejected else "failed"
         out.append(ItemDisposed(key=key, disposition=disposition, reason=reason))
     return out
@@ -153,10 +195,14 @@ def _result(message: ToolMessage, names: Mapping[str, str]) -> list[Event]:
 
 def _stated(message: AnyMessage) -> list[Event]:
     """A message's rules: the one ``tierlog_rule`` names, else (a human's) by heuristic."""
-    raised = rules(message.text) if isinstance(message, HumanMessage) else []
-    if isinstance(stated := message.additional_kwargs.get("tierlog_rule"), str):
-        raised = [ConstraintStated(key=stated, text=" ".join(message.text.split()))]
-    return raised
+    stated = message.additional_kwargs.get("tierlog_rule")
+    if isinstance(stated, str) and stated:
+        return [ConstraintStated(key=stated, text=" ".join(message.text.split()))]
+    found = rules(message.text) if isinstance(message, HumanMessage) else []
+    if stated is None:
+        return found
+    text = f"tierlog_rule {stated!r} is not a non-empty string: passed over"
+    return [*found, _note("rule_key_unusable", text)]
 
 
 def _note(kind: str, text: str) -> Noted:

@@ -1,8 +1,9 @@
 """The gate given messages the journal cannot take as they are: it journals what it
-can, says what it skipped in a ``Noted`` event, and never breaks the agent."""
+can, says what it skipped or repaired in a ``Noted`` event, and never breaks the agent."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 import eventstore
 from eventstore import Journal
 from eventstore.langchain import TierlogSummarizationMiddleware
-from reducers import CallOpened, CallResolved, ItemDisposed, Noted, TurnAppended
+from reducers import CallOpened, CallResolved, ConstraintStated, ItemDisposed, Noted, TurnAppended
 from tests.langchain.test_middleware import ScriptedModel, Summarizer
 
 
@@ -121,3 +122,51 @@ class TestReusedCallIds:
         _see(_gate(journal), [HumanMessage("go"), _call("")])
         assert _of(journal, CallOpened) == []
         assert _notes(journal) == ["call_without_id"]
+
+
+class TestUnstorableText:
+    def test_lone_surrogates_are_replaced_and_noted(self, journal: Journal) -> None:
+        """A file name read with surrogateescape puts lone surrogates in a tool's output
+        and arguments: they become U+FFFD, the obligations stay, and a note says so."""
+        name = "report-\udcff.csv"
+        _see(
+            _gate(journal),
+            [
+                HumanMessage("Never delete \udcff files."),
+                _call("c\udcff", "rm", path=name),
+                ToolMessage(f"rm: {name}: denied", tool_call_id="c\udcff", status="error"),
+            ],
+        )
+        state = journal.session("s").state
+        assert list(state.constraints) == ["heuristic: Never delete \ufffd files."]
+        assert state.dispositions["rm: report-\ufffd.csv"].disposition == "failed"
+        assert _notes(journal) == ["lone_surrogate"] * 3
+        assert all(n.text.startswith("message ") for n in _of(journal, Noted))
+
+    def test_arguments_json_cannot_encode_are_rendered(self, journal: Journal) -> None:
+        """A tool call built in code with a datetime argument is journaled, not a TypeError."""
+        when = datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC)
+        _see(_gate(journal), [HumanMessage("go"), _call("c1", "schedule", at=when)])
+        (turn,) = [t for t in journal.session("s").turns() if t.role == "assistant"]
+        assert "2026-01-02" in turn.content
+
+
+class TestOddKeys:
+    def test_an_empty_tierlog_rule_falls_back_to_the_heuristic(self, journal: Journal) -> None:
+        """``tierlog_rule=""`` names no key: the sentence heuristic reads the message, noted."""
+        message = HumanMessage("Never push on Friday.", additional_kwargs={"tierlog_rule": ""})
+        _see(_gate(journal), [message])
+        assert [c.key for c in _of(journal, ConstraintStated)] == [
+            "heuristic: Never push on Friday."
+        ]
+        assert _notes(journal) == ["rule_key_unusable"]
+
+    def test_a_failed_result_with_no_name_or_id_still_counts(self, journal: Journal) -> None:
+        """An error result naming no call, tool or id is a failed fact on ``tool``, noted."""
+        _see(
+            _gate(journal),
+            [HumanMessage("go"), ToolMessage("boom", tool_call_id="", status="error")],
+        )
+        (fact,) = _of(journal, ItemDisposed)
+        assert (fact.key, fact.disposition) == ("tool", "failed")
+        assert _notes(journal) == ["result_without_call"]
