@@ -5,7 +5,8 @@ turns and raised events through ``Session.extend`` and makes each ``compacted`` 
 tier-1 compaction over everything before it, carrying what its summary evidences
 (``_evidence``), then a marker on it: a refusal (C1-C5, M1-M3) is recorded, not raised.
 Ingesting a rollout again changes nothing; a rollout that has grown since (its stored
-turns the start of what the file now gives) gets the rest appended; any other content
+turns the start of what the file now gives) gets the rest appended, and the notes of
+the lines it gained that the stored turns do not hold yet before it; any other content
 under the same session id is refused. All of it in one transaction. Every note is a
 ``Noted`` event after the turn read before its line (``audit`` and ``report`` show
 them), and travels in the result too (``notes``, ``warnings``).
@@ -17,6 +18,7 @@ import contextlib
 import json
 import os
 import stat
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,7 +32,7 @@ from eventstore.codex._review import CompactionReview, review_session
 from eventstore.codex._rollout import read
 from eventstore.codex._values import Note
 from invariants import MarkerInvalid, UnrecoverableCompactionError
-from reducers import Event, InvalidEvent, SessionConfig, TurnAppended
+from reducers import Event, InvalidEvent, Noted, SessionConfig, TurnAppended
 
 SNIFF_BYTES = 1 << 20  # a session_meta line carries the base instructions: ~20 kB
 WINDOW = 272_000  # when no token_count says the model's window
@@ -102,7 +104,7 @@ def ingest_loaded(journal: Journal, mapped: Mapped, path: str) -> IngestResult:
             write(journal.start_session(sid, config(mapped.window)), mapped.plan.steps)
         else:
             session = journal.session(sid)
-            write(session, _rest(session, mapped.plan.steps, path))
+            write(session, *_rest(session, mapped.plan.steps, path))
         head = journal.recorder.head(sid).version
     plan = mapped.plan
     return IngestResult(
@@ -134,26 +136,48 @@ def config(window: int | None) -> SessionConfig:
     )
 
 
-def _rest(session: Session, steps: Sequence[Step], path: str) -> list[Step]:
-    """The steps after those already stored; InvalidEvent unless the stored turns are
-    the start of the rollout's (role and text)."""
+def _rest(session: Session, steps: Sequence[Step], path: str) -> tuple[list[Step], list[Noted]]:
+    """The steps after those already stored, and the notes on the stored ones the session
+    lacks (lines the rollout gained that add no turn); InvalidEvent unless the stored
+    turns are the start of the rollout's (role and text)."""
     stored = [(t.role, t.content) for t in session.turns()]
     turns = [(s.role, s.content) for s in steps if isinstance(s, Turn)]
     if turns[: len(stored)] != stored:
         raise InvalidEvent(
             f"session {session.id!r} already exists with other content: {path} is not ingested"
         )
+    at = _after(steps, len(stored))
+    return list(steps[at:]), _unrecorded(session, steps[:at])
+
+
+def _after(steps: Sequence[Step], count: int) -> int:
+    """The index of the step after the first ``count`` turns."""
     seen = 0
     for at, step in enumerate(steps):
-        if seen == len(stored):
-            return list(steps[at:])
+        if seen == count:
+            return at
         seen += isinstance(step, Turn)
-    return []
+    return len(steps)
 
 
-def write(session: Session, steps: Sequence[Step]) -> None:
-    """Append ``steps``: turn batches through ``extend``, each boundary as a compaction."""
-    batch: list[Event] = []
+def _unrecorded(session: Session, steps: Sequence[Step]) -> list[Noted]:
+    """The notes ``steps`` raise that the session does not hold (a note folding several
+    lines counts again when the rollout added one)."""
+    held = Counter(e for e in session.events() if isinstance(e, Noted))
+    out: list[Noted] = []
+    for step in steps:
+        for e in step.raised if isinstance(step, Turn) else ():
+            if isinstance(e, Noted) and held[e] > 0:
+                held[e] -= 1
+            elif isinstance(e, Noted):
+                out.append(e)
+    return out
+
+
+def write(session: Session, steps: Sequence[Step], before: Sequence[Event] = ()) -> None:
+    """Append ``before``, then ``steps``: turn batches through ``extend``, each boundary
+    as a compaction."""
+    batch: list[Event] = list(before)
     index = session.state.turns
     for step in steps:
         if isinstance(step, Boundary):
