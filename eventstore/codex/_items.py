@@ -42,6 +42,8 @@ PASSED_EVENTS = frozenset(
 )
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+# the items a remote compaction (Responses API ``/compact``) returns its summary in, sealed
+SEALED = frozenset({"compaction", "compaction_summary", "context_compaction"})
 NOT_TYPED = ("<", "# AGENTS.md instructions")  # user-role text Codex adds, not the user's
 _EXIT = re.compile(r"(?:Process exited with code|^Exit code:)\s*(-?\d+)", re.MULTILINE)
 _SHELLS = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "pwsh", "powershell"})
@@ -186,6 +188,9 @@ def _compaction(line: int, p: Raw, skipped: Skipped) -> Compaction:
             for i in history
             if isinstance(i, dict) and i.get("type") == "message" and i.get("role") != "developer"
         )
+        if any(isinstance(i, dict) and i.get("type") in SEALED for i in history):
+            what = "compacted item whose summary is encrypted: judged by the messages it kept"
+            skipped.setdefault(("summary_encrypted", what), []).append(line)
     else:
         what = "compacted item without replacement_history (an older CLI): the summary alone"
         skipped.setdefault(("no_replacement_history", what), []).append(line)

@@ -66,3 +66,22 @@ class TestGrownRollout:
             ("reasoning_unread", 3, 1),
             ("reasoning_unread", 3, 2),
         ]
+
+
+class TestCompactionShapes:
+    def test_an_encrypted_summary_is_noted(self, journal: Journal, tmp_path: Path) -> None:
+        """A remote compaction (the OpenAI provider's) keeps its summary encrypted in
+        ``replacement_history``: the review judges the kept messages alone, and says so."""
+        kept = [msg("user", "Fix the build.")[1], {"type": "compaction", "encrypted_content": "x"}]
+        path = _write(
+            tmp_path / "r.jsonl",
+            msg("user", "Fix the build."),
+            call("c1", "make"),
+            out("c1", "Exit code: 2"),
+            ("compacted", {"message": "", "replacement_history": kept}),
+        )
+        result = ingest(journal, path)
+        assert "summary_encrypted" in [n.kind for n in result.notes]
+        assert ("summary_encrypted", 5, 1) in _noted(journal)
+        (review,) = result.compactions
+        assert [o.key for o in review.not_evidenced] == ["exec_command: make"]
