@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from eventstore.codex._values import (
     Aborted,
@@ -158,7 +158,7 @@ def _exit_from(raw: object, text: str) -> tuple[int | None, str]:
 def _event(line: int, p: Raw, skipped: Skipped) -> Item | None:
     kind = p.get("type")
     if kind == "token_count":
-        return _usage(line, p.get("info"))
+        return _usage(line, p.get("info"), skipped)
     if kind == "turn_aborted":
         return Aborted(line=line, reason=str(p.get("reason", "")))
     if kind not in PASSED_EVENTS:
@@ -166,17 +166,26 @@ def _event(line: int, p: Raw, skipped: Skipped) -> Item | None:
     return None
 
 
-def _usage(line: int, info: object) -> Usage | None:
+def _usage(line: int, info: object, skipped: Skipped) -> Usage | None:
     if not isinstance(info, dict) or not isinstance(info.get("last_token_usage"), dict):
         return None  # a rate-limit update alone
     last = info["last_token_usage"]
     prompt, output = last.get("input_tokens"), last.get("output_tokens")
-    window = info.get("model_context_window")
-    if not all(type(n) is int and 0 <= n < MAX_TOKENS for n in (prompt, output)):
+    if not (_tokens(prompt) and _tokens(output)):
+        what = "token_count whose counts are not token counts (0 to 10**9)"
+        skipped.setdefault(("token_count_unread", what), []).append(line)
         return None
-    return Usage(
-        line=line, prompt=prompt, output=output, window=window if type(window) is int else None
-    )
+    window = info.get("model_context_window")
+    if window is not None and not (_tokens(window) and window):
+        what = f"token_count with model_context_window {window!r}: not a window, passed over"
+        skipped.setdefault(("window_unread", what), []).append(line)
+        window = None
+    return Usage(line=line, prompt=prompt, output=output, window=window)
+
+
+def _tokens(n: object) -> TypeGuard[int]:
+    """Whether ``n`` is a count of tokens a context could hold."""
+    return type(n) is int and 0 <= n < MAX_TOKENS
 
 
 def _compaction(line: int, p: Raw, skipped: Skipped) -> Compaction:

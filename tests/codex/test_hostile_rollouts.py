@@ -85,3 +85,46 @@ class TestCompactionShapes:
         assert ("summary_encrypted", 5, 1) in _noted(journal)
         (review,) = result.compactions
         assert [o.key for o in review.not_evidenced] == ["exec_command: make"]
+
+
+def _tokens(prompt: object, output: object = 10, **info: object) -> tuple[str, dict[str, Any]]:
+    last = {"input_tokens": prompt, "output_tokens": output}
+    return "event_msg", {"type": "token_count", "info": {"last_token_usage": last, **info}}
+
+
+class TestTokenCounts:
+    @pytest.mark.parametrize("prompt", [-5, 1.5, True, "900", 10**12, None])
+    def test_a_count_that_is_no_token_count_is_noted(
+        self, prompt: object, journal: Journal, tmp_path: Path
+    ) -> None:
+        """A ``token_count`` whose counts are negative, fractional, boolean, text or past
+        any window prices nothing, and a note says it was passed over."""
+        path = _write(tmp_path / "r.jsonl", msg("assistant", "Done."), _tokens(prompt))
+        ingest(journal, path)
+        assert _noted(journal) == [("token_count_unread", 3, 1)]
+
+    @pytest.mark.parametrize("window", [-5, 0, 10**30, "272000", 1.5])
+    def test_a_window_that_is_no_window_is_noted_not_fatal(
+        self, window: object, journal: Journal, tmp_path: Path
+    ) -> None:
+        """A ``model_context_window`` no session can take is passed over, noted; the
+        rollout is ingested with the default window, its prompt count still read."""
+        path = _write(
+            tmp_path / "r.jsonl",
+            msg("assistant", "Done."),
+            _tokens(9_000, model_context_window=window),
+        )
+        ingest(journal, path)
+        assert _noted(journal) == [("window_unread", 3, 1)]
+        state = journal.session(SESSION).state
+        assert state.config is not None
+        assert state.config.window_tokens == 272_000
+        assert state.occupancy >= 9_000
+
+    def test_a_token_count_without_info_is_a_rate_limit_update(
+        self, journal: Journal, tmp_path: Path
+    ) -> None:
+        """``info: null`` is what Codex writes with rate limits alone: nothing to note."""
+        rate: tuple[str, dict[str, Any]] = ("event_msg", {"type": "token_count", "info": None})
+        ingest(journal, _write(tmp_path / "r.jsonl", msg("assistant", "Done."), rate))
+        assert _noted(journal) == []
