@@ -230,9 +230,10 @@ def is_rollout(path: str | Path) -> bool:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return False
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen: a directory raises there
+        os.close(fd)
+        return False
     with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
         first = file.readline(SNIFF_BYTES)
     try:
         return bool(json.loads(first).get("type") == "session_meta")

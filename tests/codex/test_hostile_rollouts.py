@@ -11,7 +11,8 @@ import pytest
 
 import eventstore
 from eventstore import Journal
-from eventstore.codex import ingest
+from eventstore.cli import main
+from eventstore.codex import ingest, is_rollout
 from reducers import Noted
 from tests.codex.lines import call, lines, msg, out
 
@@ -128,3 +129,16 @@ class TestTokenCounts:
         rate: tuple[str, dict[str, Any]] = ("event_msg", {"type": "token_count", "info": None})
         ingest(journal, _write(tmp_path / "r.jsonl", msg("assistant", "Done."), rate))
         assert _noted(journal) == []
+
+
+class TestDetect:
+    def test_a_directory_is_not_a_rollout(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Sniffing a directory answers no (it raised IsADirectoryError, which the CLI
+        printed as ``3: Is a directory``); ingest then says what the path is."""
+        folder = tmp_path / "rollout.jsonl"
+        folder.mkdir()
+        assert not is_rollout(folder)
+        assert main(["ingest", str(tmp_path / "agent.db"), str(folder)]) == 2
+        assert "a directory, not a regular file" in capsys.readouterr().err
