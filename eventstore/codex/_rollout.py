@@ -97,8 +97,19 @@ def _decode(number: int, line: bytes) -> tuple[int, str, Raw]:
         raise InvalidEvent(f"line {number}: not JSON") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
         raise InvalidEvent(f"line {number}: not a rollout line ({{timestamp, type, payload}})")
+    if b"\\ud" in line.lower() and not _text_only(raw):  # escaped surrogates: pairs only
+        raise InvalidEvent(f"line {number}: a lone surrogate is not text")
     payload = raw.get("payload")
     return number, raw["type"], payload if isinstance(payload, dict) else {}
+
+
+def _text_only(raw: Raw) -> bool:
+    """Whether every string in ``raw`` is text (no lone surrogate, which nothing stores)."""
+    try:
+        json.dumps(raw, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _exit_codes(raws: Iterable[tuple[int, str, Raw]]) -> Mapping[str, tuple[int, str]]:

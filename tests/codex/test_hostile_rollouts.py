@@ -13,7 +13,7 @@ import eventstore
 from eventstore import Journal
 from eventstore.cli import main
 from eventstore.codex import ingest, is_rollout
-from reducers import Noted
+from reducers import InvalidEvent, Noted
 from tests.codex.lines import call, lines, msg, out
 
 SESSION = "s-1"  # tests.codex.lines.META's id
@@ -142,3 +142,24 @@ class TestDetect:
         assert not is_rollout(folder)
         assert main(["ingest", str(tmp_path / "agent.db"), str(folder)]) == 2
         assert "a directory, not a regular file" in capsys.readouterr().err
+
+
+class TestText:
+    @pytest.mark.parametrize(
+        "row",
+        [
+            msg("assistant", "ok \ud800"),
+            ("compacted", {"message": "sum \ud800"}),
+            ("session_meta", {"id": "s-2", "cli_version": "\udcff"}),
+        ],
+    )
+    def test_a_lone_surrogate_is_refused_naming_its_line(
+        self, row: tuple[str, dict[str, Any]], tmp_path: Path
+    ) -> None:
+        """An escaped lone surrogate (no Codex writes one) is refused at its line, before
+        anything is written; the error named no line when the journal refused it."""
+        path = _write(tmp_path / "r.jsonl", row, msg("user", "after"))
+        with eventstore.open(tmp_path / "agent.db") as journal:
+            with pytest.raises(InvalidEvent, match="line 2: a lone surrogate is not text"):
+                ingest(journal, path)
+            assert not journal.has_session(SESSION)
