@@ -126,6 +126,7 @@ class _Mapping:
     notes: list[Note]
     model_turn: Turn | None = None  # the last model turn no token_count has priced yet
     from_text: list[int] = attrs.field(factory=list)  # outputs judged by their text
+    roles: dict[str, list[int]] = attrs.field(factory=dict)  # role read as system -> lines
 
 
 def build_plan(rollout: Rollout) -> Mapped:
@@ -140,11 +141,7 @@ def build_plan(rollout: Rollout) -> Mapped:
             raise InvalidEvent(f"line {item.line}: {exc}") from None
     _assign_tokens(m.plan.steps)
     m.plan.turns = sum(isinstance(s, Turn) for s in m.plan.steps)
-    if m.from_text:
-        text = "a call's outcome read from its output text (no exit-code event)"
-        m.notes.append(
-            Note(kind="outcome_from_text", text=text, line=m.from_text[0], count=len(m.from_text))
-        )
+    _fold_notes(m)
     notes = sorted(m.notes, key=lambda n: n.line or 0)
     _place(m.plan.steps, notes)
     windows = [i.window for i in rollout.items if isinstance(i, Usage) and i.window]
@@ -154,6 +151,18 @@ def build_plan(rollout: Rollout) -> Mapped:
         notes=tuple(notes),
         window=max(windows, default=None),
     )
+
+
+def _fold_notes(m: _Mapping) -> None:
+    """The guesses made item by item, one note per kind of guess, with how many."""
+    if m.from_text:
+        text = "a call's outcome read from its output text (no exit-code event)"
+        m.notes.append(
+            Note(kind="outcome_from_text", text=text, line=m.from_text[0], count=len(m.from_text))
+        )
+    for role, at in m.roles.items():
+        text = f"a message of role {role!r}, which Codex does not write: read as system"
+        m.notes.append(Note(kind="unknown_role", text=text, line=at[0], count=len(at)))
 
 
 def _place(steps: Sequence[Step], notes: Sequence[Note]) -> None:
@@ -188,6 +197,8 @@ def _add(m: _Mapping, role: str, content: str, line: int) -> Turn:
 
 
 def _message(m: _Mapping, item: Message) -> None:
+    if item.role not in ROLES:
+        m.roles.setdefault(item.role, []).append(item.line)
     draft = _add(m, ROLES.get(item.role, "system"), item.text, item.line)
     if item.role == "assistant":
         m.model_turn = draft

@@ -163,3 +163,29 @@ class TestText:
             with pytest.raises(InvalidEvent, match="line 2: a lone surrogate is not text"):
                 ingest(journal, path)
             assert not journal.has_session(SESSION)
+
+
+def _said(role: object, text: str) -> tuple[str, dict[str, Any]]:
+    return "response_item", {"type": "message", "role": role, "content": text}
+
+
+class TestRoles:
+    def test_a_role_codex_does_not_write_is_read_as_system_noted(
+        self, journal: Journal, tmp_path: Path
+    ) -> None:
+        """Messages of role ``tool``, none or a list are ``system`` turns, one note a role."""
+        path = _write(
+            tmp_path / "r.jsonl",
+            _said("tool", "a"),
+            _said(None, "b"),
+            _said("tool", "c"),
+            _said(["x"], "d"),
+        )
+        ingest(journal, path)
+        assert _noted(journal) == [
+            ("unknown_role", 2, 2),
+            ("unknown_role", 3, 1),
+            ("unknown_role", 5, 1),
+        ]
+        roles = [t.role for t in journal.session(SESSION).turns()]
+        assert roles == ["system"] * 5
