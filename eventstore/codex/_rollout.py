@@ -54,6 +54,7 @@ def parse_lines(lines: Iterable[tuple[int, bytes]]) -> Rollout:
     session_id = str(meta.get("id") or meta.get("session_id") or "")
     if not _SESSION_ID.fullmatch(session_id):
         raise InvalidEvent(f"session_meta: {session_id!r} is not a session id tierlog takes")
+    notes += _other_metas(raws, session_id)
     exits = _exit_codes(raws)
     items: list[Item] = []
     skipped: Skipped = {}
@@ -68,6 +69,17 @@ def parse_lines(lines: Iterable[tuple[int, bytes]]) -> Rollout:
         items=tuple(items),
         notes=tuple(notes),
     )
+
+
+def _other_metas(raws: Iterable[tuple[int, str, Raw]], session_id: str) -> list[Note]:
+    """A note for each ``session_meta`` of another session (a fork copies its parent's)."""
+    out: list[Note] = []
+    for line, kind, p in raws:
+        other = str(p.get("id") or p.get("session_id") or "")
+        if kind == "session_meta" and other != session_id:
+            text = f"session_meta of session {other!r}: its items are read as {session_id!r}'s"
+            out.append(Note(kind="other_session_meta", text=text, line=line))
+    return out
 
 
 def _decode_all(

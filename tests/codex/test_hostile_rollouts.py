@@ -189,3 +189,16 @@ class TestRoles:
         ]
         roles = [t.role for t in journal.session(SESSION).turns()]
         assert roles == ["system"] * 5
+
+
+class TestSessionMeta:
+    def test_a_session_meta_of_another_session_is_noted(
+        self, journal: Journal, tmp_path: Path
+    ) -> None:
+        """A second ``session_meta`` naming another session (a forked rollout holds its
+        parent's) is noted; the first names the session, as before."""
+        parent = ("session_meta", {"id": "parent-1", "cli_version": "0.171.0"})
+        again = ("session_meta", {"id": SESSION, "cli_version": "0.171.0"})
+        path = _write(tmp_path / "r.jsonl", parent, msg("user", "hi"), again)
+        assert ingest(journal, path).session_id == SESSION
+        assert _noted(journal) == [("other_session_meta", 2, 1)]
