@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 from collections import Counter
 from collections.abc import Sequence
@@ -35,6 +36,9 @@ from invariants import MarkerInvalid, UnrecoverableCompactionError
 from reducers import Event, InvalidEvent, Noted, SessionConfig, TurnAppended
 
 SNIFF_BYTES = 1 << 20  # a session_meta line carries the base instructions: ~20 kB
+_META_HEAD = re.compile(
+    rb'\s*\{\s*(?:"timestamp"\s*:\s*"[^"]*"\s*,\s*)?"type"\s*:\s*"session_meta"'
+)
 WINDOW = 272_000  # when no token_count says the model's window
 
 
@@ -237,5 +241,5 @@ def is_rollout(path: str | Path) -> bool:
         first = file.readline(SNIFF_BYTES)
     try:
         return bool(json.loads(first).get("type") == "session_meta")
-    except (ValueError, AttributeError):
-        return False
+    except (ValueError, AttributeError):  # a first line past SNIFF_BYTES: how it starts
+        return len(first) == SNIFF_BYTES and _META_HEAD.match(first) is not None

@@ -132,6 +132,18 @@ class TestTokenCounts:
 
 
 class TestDetect:
+    def test_a_session_meta_line_past_the_sniff_is_still_a_rollout(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Base instructions of 2 MB make a first line longer than the sniff reads: the
+        line's start still says ``session_meta`` (it was taken for a Claude Code transcript)."""
+        meta = {"id": SESSION, "base_instructions": {"text": "x" * 2**21}}
+        path = _write(tmp_path / "r.jsonl", ("session_meta", meta), msg("user", "hi"))
+        path.write_bytes(path.read_bytes().split(b"\n", 1)[1])  # lines() adds its own META
+        assert is_rollout(path)
+        assert main(["ingest", str(tmp_path / "agent.db"), str(path)]) == 0
+        assert "(Codex rollout)" in capsys.readouterr().out
+
     def test_a_directory_is_not_a_rollout(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
