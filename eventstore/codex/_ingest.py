@@ -146,6 +146,11 @@ def _rest(session: Session, steps: Sequence[Step], path: str) -> tuple[list[Step
     turns are the start of the rollout's (role and text)."""
     stored = [(t.role, t.content) for t in session.turns()]
     turns = [(s.role, s.content) for s in steps if isinstance(s, Turn)]
+    if len(turns) < len(stored) and stored[: len(turns)] == turns:
+        raise InvalidEvent(
+            f"session {session.id!r} already holds {len(stored):,} turns, {path} gives"
+            f" {len(turns):,} of them (an older or cut copy of the rollout): not ingested"
+        )
     if turns[: len(stored)] != stored:
         raise InvalidEvent(
             f"session {session.id!r} already exists with other content: {path} is not ingested"

@@ -68,6 +68,19 @@ class TestGrownRollout:
             ("reasoning_unread", 3, 2),
         ]
 
+    def test_an_older_shorter_copy_is_refused_saying_so(
+        self, journal: Journal, tmp_path: Path
+    ) -> None:
+        """A rollout that is the start of the stored session (an older copy, or one cut
+        short) is refused as that, not as "other content", and nothing is written."""
+        start = [msg("user", "Fix the build."), call("c1", "make")]
+        path = _write(tmp_path / "r.jsonl", *start, out("c1", "Exit code: 0"))
+        events = ingest(journal, path).events
+        _write(path, *start)
+        with pytest.raises(InvalidEvent, match=r"already holds 4 turns, .* gives 3 of them"):
+            ingest(journal, path)
+        assert journal.recorder.head(SESSION).version == events
+
 
 class TestCompactionShapes:
     def test_an_encrypted_summary_is_noted(self, journal: Journal, tmp_path: Path) -> None:
