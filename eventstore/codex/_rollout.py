@@ -34,6 +34,10 @@ MAX_BYTES = 256 * 2**20  # a larger file is refused (as a Claude Code transcript
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 
 
+class _NotText(InvalidEvent):
+    """A line that is whole JSON but holds what no journal stores (a lone surrogate)."""
+
+
 def read(path: str | Path, *, max_bytes: int = MAX_BYTES) -> Rollout:
     """The rollout at ``path``; InvalidEvent (naming the line) if it cannot be read."""
     return parse_lines(file_lines(path, max_bytes))
@@ -95,6 +99,8 @@ def _decode_all(
     if pending is not None:
         try:
             out.append(_decode(*pending))
+        except _NotText:
+            raise  # whole, so not cut off
         except InvalidEvent as exc:
             notes.append(Note(kind="cut_last_line", text=f"{exc}: skipped", line=pending[0]))
     return out
@@ -110,7 +116,7 @@ def _decode(number: int, line: bytes) -> tuple[int, str, Raw]:
     if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
         raise InvalidEvent(f"line {number}: not a rollout line ({{timestamp, type, payload}})")
     if b"\\ud" in line.lower() and not _text_only(raw):  # escaped surrogates: pairs only
-        raise InvalidEvent(f"line {number}: a lone surrogate is not text")
+        raise _NotText(f"line {number}: a lone surrogate is not text")
     payload = raw.get("payload")
     return number, raw["type"], payload if isinstance(payload, dict) else {}
 

@@ -12,7 +12,7 @@ import pytest
 import eventstore
 from eventstore import Journal
 from eventstore.cli import main
-from eventstore.codex import ingest, is_rollout
+from eventstore.codex import ingest, is_rollout, read
 from reducers import InvalidEvent, Noted
 from tests.codex.lines import call, lines, msg, out
 
@@ -188,6 +188,14 @@ class TestText:
             with pytest.raises(InvalidEvent, match="line 2: a lone surrogate is not text"):
                 ingest(journal, path)
             assert not journal.has_session(SESSION)
+
+    def test_a_last_line_with_a_lone_surrogate_is_not_taken_for_a_cut_one(
+        self, tmp_path: Path
+    ) -> None:
+        """A whole last line is not a line cut mid-write: its lone surrogate is refused too."""
+        path = _write(tmp_path / "r.jsonl", msg("user", "hi"), msg("assistant", "ok \ud800"))
+        with pytest.raises(InvalidEvent, match="line 3: a lone surrogate is not text"):
+            read(path)
 
 
 def _said(role: object, text: str) -> tuple[str, dict[str, Any]]:
