@@ -177,7 +177,7 @@ def _usage(line: int, info: object, skipped: Skipped) -> Usage | None:
         return None
     window = info.get("model_context_window")
     if window is not None and not (_tokens(window) and window):
-        what = f"token_count with model_context_window {window!r}: not a window, passed over"
+        what = f"model_context_window {window!r} of a token_count, which is not a window"
         skipped.setdefault(("window_unread", what), []).append(line)
         window = None
     return Usage(line=line, prompt=prompt, output=output, window=window)

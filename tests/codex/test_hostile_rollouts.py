@@ -130,6 +130,8 @@ class TestTokenCounts:
         )
         ingest(journal, path)
         assert _noted(journal) == [("window_unread", 3, 1)]
+        (note,) = [e for e in journal.session(SESSION).events() if isinstance(e, Noted)]
+        assert note.text.count("passed over") == 1
         state = journal.session(SESSION).state
         assert state.config is not None
         assert state.config.window_tokens == 272_000
