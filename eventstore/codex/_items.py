@@ -40,6 +40,8 @@ PASSED_EVENTS = frozenset(
         "context_compacted",
     }
 )
+# notes on items read all the same, by a guess the note states (not passed over)
+READ_ANYWAY = frozenset({"call_without_id", "summary_encrypted", "no_replacement_history"})
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 # the items a remote compaction (Responses API ``/compact``) returns its summary in, sealed
@@ -66,9 +68,14 @@ def item_of(
 
 
 def skip_notes(skipped: Skipped) -> list[Note]:
-    """One note per kind of line passed over, with how many and the first line."""
+    """One note per kind of line passed over or guessed at, with how many and the first line."""
     return [
-        Note(kind=kind, text=f"{what}: passed over", line=lines[0], count=len(lines))
+        Note(
+            kind=kind,
+            text=what if kind in READ_ANYWAY else f"{what}: passed over",
+            line=lines[0],
+            count=len(lines),
+        )
         for (kind, what), lines in sorted(skipped.items(), key=lambda kv: kv[1][0])
     ]
 
@@ -89,19 +96,23 @@ def _response_item(
         skipped.setdefault(("reasoning_unread", what), []).append(line)
         return None
     if kind in CALLS:
-        return _call(line, p)
+        return _call(line, p, skipped)
     if kind in OUTPUTS:
         return _output(line, p, exits)
     skipped.setdefault(("unknown_type", f"response_item {kind!r}"), []).append(line)
     return None
 
 
-def _call(line: int, p: Raw) -> Call:
+def _call(line: int, p: Raw, skipped: Skipped) -> Call:
     arguments = p.get("arguments", p.get("input", p.get("action", "")))
     text = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
+    call_id = p.get("call_id") or p.get("id")
+    if not call_id:
+        what = "a call without call_id or id: named line-N by its line, no output can resolve it"
+        skipped.setdefault(("call_without_id", what), []).append(line)
     return Call(
         line=line,
-        call_id=str(p.get("call_id") or p.get("id") or f"line-{line}"),
+        call_id=str(call_id or f"line-{line}"),
         name=str(p.get("name") or p.get("type")),
         arguments=text,
         command=command_of(arguments),

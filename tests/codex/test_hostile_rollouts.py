@@ -237,3 +237,16 @@ class TestSessionMeta:
         path = _write(tmp_path / "r.jsonl", parent, msg("user", "hi"), again)
         assert ingest(journal, path).session_id == SESSION
         assert _noted(journal) == [("other_session_meta", 2, 1)]
+
+
+class TestCalls:
+    def test_a_call_without_an_id_is_named_by_its_line_noted(
+        self, journal: Journal, tmp_path: Path
+    ) -> None:
+        """A call with neither ``call_id`` nor ``id`` opens ``line-N``, and a note says so."""
+        bare = ("response_item", {"type": "function_call", "name": "exec_command"})
+        ingest(journal, _write(tmp_path / "r.jsonl", bare))
+        assert list(journal.session(SESSION).state.open_calls) == ["line-2"]
+        assert _noted(journal) == [("call_without_id", 2, 1)]
+        (note,) = ingest(journal, tmp_path / "r.jsonl").notes
+        assert "passed over" not in note.text
