@@ -10,6 +10,7 @@ unless the limit cut it, and a replay re-derives both byte for byte.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -67,12 +68,13 @@ def write_block(
 
 def line_of(o: Owed, content: str | None) -> str:
     """One obligation as a line: what it is, its status, what it says, where it was raised."""
+    key, text = one_line(o.key), one_line(o.text)
     if o.kind == "constraint":
-        head = f"- constraint {o.key} (pending): {o.text}"
+        head = f"- constraint {key} (pending): {text}"
     elif o.kind == "negative_fact":
-        head = f"- approach {o.key} was {o.status}: {o.text}"
+        head = f"- approach {key} was {one_line(o.status)}: {text}"
     else:
-        head = f"- call {o.key} is still open ({o.call_kind}, no result yet): {o.text}"
+        head = f"- call {key} is still open ({one_line(o.call_kind or '')}, no result yet): {text}"
     verb = "opened" if o.kind == "open_call" else "raised"
     where = f"{verb} at v{o.version}" if o.turn is None else f"{verb} after turn {o.turn}"
     if o.turn is not None and o.version:
@@ -85,8 +87,22 @@ def quote(content: str, key: str) -> str:
     """The line of ``content`` naming ``key`` (else its first line), on one line, cut."""
     lines = [x for x in content.splitlines() if x.strip()] or [content]
     line = next((x for x in lines if key in x), lines[0])
-    text = " ".join(line.split())
+    text = one_line(line)
     return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 3] + "..."
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line a model and a terminal read as written: each run of
+    whitespace (line breaks included) one space, each other control or format
+    character or bidi control (an escape, a right-to-left override) written out as
+    ``\\uXXXX``."""
+    return "".join(
+        f"\\u{ord(c):04x}" if c in _BIDI or unicodedata.category(c) in ("Cc", "Zl", "Zp") else c
+        for c in " ".join(text.split())
+    )
+
+
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def estimate_tokens(text: str) -> int:
