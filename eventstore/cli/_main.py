@@ -344,10 +344,14 @@ def _head(args: argparse.Namespace) -> int:
 @arg("--record", action="store_true", help="append the block as a re-tell turn (a write)")
 def _owed(args: argparse.Namespace) -> int:
     limit = int(args.max_chars) if args.max_chars else None
+    if args.record:  # a missing journal or session is bad input: nothing is created
+        with open_journal(args.db, readonly=True) as journal:
+            journal.session(args.session)
     with open_journal(args.db, readonly=not args.record) as journal:
         s = journal.session(args.session)
-        found = s.owed()
-        told = s.retell(limit, dry_run=not args.record) if found else None
+        # what is owed is what the re-tell decided on (another writer may have re-told)
+        told = s.retell(limit, dry_run=not args.record)
+        found = () if told is None else told.told + told.still_owed
     if args.json:
         print(json.dumps(owed_json(found, told), indent=2, ensure_ascii=False))
     elif told is not None:

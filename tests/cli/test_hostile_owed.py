@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 import eventstore
+from eventstore import Session
 from eventstore.cli import main
 from tests.helpers import config, fill
 
@@ -26,6 +28,38 @@ def owing(path: Path, text: str = "never modify files under /etc") -> str:
         fill(s, 3)
         s.truncate(0, 1, "budget")
     return str(path)
+
+
+def test_record_on_a_missing_journal_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--record on a path with no journal is bad input (exit 2) and leaves no file behind."""
+    db = tmp_path / "none.db"
+    code, out, err = run(capsys, "owed", str(db), "s", "--record")
+    assert (code, out) == (2, "")
+    assert "no journal" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_record_after_another_writer_retold_reports_nothing_owed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When another writer re-tells between the look and the write, exit 0 and no block."""
+    db = owing(tmp_path / "a.db")
+    original = Session.retell
+
+    def racing(self: Session, *args: object, **kw: object) -> object:
+        monkeypatch.setattr(Session, "retell", original)
+        with eventstore.open(db) as other:
+            other.session("s").retell()
+        return original(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Session, "retell", racing)
+    code, out, _ = run(capsys, "owed", db, "s", "--record", "--json")
+    assert code == 0
+    assert json.loads(out) == {"owed": [], "block": "", "still_owed": []}
+    with eventstore.open(db, readonly=True) as journal:
+        assert journal.session("s").owed() == ()
 
 
 @pytest.mark.parametrize(
