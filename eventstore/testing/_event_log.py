@@ -61,6 +61,29 @@ class EventLogContract(TransactionsContract):
             recorder.append("s", [TURN, "not an event", TURN], expected_version=0)  # type: ignore[list-item]
         assert recorder.head("s") == (0, GENESIS)
 
+    @pytest.mark.parametrize(
+        "events", [None, 5, {TURN}, {TURN: 1}, TURN], ids=["None", "int", "set", "dict", "event"]
+    )
+    def test_a_batch_that_is_no_sequence_is_invalid(
+        self, recorder: EventLog, events: object
+    ) -> None:
+        """Events given as no sequence (nothing, a number, a set of no order, a mapping,
+        one bare event) are InvalidEvent, and nothing is written."""
+        with pytest.raises(InvalidEvent, match="sequence"):
+            recorder.append("s", events, expected_version=0)  # type: ignore[arg-type]
+        assert recorder.sessions() == []
+
+    @pytest.mark.parametrize("session_id", ["", "../up", "a\x00b", "-x", "x" * 129, 5, None])
+    def test_a_session_id_a_journal_cannot_open_is_invalid(
+        self, recorder: EventLog, session_id: object
+    ) -> None:
+        """A session id that ``Journal.session`` would refuse (empty, a path, a NUL, a
+        leading dash, 129 characters, no text) is InvalidEvent on append, and nothing is
+        written: a stored session is one every tool can open."""
+        with pytest.raises(InvalidEvent, match="session id"):
+            recorder.append(session_id, [TURN], expected_version=0)  # type: ignore[arg-type]
+        assert recorder.sessions() == []
+
     def test_sessions_are_independent_streams(self, recorder: EventLog) -> None:
         """Versions count per session; sessions() lists each once, sorted."""
         recorder.append("b", [TURN] * 2, expected_version=0)
