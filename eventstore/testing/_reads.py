@@ -119,6 +119,20 @@ class SnapshotStoreContract:
         assert snap is not None
         assert (snap.version, snap.header, list(snap.chunks)) == (3, b"h3", [("tok", b"x")])
 
+    def test_a_snapshot_rolls_back_with_its_savepoint(self, recorder: _Cached) -> None:
+        """A snapshot saved in a nested block that fails is not kept, while the
+        transaction around it commits its own."""
+        with recorder.transaction():
+            recorder.save_snapshot("a", 3, "d" * 64, b"h3", [("tok", 0, b"x")])
+            with contextlib.suppress(RuntimeError), recorder.transaction():
+                recorder.save_snapshot("a", 4, "e" * 64, b"h4", [("tok", 0, b"y")], replace=True)
+                recorder.save_snapshot("b", 1, "f" * 64, b"hb", [("tok", 0, b"b")])
+                raise RuntimeError("the command failed after its snapshot")
+        snap = recorder.load_snapshot("a")
+        assert snap is not None
+        assert (snap.version, snap.header, list(snap.chunks)) == (3, b"h3", [("tok", b"x")])
+        assert recorder.load_snapshot("b") is None
+
     def test_snapshots_are_per_session(self, recorder: _Cached) -> None:
         """Each session has its own snapshot; replacing one leaves the others."""
         with recorder.transaction():

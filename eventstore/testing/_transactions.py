@@ -7,7 +7,7 @@ import contextlib
 import pytest
 
 from eventstore import ConcurrencyError, JournalError
-from eventstore._store import GENESIS, EventLog, check_chain
+from eventstore._store import GENESIS, AppendPath, EventLog, check_chain, link_rows
 from eventstore.testing._samples import TURN, turns
 
 CHAIN_BROKEN = "the stored rows do not walk as one hash chain"
@@ -117,6 +117,44 @@ class TransactionsContract:
             raise RuntimeError("inside the savepoint")
         assert ran == ["inner", "outer", "savepoint"]
 
+    def test_a_released_savepoint_commits_with_its_transaction(self, recorder: EventLog) -> None:
+        """A nested block that ends without an error keeps its writes: they are read
+        inside the transaction, and committed with it."""
+        with recorder.transaction():
+            recorder.append("a", [TURN], expected_version=0)
+            with recorder.transaction():
+                recorder.append("b", turns(2), expected_version=0)
+                recorder.append("a", [TURN], expected_version=1)
+            assert (recorder.head("a")[0], recorder.head("b")[0]) == (2, 2)
+            recorder.append("a", [TURN], expected_version=2)
+        assert (recorder.head("a")[0], recorder.head("b")[0]) == (3, 2)
+        assert check_chain(recorder, "a") is None, CHAIN_BROKEN
+
+    def test_savepoints_nest(self, recorder: EventLog) -> None:
+        """Savepoints inside savepoints each undo only their own writes: the innermost
+        one failing leaves the one around it, whose later failure undoes the rest."""
+
+        def middle(fail: bool) -> None:
+            with recorder.transaction():
+                recorder.append("m", [TURN], expected_version=recorder.head("m").version)
+                with contextlib.suppress(RuntimeError), recorder.transaction():
+                    recorder.append("i", [TURN], expected_version=0)
+                    raise RuntimeError("innermost")
+                assert recorder.head("i") == (0, GENESIS)
+                recorder.append("m", [TURN], expected_version=recorder.head("m").version)
+                if fail:
+                    raise RuntimeError("middle")
+
+        with recorder.transaction():
+            recorder.append("o", [TURN], expected_version=0)
+            middle(fail=False)
+            with contextlib.suppress(RuntimeError):
+                middle(fail=True)
+            recorder.append("o", [TURN], expected_version=1)
+        heads = [recorder.head(sid)[0] for sid in ("o", "m", "i")]
+        assert heads == [2, 2, 0]
+        assert recorder.sessions() == ["m", "o"]
+
     def test_a_failing_undo_step_still_rolls_its_block_back(self, recorder: EventLog) -> None:
         """An undo step that raises stops neither the other steps nor the rollback: a
         failed savepoint's writes are gone when the transaction around it commits, a
@@ -143,3 +181,18 @@ class TransactionsContract:
         assert recorder.sessions() == ["a"]
         recorder.append("a", [TURN], expected_version=1)  # the store is usable after both
         assert recorder.head("a")[0] == 2
+
+    def test_insert_refuses_a_version_already_stored(self, recorder: EventLog) -> None:
+        """An ``AppendPath`` backend's ``insert`` refuses a row at a version the session
+        holds (a writer that bypassed the lock) with ConcurrencyError, and writes
+        nothing of its batch: the schema's unique key, not the lock, is the last word."""
+        if not isinstance(recorder, AppendPath):
+            pytest.skip("not an AppendPath: its insert hook is its own business")
+        recorder.append("s", turns(2), expected_version=0)
+        first = next(recorder.read("s"))
+        forked = link_rows("s", 1, first.hash, [TURN, TURN], first.recorded_at)  # v2, v3
+        stored = [tuple(row) for row in recorder.read("s")]
+        with pytest.raises(ConcurrencyError), recorder.transaction():
+            recorder.insert(forked)
+        assert [tuple(row) for row in recorder.read("s")] == stored
+        assert check_chain(recorder, "s") is None, CHAIN_BROKEN
