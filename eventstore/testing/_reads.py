@@ -41,7 +41,8 @@ class ReplayReadsContract:
         payloads = recorder.read_payloads("s")
         first = next(payloads)
         recorder.append("s", turns(3_400)[3_000:], expected_version=3_000)
-        assert len([first, *payloads]) == 3_000
+        rows = recorder.read("s", stop=3_000)
+        assert [first, *payloads] == [(row.type, row.payload) for row in rows]
 
     @pytest.mark.parametrize(
         ("start", "stop"), [(-1, None), (1, 2**63), ("1", None), (True, None), (1, 1.5)]
@@ -54,12 +55,26 @@ class ReplayReadsContract:
             recorder.read_payloads("s", start=start, stop=stop)  # type: ignore[arg-type]
 
     def test_turn_payloads_skip_other_events(self, recorder: _Replayed) -> None:
-        """turn_payloads reads only the turns between two versions, in order."""
+        """turn_payloads reads only the turns between two versions, in version order
+        (past nine, and past a page, too)."""
         call = CallOpened(call_id="c", kind="tool_call", name="x")
         recorder.append("s", [*turns(2), call, *turns(3)[2:]], expected_version=0)
         contents = [json.loads(p)["content"] for p in recorder.turn_payloads("s", 1, 4)]
         assert contents == ["t0", "t1", "t2"]
         assert [json.loads(p)["content"] for p in recorder.turn_payloads("s", 2, 3)] == ["t1"]
+        recorder.append("s", turns(3_000)[3:], expected_version=4)
+        contents = [json.loads(p)["content"] for p in recorder.turn_payloads("s", 1, 3_001)]
+        assert contents == [f"t{i}" for i in range(3_000)]
+
+    def test_read_payloads_come_in_version_order(self, recorder: _Replayed) -> None:
+        """From any start, payloads come in version order, as ``read`` gives the rows
+        (past nine and past a page: no order by text, by hash or by arrival)."""
+        recorder.append("s", turns(3_000), expected_version=0)
+        for start, stop in [(1, None), (8, 12), (95, 2_100)]:
+            rows = recorder.read("s", start=start, stop=stop)
+            assert list(recorder.read_payloads("s", start=start, stop=stop)) == [
+                (row.type, row.payload) for row in rows
+            ]
 
     def test_hash_at_is_the_hash_of_that_version(self, recorder: _Replayed) -> None:
         """hash_at gives the stored hash at any version, and None where there is none."""
