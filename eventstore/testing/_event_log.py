@@ -1,4 +1,5 @@
-"""The contract of ``EventLog``: appends at an expected version, transactions, reads."""
+"""The contract of ``EventLog``: appends at an expected version, transactions, reads,
+another writer's commits."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from eventstore import ConcurrencyError, InvalidArgument, InvalidEvent, JournalError
 from eventstore._store import GENESIS, EventLog, check_chain, to_payload
+from eventstore.testing._another import AnotherWriterContract
 from eventstore.testing._samples import TURN, samples, turns
 from eventstore.testing._transactions import TransactionsContract
 from reducers import Checkpointed
@@ -16,8 +18,9 @@ from reducers import Checkpointed
 CHAIN_BROKEN = "the stored rows do not walk as one hash chain"
 
 
-class EventLogContract(TransactionsContract):
-    """What every backend's event log does; the subclass provides ``recorder``."""
+class EventLogContract(TransactionsContract, AnotherWriterContract):
+    """What every backend's event log does; the subclass provides ``recorder`` (and
+    ``another_recorder``, a second recorder on its journal, if the backend has one)."""
 
     # -- appending ---------------------------------------------------------------------
     def test_empty_session_head_is_genesis(self, recorder: EventLog) -> None:

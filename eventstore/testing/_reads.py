@@ -10,6 +10,7 @@ import pytest
 
 from eventstore import InvalidArgument
 from eventstore._store import EventLog, ReplayReads, SnapshotStore
+from eventstore.testing._another import AnotherReaderContract
 from eventstore.testing._samples import TURN, turns
 from reducers import CallOpened, Checkpointed
 
@@ -22,8 +23,9 @@ class _Cached(EventLog, SnapshotStore, Protocol):
     """A log with its snapshot cache (transactions, and the cache's bytes)."""
 
 
-class ReplayReadsContract:
-    """What replay and decisions read fast; the subclass provides ``recorder``."""
+class ReplayReadsContract(AnotherReaderContract):
+    """What replay and decisions read fast; the subclass provides ``recorder`` (and
+    ``another_recorder``, if the backend has one)."""
 
     def test_read_payloads_match_read(self, recorder: _Replayed) -> None:
         """The replay hot path yields the same (type, payload) as the full rows."""
