@@ -313,6 +313,16 @@ class TestPublicNames:
         assert eventstore.MarkerInvalid is invariants.MarkerInvalid
         assert eventstore.UnrecoverableCompactionError is invariants.UnrecoverableCompactionError
 
+    def test_the_contract_suite_without_pytest_says_what_to_install(self) -> None:
+        """``import eventstore.testing`` where pytest is missing is an ImportError that
+        names the extra to install, not a bare ModuleNotFoundError."""
+        code = "import sys; sys.modules['pytest'] = None; import eventstore.testing"
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 1
+        assert "eventstore.testing needs pytest: pip install 'tierlog[test]'" in done.stderr
+
     def test_a_bad_argument_is_not_a_bad_event(self) -> None:
         """InvalidArgument (a timeout, a version to read at, a query) is a ValueError and a
         JournalError, and is not taken for InvalidEvent."""
