@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import re
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -210,24 +210,3 @@ class TestTheExpectedVersion:
             with pytest.raises(eventstore.ConcurrencyError, match="expected 2"):
                 s.resolve_call("c1", "done", expected_version=seen)
             assert s.version == 3
-
-
-class TestSessionIds:
-    """The port refuses on append the session ids a journal cannot open again."""
-
-    @pytest.mark.parametrize(
-        "session_id", ["s", "mig-42", "a.b:c@d_e", "x" * 128, "", "-x", "x" * 129, "a b", "é", 5]
-    )
-    def test_the_port_and_the_journal_agree(self, session_id: object) -> None:
-        """An id the port stores is one ``Journal.session`` opens, and the reverse."""
-        from eventstore._journal import check_session_id as journal_rule
-        from eventstore._store import check_session_id as port_rule
-
-        def verdict(rule: Callable[[object], str]) -> bool:
-            try:
-                rule(session_id)
-            except eventstore.InvalidEvent:
-                return False
-            return True
-
-        assert verdict(port_rule) == verdict(journal_rule)
