@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -198,6 +199,14 @@ class TestFolders:
         what it may import)."""
         folders = {p.parent.name for p in (ROOT / "eventstore").glob("*/__init__.py")}
         assert folders <= set(ALLOWED)
+
+    def test_every_part_is_in_the_design_pages_rules(self) -> None:
+        """docs/design.md's folder-rules table names every part these rules cover."""
+        text = (ROOT / "docs" / "design.md").read_text()
+        table = text[text.index("| part | may import") :].split("\n\n")[0]
+        firsts = [row.split("|")[1] for row in table.splitlines()[2:]]
+        named = {name for first in firsts for name in re.findall(r"`(\w+)`", first)}
+        assert set(ALLOWED) - {SHELL, *INTEGRATIONS} <= named
 
     def test_each_part_imports_only_what_it_may(self) -> None:
         """A part imports only the parts its rule allows: no backend outside the shell,
