@@ -131,6 +131,19 @@ class TestSnippets:
 
 
 class TestStoragePage:
+    def test_the_roles_table_lists_each_protocols_members(self) -> None:
+        """storage.md's table of roles names every member of each role protocol, and no
+        other: a member added to the port is a member documented."""
+        import eventstore
+
+        page = (ROOT / "docs" / "storage.md").read_text()
+        rows = re.findall(r"^\| `(\w+)` \| (.*?) \|", page, re.M)
+        documented = {role: set(re.findall(r"`(\w+)`", members)) for role, members in rows}
+        roles = ["EventLog", "ReplayReads", "SnapshotStore", "AuditReads", "Transfer"]
+        for role in roles:
+            members = {n for n in vars(getattr(eventstore, role)) if not n.startswith("_")}
+            assert documented.get(role) == members, role
+
     def test_the_sketch_fails_only_the_contracts_the_page_names(self, tmp_path: Path) -> None:
         """storage.md's in-memory backend, saved with its test class as the page says and
         run by pytest as a third party runs it, fails exactly the contract tests the page
