@@ -12,6 +12,8 @@ import contextlib
 import io
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,6 +57,18 @@ def run_page(page: Path, folder: Path, url: str | None = None) -> str:
     return out.getvalue()
 
 
+PRINT_COMMENT = re.compile(r"^\s*print\(.*\)\s+#\s?(.*)$", re.M)
+# Comments beside a print that describe what it prints rather than spell it out.
+DESCRIBED = {"the notes: what tierlog had to assume"}
+
+
+def _print_comments(page: Path) -> list[str]:
+    """The comment beside each ``print(...)`` of the page's python blocks that says
+    what it prints, in order."""
+    found = [c.strip() for _, code in _blocks(page) for c in PRINT_COMMENT.findall(code)]
+    return [comment for comment in found if comment not in DESCRIBED]
+
+
 def _commands() -> dict[str, argparse.ArgumentParser]:
     """Every ``tierlog`` subcommand's parser, by name (nested ones as ``a b``)."""
     found: dict[str, argparse.ArgumentParser] = {}
@@ -79,8 +93,11 @@ class TestSnippets:
         "page", [p for p in PAGES if _blocks(p) and not _needs_postgres(p)], ids=lambda p: p.name
     )
     def test_every_python_block_runs(self, page: Path, tmp_path: Path) -> None:
-        """Each page's python blocks run, in order, in an empty folder."""
-        run_page(page, tmp_path)
+        """Each page's python blocks run, in order, in an empty folder, and each
+        ``print(...)  # comment`` prints its comment (a line of the output, in order)."""
+        printed = iter(run_page(page, tmp_path).splitlines())
+        for comment in _print_comments(page):
+            assert comment in printed, f"{page.name}: nothing printed {comment!r}"
 
     @pytest.mark.parametrize("page", [p for p in PAGES if _needs_postgres(p)], ids=lambda p: p.name)
     def test_postgres_blocks_run_on_a_cluster(
@@ -95,12 +112,61 @@ class TestSnippets:
         assert (tmp_path / "agent.db").exists()
         assert list((tmp_path / "agent.db.spills").iterdir())
 
+    def test_a_print_comment_is_what_it_prints(self, tmp_path: Path) -> None:
+        """The comment check reads a print's comment, skips descriptions, and keeps order."""
+        page = tmp_path / "page.md"
+        page.write_text(
+            "```python\nprint(1 + 1)  # 2\nprint('x')  # the notes: what tierlog had to"
+            " assume\nprint([3])  # [3]\n```\n"
+        )
+        assert _print_comments(page) == ["2", "[3]"]
+        assert run_page(page, tmp_path).splitlines() == ["2", "x", "[3]"]
+
     def test_a_failing_block_fails_the_page(self, tmp_path: Path) -> None:
         """The runner does not swallow errors: a block that raises fails its page."""
         page = tmp_path / "bad.md"
         page.write_text("text\n```python\nraise RuntimeError('drifted')\n```\n")
         with pytest.raises(RuntimeError, match="drifted"):
             run_page(page, tmp_path)
+
+
+class TestStoragePage:
+    def test_the_roles_table_lists_each_protocols_members(self) -> None:
+        """storage.md's table of roles names every member of each role protocol, and no
+        other: a member added to the port is a member documented."""
+        import eventstore
+
+        page = (ROOT / "docs" / "storage.md").read_text()
+        rows = re.findall(r"^\| `(\w+)` \| (.*?) \|", page, re.M)
+        documented = {role: set(re.findall(r"`(\w+)`", members)) for role, members in rows}
+        roles = ["EventLog", "ReplayReads", "SnapshotStore", "AuditReads", "Transfer"]
+        for role in roles:
+            members = {n for n in vars(getattr(eventstore, role)) if not n.startswith("_")}
+            assert documented.get(role) == members, role
+
+    def test_the_sketch_fails_only_the_contracts_the_page_names(self, tmp_path: Path) -> None:
+        """storage.md's in-memory backend, saved with its test class as the page says and
+        run by pytest as a third party runs it, fails exactly the contract tests the page
+        says it skips, and passes the rest."""
+        page = (ROOT / "docs" / "storage.md").read_text()
+        claim = page[page.index("this sketch passes every test but") :].split("\n\n")[0]
+        named = set(re.findall(r"`(test_\w+)`", claim))
+        sketch, their_test = (code for _, code in _blocks(ROOT / "docs" / "storage.md")[:2])
+        (tmp_path / "test_memory_log.py").write_text(f"{sketch}\n\n{their_test}")
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "test_memory_log.py"],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        failed = set(re.findall(r"::(\w+)(?:\[.*?\])? FAILED", done.stdout))
+        passed = re.findall(r" PASSED", done.stdout)
+        assert len(named) == 2
+        assert failed == named, done.stdout[-3000:]
+        assert len(passed) > 30
 
 
 class TestCommands:

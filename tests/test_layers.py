@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -199,6 +200,14 @@ class TestFolders:
         folders = {p.parent.name for p in (ROOT / "eventstore").glob("*/__init__.py")}
         assert folders <= set(ALLOWED)
 
+    def test_every_part_is_in_the_design_pages_rules(self) -> None:
+        """docs/design.md's folder-rules table names every part these rules cover."""
+        text = (ROOT / "docs" / "design.md").read_text()
+        table = text[text.index("| part | may import") :].split("\n\n")[0]
+        firsts = [row.split("|")[1] for row in table.splitlines()[2:]]
+        named = {name for first in firsts for name in re.findall(r"`(\w+)`", first)}
+        assert set(ALLOWED) - {SHELL, *INTEGRATIONS} <= named
+
     def test_each_part_imports_only_what_it_may(self) -> None:
         """A part imports only the parts its rule allows: no backend outside the shell,
         no integration in the core, nothing from the CLI."""
@@ -312,6 +321,16 @@ class TestPublicNames:
             assert issubclass(error, eventstore.JournalError)
         assert eventstore.MarkerInvalid is invariants.MarkerInvalid
         assert eventstore.UnrecoverableCompactionError is invariants.UnrecoverableCompactionError
+
+    def test_the_contract_suite_without_pytest_says_what_to_install(self) -> None:
+        """``import eventstore.testing`` where pytest is missing is an ImportError that
+        names the extra to install, not a bare ModuleNotFoundError."""
+        code = "import sys; sys.modules['pytest'] = None; import eventstore.testing"
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 1
+        assert "eventstore.testing needs pytest: pip install 'tierlog[test]'" in done.stderr
 
     def test_a_bad_argument_is_not_a_bad_event(self) -> None:
         """InvalidArgument (a timeout, a version to read at, a query) is a ValueError and a

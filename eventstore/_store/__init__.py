@@ -48,6 +48,7 @@ from eventstore._store._rows import (
     Row,
     SessionSummary,
     StoredSnapshot,
+    check_session_id,
 )
 from eventstore._store._snapshots import SNAPSHOT_EVERY, Snapshots
 from eventstore._store._spills import FolderSpills, handle_for, is_legacy
@@ -88,6 +89,7 @@ __all__ = [
     "audit_queries",
     "chain_hash",
     "check_chain",
+    "check_session_id",
     "converter",
     "expect_version",
     "from_payload",

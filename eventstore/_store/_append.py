@@ -20,15 +20,25 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from contextlib import AbstractContextManager
 
 from eventstore._errors import ConcurrencyError
 from eventstore._store._chain import Recorded, check_links, link_rows
 from eventstore._store._recorder import EventLog
-from eventstore._store._rows import Head, Row
+from eventstore._store._rows import Head, Row, check_session_id
 from eventstore._store._transaction import Statements, Transactions
-from reducers import Event, InvalidArgument, JournalError, require_count
+from reducers import Event, InvalidArgument, InvalidEvent, JournalError, require_count
+
+
+def batch(events: object) -> Sequence[Event]:
+    """``events`` as a sequence, in the order given; InvalidEvent for what has no order
+    of events (nothing, a number, text, a set, a mapping)."""
+    if isinstance(events, list | tuple):
+        return events
+    if isinstance(events, str | bytes | Mapping | Set) or not isinstance(events, Iterable):
+        raise InvalidEvent(f"events: expected a sequence of events, got {type(events).__name__}")
+    return list(events)
 
 
 def expect_version(session_id: str, version: int, expected: int) -> None:
@@ -98,6 +108,8 @@ class AppendPath(abc.ABC):
         ``head_hash``), and it is compared with the held head instead.
         """
         require_count("expected_version", expected_version)
+        check_session_id(session_id)
+        events = batch(events)
         if self._tx.depth:
             return self._append(session_id, events, expected_version, head_hash)
         if head_hash is not None:
@@ -133,6 +145,7 @@ class AppendPath(abc.ABC):
     def append_recorded(self, session_id: str, rows: Sequence[Recorded]) -> int:
         """Insert rows recorded elsewhere, verbatim, after this journal's head; each
         link is checked first (IntegrityError), a moved head is a ConcurrencyError."""
+        check_session_id(session_id)
         rows = list(rows)  # checked, then written: an iterator would be spent by the check
         for row in rows:
             if not isinstance(row, Recorded):

@@ -8,14 +8,31 @@ only its SQL text and how it runs a query.
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import attrs
 
+from reducers import InvalidEvent
+
 Row = tuple[str, int, str, int, str, str, str, str]
 """A row's values in insert order: ``Recorded`` without ``seq`` (``recorded[1:]``):
 ``(session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash)``."""
+
+
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+
+
+def check_session_id(session_id: object) -> str:
+    """``session_id`` if a journal can store it and open it again (it names spill
+    folders and command-line arguments), else InvalidEvent."""
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+        raise InvalidEvent(
+            f"session id {session_id!r}: use 1-128 of A-Z a-z 0-9 . _ : @ -, not starting with"
+            " punctuation"
+        )
+    return session_id
 
 
 class Head(NamedTuple):

@@ -6,6 +6,8 @@ error and rolls back otherwise. A nested block is a savepoint (like sqlite-utils
 outermost one. Steps registered with ``on_rollback`` (a spill file to remove) run,
 last first, when their block rolls back, after the outermost block's ROLLBACK and
 before a savepoint's; never after a commit. A failed commit rolls back and runs them.
+A step that fails stops neither the others nor the rollback; its error is raised
+once every step has run.
 
 The heads read or written under the open transaction's lock are *held*: they stay
 the session's head until the transaction ends (nobody else can write the session),
@@ -113,10 +115,20 @@ class Block:
             tx.statements.release(self._name)
             return
         tx.held.clear()
-        _run(undo)
-        tx.statements.rollback_to(self._name)
+        try:
+            _run(undo)
+        finally:  # an undo step that fails must not leave the block's writes standing
+            tx.statements.rollback_to(self._name)
 
 
 def _run(undo: list[Callable[[], None]]) -> None:
+    """Run every step, last first; a step that fails does not stop the others, and the
+    first failure is raised once all have run."""
+    failed: BaseException | None = None
     for step in reversed(undo):
-        step()
+        try:
+            step()
+        except BaseException as exc:  # re-raised below, once the rest have run
+            failed = failed or exc
+    if failed is not None:
+        raise failed

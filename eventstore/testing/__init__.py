@@ -19,12 +19,19 @@ tierlog's own SQLite and PostgreSQL tests are such subclasses
 (``tests/store/test_recorder.py``). Needs pytest (the ``[test]`` extra).
 """
 
-import pytest
+try:
+    import pytest
+except ImportError as exc:  # only without pytest
+    raise ImportError(
+        "eventstore.testing needs pytest: pip install 'tierlog[test]' (or pytest itself)"
+    ) from exc
 
 pytest.register_assert_rewrite(
+    "eventstore.testing._another",
     "eventstore.testing._audit",
     "eventstore.testing._event_log",
     "eventstore.testing._reads",
+    "eventstore.testing._transactions",
     "eventstore.testing._transfer",
 )
 

@@ -1,8 +1,8 @@
-"""The contract of ``EventLog``: appends at an expected version, transactions, reads."""
+"""The contract of ``EventLog``: appends at an expected version, transactions, reads,
+another writer's commits."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 
@@ -10,14 +10,17 @@ import pytest
 
 from eventstore import ConcurrencyError, InvalidArgument, InvalidEvent, JournalError
 from eventstore._store import GENESIS, EventLog, check_chain, to_payload
+from eventstore.testing._another import AnotherWriterContract
 from eventstore.testing._samples import TURN, samples, turns
+from eventstore.testing._transactions import TransactionsContract
 from reducers import Checkpointed
 
 CHAIN_BROKEN = "the stored rows do not walk as one hash chain"
 
 
-class EventLogContract:
-    """What every backend's event log does; the subclass provides ``recorder``."""
+class EventLogContract(TransactionsContract, AnotherWriterContract):
+    """What every backend's event log does; the subclass provides ``recorder`` (and
+    ``another_recorder``, a second recorder on its journal, if the backend has one)."""
 
     # -- appending ---------------------------------------------------------------------
     def test_empty_session_head_is_genesis(self, recorder: EventLog) -> None:
@@ -61,6 +64,29 @@ class EventLogContract:
             recorder.append("s", [TURN, "not an event", TURN], expected_version=0)  # type: ignore[list-item]
         assert recorder.head("s") == (0, GENESIS)
 
+    @pytest.mark.parametrize(
+        "events", [None, 5, {TURN}, {TURN: 1}, TURN], ids=["None", "int", "set", "dict", "event"]
+    )
+    def test_a_batch_that_is_no_sequence_is_invalid(
+        self, recorder: EventLog, events: object
+    ) -> None:
+        """Events given as no sequence (nothing, a number, a set of no order, a mapping,
+        one bare event) are InvalidEvent, and nothing is written."""
+        with pytest.raises(InvalidEvent, match="sequence"):
+            recorder.append("s", events, expected_version=0)  # type: ignore[arg-type]
+        assert recorder.sessions() == []
+
+    @pytest.mark.parametrize("session_id", ["", "../up", "a\x00b", "-x", "x" * 129, 5, None])
+    def test_a_session_id_a_journal_cannot_open_is_invalid(
+        self, recorder: EventLog, session_id: object
+    ) -> None:
+        """A session id that ``Journal.session`` would refuse (empty, a path, a NUL, a
+        leading dash, 129 characters, no text) is InvalidEvent on append, and nothing is
+        written: a stored session is one every tool can open."""
+        with pytest.raises(InvalidEvent, match="session id"):
+            recorder.append(session_id, [TURN], expected_version=0)  # type: ignore[arg-type]
+        assert recorder.sessions() == []
+
     def test_sessions_are_independent_streams(self, recorder: EventLog) -> None:
         """Versions count per session; sessions() lists each once, sorted."""
         recorder.append("b", [TURN] * 2, expected_version=0)
@@ -97,107 +123,6 @@ class EventLogContract:
         assert [row.event for row in rows] == events
         assert [row.type for row in rows] == [type(event).__name__ for event in events]
         assert check_chain(recorder, "s") is None, CHAIN_BROKEN
-
-    # -- transactions ------------------------------------------------------------------
-    def test_rollback_on_error_inside_transaction(self, recorder: EventLog) -> None:
-        """An exception after the insert, inside the transaction, rolls the insert back."""
-
-        def decide_then_fail() -> None:
-            with recorder.transaction():
-                recorder.append("s", [TURN, TURN], expected_version=0)
-                raise RuntimeError("decision failed after the insert")
-
-        with pytest.raises(RuntimeError):
-            decide_then_fail()
-        assert recorder.head("s") == (0, GENESIS)
-        assert recorder.sessions() == []
-
-    def test_nested_transaction_rolls_back_only_itself(self, recorder: EventLog) -> None:
-        """An error in a nested block undoes that block; the outer one still commits."""
-
-        def inner() -> None:
-            with recorder.transaction():
-                recorder.append("b", [TURN], expected_version=0)
-                raise RuntimeError("inner")
-
-        with recorder.transaction():
-            recorder.append("a", [TURN], expected_version=0)
-            with pytest.raises(RuntimeError):
-                inner()
-            assert recorder.head("b")[0] == 0
-        assert (recorder.head("a")[0], recorder.head("b")[0]) == (1, 0)
-
-    def test_a_head_read_in_a_transaction_follows_its_appends(self, recorder: EventLog) -> None:
-        """Inside a transaction the head is the one its own appends made, and after a
-        savepoint rolls back, the one before that savepoint."""
-        recorder.append("s", turns(2), expected_version=0)
-        with recorder.transaction():
-            assert recorder.head("s")[0] == 2
-            assert recorder.append("s", [TURN], expected_version=2) == 3
-            third = next(recorder.read("s", start=3))
-            assert recorder.head("s") == (3, third.hash)
-            with contextlib.suppress(RuntimeError), recorder.transaction():
-                recorder.append("s", [TURN], expected_version=3)
-                raise RuntimeError("savepoint")
-            assert recorder.head("s") == (3, third.hash)
-        assert [row.version for row in recorder.read("s")] == [1, 2, 3]
-        assert recorder.head("s") == (3, third.hash)
-
-    def test_a_callers_head_is_checked_never_trusted(self, recorder: EventLog) -> None:
-        """Inside a transaction, ``head_hash`` and ``expected_version`` are checked
-        against the head read under the lock: a hash of another head, a head read
-        before the transaction, or one a rolled-back savepoint wrote is a
-        ConcurrencyError, and nothing is written."""
-        recorder.append("s", turns(4), expected_version=0)
-        recorder.append("t", turns(2), expected_version=0)
-        before = recorder.head("s")
-
-        def inner() -> None:
-            with recorder.transaction():
-                recorder.append("s", [TURN], expected_version=4)
-                raise RuntimeError("inner")
-
-        with recorder.transaction():
-            head = recorder.head("s")
-            for version, stale in [
-                (4, "f" * 64),  # no head's hash
-                (4, recorder.head("t").hash),  # another session's
-                (9, head.hash),  # a version beyond the head
-            ]:
-                with pytest.raises(ConcurrencyError):
-                    recorder.append("s", [TURN], expected_version=version, head_hash=stale)
-            with pytest.raises(RuntimeError):
-                inner()
-            with pytest.raises(ConcurrencyError):
-                recorder.append("s", [TURN], expected_version=5, head_hash="0" * 64)
-        with recorder.transaction():  # a head read before the transaction is checked too
-            assert recorder.append("s", [TURN], expected_version=4, head_hash=before.hash) == 5
-        assert [r.version for r in recorder.read("s")] == [1, 2, 3, 4, 5]
-        assert check_chain(recorder, "s") is None, CHAIN_BROKEN
-
-    def test_a_head_hash_outside_a_transaction_is_refused(self, recorder: EventLog) -> None:
-        """A head can only be handed back inside the transaction that read it."""
-        head = recorder.head("s")
-        with pytest.raises(JournalError, match="head_hash"):
-            recorder.append("s", [TURN], expected_version=0, head_hash=head.hash)
-        assert recorder.sessions() == []
-
-    def test_undo_runs_on_rollback_only(self, recorder: EventLog) -> None:
-        """on_rollback steps run when the transaction (or its savepoint) rolls back, in
-        reverse order, and never after a commit or outside a transaction."""
-        ran: list[str] = []
-        recorder.on_rollback(lambda: ran.append("outside"))
-        with recorder.transaction():
-            recorder.on_rollback(lambda: ran.append("committed"))
-        with contextlib.suppress(RuntimeError), recorder.transaction():
-            recorder.on_rollback(lambda: ran.append("outer"))
-            with recorder.transaction():
-                recorder.on_rollback(lambda: ran.append("inner"))
-            raise RuntimeError("after the savepoint was released")
-        with recorder.transaction(), contextlib.suppress(RuntimeError), recorder.transaction():
-            recorder.on_rollback(lambda: ran.append("savepoint"))
-            raise RuntimeError("inside the savepoint")
-        assert ran == ["inner", "outer", "savepoint"]
 
     # -- reading -----------------------------------------------------------------------
     def test_read_streams_lazily(self, recorder: EventLog) -> None:

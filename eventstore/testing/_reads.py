@@ -10,6 +10,7 @@ import pytest
 
 from eventstore import InvalidArgument
 from eventstore._store import EventLog, ReplayReads, SnapshotStore
+from eventstore.testing._another import AnotherReaderContract
 from eventstore.testing._samples import TURN, turns
 from reducers import CallOpened, Checkpointed
 
@@ -22,8 +23,9 @@ class _Cached(EventLog, SnapshotStore, Protocol):
     """A log with its snapshot cache (transactions, and the cache's bytes)."""
 
 
-class ReplayReadsContract:
-    """What replay and decisions read fast; the subclass provides ``recorder``."""
+class ReplayReadsContract(AnotherReaderContract):
+    """What replay and decisions read fast; the subclass provides ``recorder`` (and
+    ``another_recorder``, if the backend has one)."""
 
     def test_read_payloads_match_read(self, recorder: _Replayed) -> None:
         """The replay hot path yields the same (type, payload) as the full rows."""
@@ -41,7 +43,8 @@ class ReplayReadsContract:
         payloads = recorder.read_payloads("s")
         first = next(payloads)
         recorder.append("s", turns(3_400)[3_000:], expected_version=3_000)
-        assert len([first, *payloads]) == 3_000
+        rows = recorder.read("s", stop=3_000)
+        assert [first, *payloads] == [(row.type, row.payload) for row in rows]
 
     @pytest.mark.parametrize(
         ("start", "stop"), [(-1, None), (1, 2**63), ("1", None), (True, None), (1, 1.5)]
@@ -54,12 +57,26 @@ class ReplayReadsContract:
             recorder.read_payloads("s", start=start, stop=stop)  # type: ignore[arg-type]
 
     def test_turn_payloads_skip_other_events(self, recorder: _Replayed) -> None:
-        """turn_payloads reads only the turns between two versions, in order."""
+        """turn_payloads reads only the turns between two versions, in version order
+        (past nine, and past a page, too)."""
         call = CallOpened(call_id="c", kind="tool_call", name="x")
         recorder.append("s", [*turns(2), call, *turns(3)[2:]], expected_version=0)
         contents = [json.loads(p)["content"] for p in recorder.turn_payloads("s", 1, 4)]
         assert contents == ["t0", "t1", "t2"]
         assert [json.loads(p)["content"] for p in recorder.turn_payloads("s", 2, 3)] == ["t1"]
+        recorder.append("s", turns(3_000)[3:], expected_version=4)
+        contents = [json.loads(p)["content"] for p in recorder.turn_payloads("s", 1, 3_001)]
+        assert contents == [f"t{i}" for i in range(3_000)]
+
+    def test_read_payloads_come_in_version_order(self, recorder: _Replayed) -> None:
+        """From any start, payloads come in version order, as ``read`` gives the rows
+        (past nine and past a page: no order by text, by hash or by arrival)."""
+        recorder.append("s", turns(3_000), expected_version=0)
+        for start, stop in [(1, None), (8, 12), (95, 2_100)]:
+            rows = recorder.read("s", start=start, stop=stop)
+            assert list(recorder.read_payloads("s", start=start, stop=stop)) == [
+                (row.type, row.payload) for row in rows
+            ]
 
     def test_hash_at_is_the_hash_of_that_version(self, recorder: _Replayed) -> None:
         """hash_at gives the stored hash at any version, and None where there is none."""
@@ -118,6 +135,20 @@ class SnapshotStoreContract:
         snap = recorder.load_snapshot("s")
         assert snap is not None
         assert (snap.version, snap.header, list(snap.chunks)) == (3, b"h3", [("tok", b"x")])
+
+    def test_a_snapshot_rolls_back_with_its_savepoint(self, recorder: _Cached) -> None:
+        """A snapshot saved in a nested block that fails is not kept, while the
+        transaction around it commits its own."""
+        with recorder.transaction():
+            recorder.save_snapshot("a", 3, "d" * 64, b"h3", [("tok", 0, b"x")])
+            with contextlib.suppress(RuntimeError), recorder.transaction():
+                recorder.save_snapshot("a", 4, "e" * 64, b"h4", [("tok", 0, b"y")], replace=True)
+                recorder.save_snapshot("b", 1, "f" * 64, b"hb", [("tok", 0, b"b")])
+                raise RuntimeError("the command failed after its snapshot")
+        snap = recorder.load_snapshot("a")
+        assert snap is not None
+        assert (snap.version, snap.header, list(snap.chunks)) == (3, b"h3", [("tok", b"x")])
+        assert recorder.load_snapshot("b") is None
 
     def test_snapshots_are_per_session(self, recorder: _Cached) -> None:
         """Each session has its own snapshot; replacing one leaves the others."""

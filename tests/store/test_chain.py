@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import attrs
@@ -125,3 +126,26 @@ class TestContinue:
         rows = _rows(sid="t")
         with pytest.raises(eventstore.IntegrityError, match="a row of session 't' among 's'"):
             check_links("s", (0, GENESIS), rows)
+
+
+# pickle.dumps(..., protocol=4) of a row read by tierlog 0.2 (commit 1308fd6)
+RECORDED_PICKLE = (
+    b"\x80\x04\x95\xf4\x00\x00\x00\x00\x00\x00\x00\x8c\x18eventstore._store._chain\x94\x8c\x08"
+    b"Recorded\x94\x93\x94(K\x07\x8c\x01s\x94K\x02\x8c\x0cCheckpointed\x94K\x01\x8c\x08"
+    b'{"at":1}\x94\x8c\x192026-01-01T00:00:00+00:00\x94\x8c@'
+    + b"00" * 32
+    + b"\x94\x8c@"
+    + b"ab" * 32
+    + b"\x94t\x94\x81\x94."
+)
+
+
+class TestPickles:
+    def test_a_row_pickled_by_0_2_loads(self) -> None:
+        """A Recorded row pickled by tierlog 0.2 loads equal, its event decodable."""
+        row = pickle.loads(RECORDED_PICKLE)
+        stamp = "2026-01-01T00:00:00+00:00"
+        assert row == Recorded(
+            7, "s", 2, "Checkpointed", 1, '{"at":1}', stamp, "00" * 32, "ab" * 32
+        )
+        assert row.event == r.Checkpointed(at=1)

@@ -62,6 +62,12 @@ class TestSqliteRecorder(_Ours):
         yield recorder
         recorder.close()
 
+    @pytest.fixture(name="another_recorder")
+    def _another_recorder(self, tmp_path: Path) -> Iterator[Recorder]:
+        another = SqliteRecorder(tmp_path / "store.db")
+        yield another
+        another.close()
+
     def test_location_is_the_file(self, tmp_path: Path) -> None:
         """Messages name the journal file."""
         store = SqliteRecorder(tmp_path / "x.db")
@@ -137,6 +143,14 @@ class TestPostgresRecorder(_Ours):
         recorder = PostgresRecorder(pg_url)
         yield recorder
         recorder.close()
+
+    @pytest.fixture(name="another_recorder")
+    def _another_recorder(self, pg_url: str) -> Iterator[Recorder]:
+        from eventstore._postgres import PostgresRecorder
+
+        another = PostgresRecorder(pg_url)
+        yield another
+        another.close()
 
     @pytest.mark.parametrize("snapshot", [False, True])
     def test_a_checked_commit_is_two_round_trips(self, pg_url: str, snapshot: bool) -> None:
