@@ -5,10 +5,13 @@ that has a ``uuid``, whatever its type (``attachment``, ``progress``, ``system``
 types tierlog does not know), crossing a compaction through ``logicalParentUuid``.
 Two things the file may not hold, each a note the journal records:
 
-- a ``logicalParentUuid`` in no entry (Claude Code wrote none for it): the walk goes
-  on from the last entry before the boundary in file order (``chain_fallback``);
-- a ``parentUuid`` in no entry: the walk ends there, and what comes before is not
-  read (``chain_broken``): the chain was not read whole.
+- a ``logicalParentUuid`` in no entry (Claude Code wrote none for it), or one that
+  names no entry before the boundary (itself, a later entry: a damaged file): the
+  walk goes on from the last entry before the boundary in file order
+  (``chain_fallback``);
+- a ``parentUuid`` in no entry, one that is not a uuid, or one leading back to an
+  entry the walk already crossed (a cycle): the walk ends there, and what comes
+  before is not read (``chain_broken``): the chain was not read whole.
 
 Claude Code writes parallel tool calls as a branching tree (each result hangs off
 the entry holding its ``tool_use``), so the walk alone misses some: an assistant
@@ -23,7 +26,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping, Sequence
 
-from eventstore.claude_code._lines import Entry, Raw, Warnings
+import attrs
+
+from eventstore.claude_code._lines import Entry, Raw, Warnings, shown
 from reducers import InvalidEvent
 
 
@@ -54,39 +59,69 @@ def _sidechain(e: Entry) -> bool:
     return e.raw.get("isSidechain") is True
 
 
+@attrs.frozen
+class _Walk:
+    """What the walk back needs: the entries by uuid, in file order, and those crossed."""
+
+    by_uuid: Mapping[str, Entry]
+    linked: Sequence[Entry]
+    crossed: set[int]
+    warnings: Warnings
+
+
 def _spine(
     leaf: Entry, by_uuid: Mapping[str, Entry], linked: Sequence[Entry], warnings: Warnings
 ) -> set[int]:
-    lines: set[int] = set()
+    walk = _Walk(by_uuid, linked, set(), warnings)
     entry: Entry | None = leaf
-    while entry is not None and entry.line not in lines:
-        lines.add(entry.line)
-        entry = _parent(entry, by_uuid, linked, warnings)
-    return lines
+    while entry is not None and entry.line not in walk.crossed:
+        walk.crossed.add(entry.line)
+        entry = _parent(entry, walk)
+    return walk.crossed
 
 
-def _parent(
-    e: Entry, by_uuid: Mapping[str, Entry], linked: Sequence[Entry], warnings: Warnings
-) -> Entry | None:
+def _parent(e: Entry, walk: _Walk) -> Entry | None:
     """The entry ``e`` follows on the chain (``None`` at its root), noting any guess."""
     parent, logical = e.raw.get("parentUuid"), e.raw.get("logicalParentUuid")
     if isinstance(parent, str) and parent:
-        found = by_uuid.get(parent)
+        found = walk.by_uuid.get(parent)
         if found is None:
-            text = f"parent {parent!r} is in no entry: the chain starts here, nothing before it"
-            warnings.note("chain_broken", e.line, text + " is read")
+            return _broken(e, f"parent {parent!r} is in no entry", walk)
+        if found.line in walk.crossed:
+            return _broken(e, f"parent {parent!r} leads back to line {found.line} (a cycle)", walk)
         return found
+    if parent is not None and not isinstance(parent, str):
+        return _broken(e, f"parentUuid {shown(parent)} is not a uuid", walk)
     if not (isinstance(logical, str) and logical):
         return None
-    found = by_uuid.get(logical) or _before(e, linked)
-    if found is not None and found.uuid != logical:
-        warnings.note(
-            "chain_fallback",
-            e.line,
-            f"logicalParentUuid {logical!r} is in no entry: the chain goes on from line"
-            f" {found.line}, the last entry before the boundary",
-        )
-    return found
+    return _logical(e, logical, walk)
+
+
+def _broken(e: Entry, why: str, walk: _Walk) -> Entry | None:
+    """No parent: ``e`` starts the chain (a ``chain_broken`` note saying ``why``)."""
+    walk.warnings.note(
+        "chain_broken", e.line, f"{why}: the chain starts here, nothing before it is read"
+    )
+    return None
+
+
+def _logical(e: Entry, logical: str, walk: _Walk) -> Entry | None:
+    """A boundary's logical parent, or the entry before it in file order (a note) when that
+    names no entry before the boundary."""
+    found = walk.by_uuid.get(logical)
+    if found is not None and found.line < e.line and found.line not in walk.crossed:
+        return found
+    before = _before(e, walk.linked)
+    if before is None or before.line in walk.crossed:
+        return _broken(e, f"logicalParentUuid {logical!r} names no entry before the boundary", walk)
+    why = "is in no entry" if found is None else f"names line {found.line}, not an entry before it"
+    walk.warnings.note(
+        "chain_fallback",
+        e.line,
+        f"logicalParentUuid {logical!r} {why}: the chain goes on from line {before.line},"
+        " the last entry before the boundary",
+    )
+    return before
 
 
 def _before(e: Entry, linked: Sequence[Entry]) -> Entry | None:

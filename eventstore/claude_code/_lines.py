@@ -251,6 +251,12 @@ def decode(number: int, line: bytes, *, last: bool, warnings: Warnings) -> Raw |
     return raw
 
 
+def shown(value: object) -> str:
+    """``repr(value)``, cut to 40 characters: a value in a note."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _depth(value: object) -> int:
     """How deeply ``value`` nests, walked without recursion; stops past MAX_DEPTH."""
     deepest = 0

@@ -37,7 +37,7 @@ from eventstore.claude_code._items import Usage as Usage
 from eventstore.claude_code._lines import KNOWN_TYPES as KNOWN_TYPES
 from eventstore.claude_code._lines import MAX_BYTES as MAX_BYTES
 from eventstore.claude_code._lines import MAX_DEPTH as MAX_DEPTH
-from eventstore.claude_code._lines import Entry, Warnings, entries, file_lines
+from eventstore.claude_code._lines import Entry, Warnings, entries, file_lines, shown
 from eventstore.claude_code._lines import Note as Note
 from reducers import InvalidEvent
 
@@ -189,7 +189,7 @@ def _boundary(e: Entry, warnings: Warnings) -> Boundary:
     meta = meta if isinstance(meta, dict) else {}
     pre, trigger = meta.get("preTokens"), meta.get("trigger")
     if pre is not None and not (type(pre) is int and 0 <= pre < MAX_TOKENS):
-        warnings.note("bad_value", e.line, f"preTokens {_shown(pre)} is not a token count: unknown")
+        warnings.note("bad_value", e.line, f"preTokens {shown(pre)} is not a token count: unknown")
         pre = None
     return Boundary(
         line=e.line,
@@ -197,12 +197,6 @@ def _boundary(e: Entry, warnings: Warnings) -> Boundary:
         pre_tokens=pre,
         summary="",
     )
-
-
-def _shown(value: object) -> str:
-    """``repr(value)``, cut to 40 characters."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _user(e: Entry, warnings: Warnings) -> Message:
@@ -243,7 +237,7 @@ def _usage(e: Entry, warnings: Warnings) -> Usage | None:
     counts = [raw.get(f) for f in _USAGE_FIELDS]
     for field, count in zip(_USAGE_FIELDS, counts, strict=True):
         if count is not None and not (type(count) is int and 0 <= count < MAX_TOKENS):
-            text = f"usage {field} {_shown(count)} is not a token count: usage ignored"
+            text = f"usage {field} {shown(count)} is not a token count: usage ignored"
             warnings.note("bad_value", e.line, text, fold="usage")
             return None
     tokens = [c or 0 for c in counts]
