@@ -223,17 +223,19 @@ class _Seen:
 
 
 def decode(number: int, line: bytes, *, last: bool, warnings: Warnings) -> Raw | None:
-    """One line as a JSON object; ``None`` (and a warning) for a cut-off last line."""
+    """One line as a JSON object; ``None`` (and a warning) for a cut-off last line, whether
+    cut between characters or inside one."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
+        if last:  # a file read while a line was written, between the bytes of a character
+            return _cut(number, warnings)
         raise InvalidEvent(f"line {number}: not UTF-8 text") from None
     try:
         raw = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         if last:
-            warnings.append(f"line {number}: truncated or malformed last line skipped")
-            return None
+            return _cut(number, warnings)
         problem = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
         raise InvalidEvent(f"line {number}: not JSON ({problem})") from None
     except ValueError:  # int() of a literal past sys.get_int_max_str_digits()
@@ -249,6 +251,12 @@ def decode(number: int, line: bytes, *, last: bool, warnings: Warnings) -> Raw |
         except UnicodeEncodeError:
             raise InvalidEvent(f"line {number}: a lone surrogate is not text") from None
     return raw
+
+
+def _cut(number: int, warnings: Warnings) -> Raw | None:
+    """A last line cut off (a file still being written): skipped (``None``), with a warning."""
+    warnings.append(f"line {number}: truncated or malformed last line skipped")
+    return None
 
 
 def shown(value: object) -> str:
