@@ -9,7 +9,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from eventstore.claude_code._lines import Warnings
+from eventstore.claude_code._lines import Warnings, shown
 from reducers import InvalidEvent
 
 REJECTED_TEXT = "The user doesn't want to proceed with this tool use"
@@ -70,9 +70,11 @@ def _block(b: object, line: int, cwd: str, refused: bool, warnings: Warnings) ->
         return Text(text=str(b.get("text", "")))
     if kind == "thinking":
         return Text(text=str(b.get("thinking", "")), kind="thinking")
-    if kind == "tool_use" and isinstance(b.get("id"), str):
+    if kind in ("tool_use", "tool_result") and not isinstance(b.get(_ID[kind]), str):
+        return _no_call(b, kind, line, warnings)
+    if kind == "tool_use":
         return _tool_use(b, b["id"], line, cwd, warnings)
-    if kind == "tool_result" and isinstance(b.get("tool_use_id"), str):
+    if kind == "tool_result":
         text = _result_text(b.get("content"))
         is_error = _is_error(b.get("is_error"), b["tool_use_id"], line, warnings)
         asked = text.startswith((REJECTED_TEXT, PERMISSION_TEXT))
@@ -81,6 +83,22 @@ def _block(b: object, line: int, cwd: str, refused: bool, warnings: Warnings) ->
             tool_use_id=b["tool_use_id"], text=text, is_error=is_error, rejected=rejected
         )
     return Text(text="", kind=kind)
+
+
+_ID = {"tool_use": "id", "tool_result": "tool_use_id"}
+
+
+def _no_call(b: Raw, kind: str, line: int, warnings: Warnings) -> Block:
+    """A ``tool_use`` or ``tool_result`` whose id is not a string: no call (a note)."""
+    value, name = shown(b.get(_ID[kind])), str(b.get("name") or "tool")
+    if kind == "tool_use":
+        note = f"a {name} tool_use whose id is {value} is no call"
+        text = f"{name} {json.dumps(b.get('input'), ensure_ascii=False, sort_keys=True)}"
+    else:
+        note = f"a tool_result whose tool_use_id is {value} answers no call: ignored"
+        text = _result_text(b.get("content"))
+    warnings.note("bad_value", line, note, fold=f"{kind}-id")
+    return Text(text=text, kind=f"{kind} without an id")
 
 
 def _tool_use(b: Raw, call_id: str, line: int, cwd: str, warnings: Warnings) -> Block:
