@@ -29,7 +29,7 @@ from eventstore._ops import carried_by
 from eventstore._session import Session
 from eventstore.claude_code import _transcript as cc
 from eventstore.claude_code._plan import Plan, Step, build_plan, estimate
-from eventstore.claude_code._review import CompactionReview, review_session
+from eventstore.claude_code._review import CompactionReview, kept_by_claude_code, review_session
 from invariants import MarkerInvalid, UnrecoverableCompactionError
 from reducers import Event, InvalidEvent, SessionConfig, TurnAppended
 
@@ -200,9 +200,12 @@ def _batches(steps: Sequence[Step]) -> Iterator[list[Event] | cc.Boundary]:
 
 
 def _compact(session: Session, boundary: cc.Boundary) -> None:
-    """The boundary's compaction over everything before it, and a marker on it."""
+    """The boundary's compaction over everything before it, and a marker on it. It carries
+    what the summary evidences and what was raised in the turns Claude Code kept verbatim
+    after it (``preservedSegment``): the context it resumed from holds both."""
     state = session.state
     carried = carried_by(state, boundary.summary)
+    kept = kept_by_claude_code(state, boundary.kept)
     with contextlib.suppress(UnrecoverableCompactionError):
         node = session.compact(
             tier=1,
@@ -211,9 +214,9 @@ def _compact(session: Session, boundary: cc.Boundary) -> None:
             tail_start=state.end,
             summary=boundary.summary,
             tokens=estimate(boundary.summary),
-            dispositions=carried.dispositions,
-            unresolved_ids=carried.calls,
-            constraints=carried.constraints,
+            dispositions={**carried.dispositions, **kept.dispositions},
+            unresolved_ids=sorted({*carried.calls, *kept.calls}),
+            constraints=sorted({*carried.constraints, *kept.constraints}),
             replaces=[n.node_id for n in state.live_nodes],
         )
         with contextlib.suppress(MarkerInvalid):

@@ -69,6 +69,8 @@ class Boundary:
     trigger: str
     pre_tokens: int | None
     summary: str
+    kept_from: int | None = None  # the line of the first message kept verbatim after it
+    kept: int = 0  # the turns before it Claude Code kept verbatim (set by the plan)
 
 
 Item: TypeAlias = Message | Queued | Boundary

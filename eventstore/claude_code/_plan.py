@@ -47,6 +47,7 @@ class Draft:
     usage: cc.Usage | None = None
     tokens: int = 0
     raised: list[Event] = attrs.field(factory=list)
+    line: int | None = None  # the transcript line it reads (None: a note tierlog writes)
 
     @property
     def estimate(self) -> int:
@@ -86,11 +87,12 @@ def build_plan(transcript: cc.Transcript) -> Plan:
     for item in transcript.items:
         notes = _place(plan, notes, item.line)
         if isinstance(item, cc.Boundary):
-            note = boundary_note(item.line, item.trigger, item.pre_tokens)
+            item = attrs.evolve(item, kept=_kept(plan.steps, item.kept_from))
+            note = boundary_note(item.line, item.trigger, item.pre_tokens, item.kept)
             plan.steps += [item, Draft(role="system", content=note)]
         elif isinstance(item, cc.Queued):
             plan.queued += 1
-            draft = Draft(role="user", content=item.text)
+            draft = Draft(role="user", content=item.text, line=item.line)
             _stated(plan, draft, plan.rules.typed(item.text))
             plan.steps.append(draft)
         else:
@@ -102,6 +104,19 @@ def build_plan(transcript: cc.Transcript) -> Plan:
     _assign_tokens(plan.steps)
     plan.turns = sum(isinstance(s, Draft) for s in plan.steps)
     return plan
+
+
+def _kept(steps: Sequence[Step], kept_from: int | None) -> int:
+    """How many of the last turns read lines from ``kept_from`` on (none before the last
+    compaction's note): the turns Claude Code kept verbatim after the summary."""
+    kept = 0
+    for step in reversed(steps):
+        if kept_from is None or not isinstance(step, Draft):
+            break
+        if step.line is None or step.line < kept_from:
+            break
+        kept += 1
+    return kept
 
 
 def _place(plan: Plan, notes: list[cc.Note], line: int | None) -> list[cc.Note]:
@@ -128,7 +143,7 @@ def _plan_message(plan: Plan, m: cc.Message) -> Draft:
     "[Request interrupted by user" is a ``rejected`` fact on what it interrupted, and a
     sentence the user typed with never/do not/don't/always/must/only a pending rule."""
     role = "system" if m.role == "instructions" else m.role
-    draft = Draft(role=role, content=render(m.blocks), usage=m.usage)
+    draft = Draft(role=role, content=render(m.blocks), usage=m.usage, line=m.line)
     if m.typed:
         _correction(plan, draft, m)
         plan.last_call = None  # a new request: an interruption from now on is of its work

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 import attrs
 
 from eventstore._journal import Journal
-from eventstore._ops import ReviewLine, resolved_later
+from eventstore._ops import Carried, ReviewLine, resolved_later
 from invariants import carries_call
 from reducers import (
     Compacted,
@@ -48,11 +48,14 @@ def preamble(session_id: str) -> str:
     return PREAMBLE.format(session_id=session_id) + PREAMBLE_TAIL
 
 
-def boundary_note(line: int, trigger: str, pre_tokens: int | None) -> str:
+def boundary_note(line: int, trigger: str, pre_tokens: int | None, kept: int = 0) -> str:
     """The first turn after an ingested compaction: a prefix, the boundary's fields as
     canonical JSON on the first line (so no trigger text can pass for another field),
-    then what the turn stands for."""
-    fields = {"line": line, "preTokens": pre_tokens, "trigger": trigger}
+    then what the turn stands for. ``kept``: the turns before the boundary Claude Code
+    kept verbatim after the summary (``keptTurns``, written only when there are some)."""
+    fields: dict[str, object] = {"line": line, "preTokens": pre_tokens, "trigger": trigger}
+    if kept:
+        fields["keptTurns"] = kept
     return NOTE_PREFIX + json.dumps(fields, sort_keys=True) + NOTE_TAIL
 
 
@@ -68,6 +71,7 @@ class BoundaryNote:
     line: int
     trigger: str
     pre_tokens: int | None
+    kept: int = 0
 
 
 def read_boundary_note(content: str) -> BoundaryNote | None:
@@ -80,14 +84,30 @@ def read_boundary_note(content: str) -> BoundaryNote | None:
         fields = json.loads(head[len(NOTE_PREFIX) :])
     except ValueError:
         return None
-    if not isinstance(fields, dict) or fields.keys() != _NOTE_KEYS:
+    if not isinstance(fields, dict) or fields.keys() - {"keptTurns"} != _NOTE_KEYS:
         return None
     line, pre, trigger = fields["line"], fields["preTokens"], fields["trigger"]
+    kept = fields.get("keptTurns", 0)
     if type(line) is not int or not (pre is None or type(pre) is int) or type(trigger) is not str:
         return None
-    if content != boundary_note(line, trigger, pre):
+    if type(kept) is not int or content != boundary_note(line, trigger, pre, kept):
         return None
-    return BoundaryNote(line=line, trigger=trigger, pre_tokens=pre)
+    return BoundaryNote(line=line, trigger=trigger, pre_tokens=pre, kept=kept)
+
+
+def kept_by_claude_code(state: SessionState, kept: int) -> Carried:
+    """What the last ``kept`` turns of ``state`` raised and still owe: Claude Code kept
+    those turns verbatim after its summary, so the context it resumed from holds them."""
+    if not kept:
+        return Carried(calls=(), constraints=(), dispositions={})
+    start = state.position_of_turn(state.turns - kept)
+    return Carried(
+        calls=tuple(sorted(c.call_id for c in state.open_calls.values() if c.position >= start)),
+        constraints=tuple(sorted(k.key for k in state.constraints.values() if k.position >= start)),
+        dispositions={
+            k: d.disposition for k, d in sorted(state.dispositions.items()) if d.position >= start
+        },
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -101,19 +121,23 @@ class ObligationReview:
     quote: str
     evidenced: bool
     resolved_later: bool = False  # an attempt a later success of the same call resolved
+    kept_verbatim: bool = False  # raised in a turn Claude Code kept after the summary
 
     @property
     def verdict(self) -> str:
-        """``evidenced``, ``resolved later`` (no obligation any more) or ``NOT evidenced``."""
+        """``evidenced``, ``resolved later`` (no obligation any more), ``kept verbatim``
+        (the summary need not state it) or ``NOT evidenced``."""
         if self.resolved_later:
             return "resolved later"
+        if self.kept_verbatim:
+            return "kept verbatim"
         return "evidenced" if self.evidenced else "NOT evidenced"
 
     def line(self) -> ReviewLine:
         """This judgement as a line of the review."""
         detail = "" if self.kind == "constraint" else f" ({self.detail})"
         return ReviewLine(
-            ok=self.evidenced or self.resolved_later,
+            ok=self.evidenced or self.resolved_later or self.kept_verbatim,
             verdict=self.verdict,
             subject=f"{self.kind} {self.key!r}{detail} at turn {self.raised_at_turn}",
             quote=self.quote,
@@ -278,13 +302,21 @@ def _finish(r: _Open, turns: dict[int, str]) -> CompactionReview:
         marker_id=r.marker_id,
         marker_status=r.marker_status,
         marker_rules=tuple(r.marker_rules),
-        obligations=tuple(_obligations(before, p, turns)),
+        obligations=tuple(_obligations(before, p, turns, r.note.kept if r.note else 0)),
     )
 
 
 def _obligations(
-    state: SessionState, p: Compacted, turns: dict[int, str]
+    state: SessionState, p: Compacted, turns: dict[int, str], kept: int
 ) -> Iterator[ObligationReview]:
+    verbatim = kept_by_claude_code(state, kept)
+    for o in _judged(state, p, turns):
+        if o.key in (*verbatim.calls, *verbatim.constraints, *verbatim.dispositions):
+            o = attrs.evolve(o, kept_verbatim=True)
+        yield o
+
+
+def _judged(state: SessionState, p: Compacted, turns: dict[int, str]) -> Iterator[ObligationReview]:
     for c in sorted(state.open_calls.values(), key=lambda c: c.position):
         at = state.turn_index(c.position)
         yield ObligationReview(

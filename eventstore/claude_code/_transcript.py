@@ -10,7 +10,7 @@ boundaries and queued text in order ``_items``'s, content blocks and short keys
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TypeAlias
 
@@ -124,6 +124,7 @@ def _items(
     slots: list[Slot] = []
     groups: dict[str, _Group] = {}
     leaf = max(chain)
+    messages = {e.uuid: e.line for e in entries if e.uuid is not None and e.line in chain}
     for e in entries:
         if e.line in chain and e.type == "assistant":
             mid = e.message_id
@@ -138,7 +139,7 @@ def _items(
             slots.append(_user(e, warnings))
         elif e.type == "system" and e.raw.get("subtype") == "compact_boundary":
             if e.line in spine:
-                slots.append(_boundary(e, warnings))
+                slots.append(_boundary(e, messages, warnings))
             elif e.raw.get("isSidechain") is not True:
                 _off_chain(e.line, leaf, warnings)
         elif e.type == "queue-operation":
@@ -184,7 +185,7 @@ def _off_chain(line: int, leaf: int, warnings: Warnings) -> None:
         warnings.note("off_chain", line, "a compact boundary off the main chain skipped")
 
 
-def _boundary(e: Entry, warnings: Warnings) -> Boundary:
+def _boundary(e: Entry, messages: Mapping[str, int], warnings: Warnings) -> Boundary:
     meta = e.raw.get("compactMetadata")
     meta = meta if isinstance(meta, dict) else {}
     pre, trigger = meta.get("preTokens"), meta.get("trigger")
@@ -196,7 +197,30 @@ def _boundary(e: Entry, warnings: Warnings) -> Boundary:
         trigger=trigger[:KEY_CHARS] if isinstance(trigger, str) and trigger else "unknown",
         pre_tokens=pre,
         summary="",
+        kept_from=_kept_from(e, meta.get("preservedSegment"), messages, warnings),
     )
+
+
+def _kept_from(
+    e: Entry, segment: object, messages: Mapping[str, int], warnings: Warnings
+) -> int | None:
+    """The line of the first message Claude Code kept verbatim after the summary: the
+    ``preservedSegment`` (2.1.3xx) from its ``headUuid`` to its ``tailUuid``, the main
+    chain's last message before the boundary. ``None`` when there is none, or (a note)
+    when it is not that: then every turn before the boundary counts as compacted."""
+    if segment is None:
+        return None
+    ends = [segment.get(k) if isinstance(segment, dict) else None for k in ("headUuid", "tailUuid")]
+    head, tail = (messages.get(x) if isinstance(x, str) else None for x in ends)
+    last = max((at for at in messages.values() if at < e.line), default=None)
+    if head is not None and last is not None and head <= last == tail:
+        return head
+    text = (
+        f"preservedSegment {shown(segment)} is not the main chain's last messages before the"
+        " boundary: every turn before it counts as compacted"
+    )
+    warnings.note("bad_value", e.line, text)
+    return None
 
 
 def _user(e: Entry, warnings: Warnings) -> Message:
