@@ -42,6 +42,7 @@ from eventstore.claude_code._lines import Note as Note
 from reducers import InvalidEvent
 
 INTERRUPTED_TEXT = "[Request interrupted by user"
+QUEUE_OPERATIONS = frozenset({"enqueue", "dequeue", "remove"})
 MAX_TOKENS = 10**9  # a usage count beyond this is not a context's: the block is ignored
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")  # as Journal.start_session
 _USAGE_FIELDS = (
@@ -143,7 +144,7 @@ def _items(
             elif e.raw.get("isSidechain") is not True:
                 _off_chain(e.line, leaf, warnings)
         elif e.type == "queue-operation":
-            slots += _queue_operation(e)
+            slots += _queue_operation(e, warnings)
         elif e.type == "attachment" and e.line in spine:
             slots += _instructions(e)
     items = [_message(s.entries, warnings) if isinstance(s, _Group) else s for s in slots]
@@ -170,10 +171,16 @@ def _instructions(e: Entry) -> list[RawItem]:
     return [Message(line=e.line, role="instructions", blocks=(text,), usage=None, typed=False)]
 
 
-def _queue_operation(e: Entry) -> list[RawItem]:
+def _queue_operation(e: Entry, warnings: Warnings) -> list[RawItem]:
+    """``enqueue`` queues text, ``remove`` takes it off; ``dequeue`` (2.1.3xx: the text is
+    delivered as an entry, which settles it) reads as nothing; any other operation is
+    skipped with a note."""
     text, operation = e.raw.get("content"), e.raw.get("operation")
     if operation == "enqueue" and isinstance(text, str) and text.strip():
         return [Queued(line=e.line, text=text)]
+    if operation not in QUEUE_OPERATIONS:
+        text = f"queue operation {shown(operation)} is not one tierlog knows: skipped"
+        warnings.note("queue", e.line, text, fold=f"queue {operation!r}")
     return [Dequeued(line=e.line)] if operation == "remove" else []
 
 
