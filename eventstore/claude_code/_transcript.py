@@ -37,7 +37,7 @@ from eventstore.claude_code._items import Usage as Usage
 from eventstore.claude_code._lines import KNOWN_TYPES as KNOWN_TYPES
 from eventstore.claude_code._lines import MAX_BYTES as MAX_BYTES
 from eventstore.claude_code._lines import MAX_DEPTH as MAX_DEPTH
-from eventstore.claude_code._lines import Entry, Warnings, entries, file_lines, shown
+from eventstore.claude_code._lines import Entry, Raw, Warnings, entries, file_lines, shown
 from eventstore.claude_code._lines import Note as Note
 from reducers import InvalidEvent
 
@@ -146,29 +146,33 @@ def _items(
         elif e.type == "queue-operation":
             slots += _queue_operation(e, warnings)
         elif e.type == "attachment" and e.line in spine:
-            slots += _instructions(e)
+            slots += _instructions(e, warnings)
     items = [_message(s.entries, warnings) if isinstance(s, _Group) else s for s in slots]
     return iter(settle(items, warnings))
 
 
-def _instructions(e: Entry) -> list[RawItem]:
+def _instructions(e: Entry, warnings: Warnings) -> list[RawItem]:
     """An ``instructions`` attachment (CLAUDE.md, memory files) as one message of role
-    ``instructions``: each file's ``Contents of <path> (...):`` and its text."""
+    ``instructions``: each file's ``Contents of <path> (...):`` and its text. A file it
+    names without a text path and content is skipped with a note (its rules are lost)."""
     attachment = e.raw.get("attachment")
     if not isinstance(attachment, dict) or attachment.get("type") != "instructions":
         return []
     files = attachment.get("files")
-    parts = [
-        f"Contents of {f['path']} (instructions):\n{f['content']}"
-        for f in (files if isinstance(files, list) else [])
-        if isinstance(f, dict)
-        and isinstance(f.get("path"), str)
-        and isinstance(f.get("content"), str)
-    ]
+    files = files if isinstance(files, list) else [files]
+    read = [f for f in files if isinstance(f, dict) and _strings(f, "path", "content")]
+    if len(read) < len(files):
+        lost = f"{len(files) - len(read)} instructions file(s) without a text path and content"
+        warnings.note("bad_value", e.line, lost + ": their rules are not read")
+    parts = [f"Contents of {f['path']} (instructions):\n{f['content']}" for f in read]
     if not parts:
         return []
     text = Text(text="\n\n".join(parts))
     return [Message(line=e.line, role="instructions", blocks=(text,), usage=None, typed=False)]
+
+
+def _strings(raw: Raw, *keys: str) -> bool:
+    return all(isinstance(raw.get(k), str) for k in keys)
 
 
 def _queue_operation(e: Entry, warnings: Warnings) -> list[RawItem]:
