@@ -39,6 +39,15 @@ class Reply:
     hang: float = 0.0
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that hangs up (the CLI interrupted or exiting) is no error worth
+        printing: a handler thread still writing would print its traceback into whatever
+        test runs next, whose captured standard error then differs."""
+
+
 @attrs.define
 class MockApi:
     """The server; a context manager that serves on a free loopback port."""
@@ -77,7 +86,7 @@ class MockApi:
                     self.wfile.write(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode())
                     self.wfile.flush()
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
