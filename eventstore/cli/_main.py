@@ -45,6 +45,7 @@ from eventstore._ops import (
 from eventstore._report import collect, render
 from eventstore._retell import owed_json
 from eventstore.claude_code import FORMATS, IngestResult, Loaded, ingest_loaded, load
+from eventstore.cli import _claude_code
 from eventstore.cli import _output as out
 from eventstore.cli._demo import run_demo
 from reducers import InvalidArgument, InvalidEvent, JournalError
@@ -639,6 +640,7 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         setup(p)
+    _claude_code.add(subs)
     return parser
 
 

@@ -1,0 +1,159 @@
+"""``tierlog claude-code install`` / ``uninstall``: tierlog's hooks in a ``settings.json``.
+
+Claude Code reads hooks from ``~/.claude/settings.json`` (every project: ``--user``),
+``<project>/.claude/settings.json`` (one project, the default) or any settings file
+named with ``--settings`` (``.claude/settings.local.json`` keeps them out of version
+control). The hooks run the interpreter tierlog is installed in on the hook module
+itself (``python -I -S .../eventstore/claude_code/_hook.py --journal PATH``): isolated
+from the project's folder, and without the cost of importing tierlog on every prompt.
+The journal is ``<.claude folder>/tierlog/journal.db`` unless ``--journal`` names one;
+its folder is made at install (with a ``.gitignore`` of ``*``), the journal on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from eventstore.claude_code import _hook, _settings
+from reducers import InvalidArgument
+
+# event -> (matcher, timeout in seconds): SessionStart waits for PreCompact's ingest
+EVENTS: dict[str, tuple[str | None, int]] = {
+    "PreCompact": (None, 60),
+    "SessionStart": ("compact", 60),
+    "PostCompact": (None, 10),
+    "UserPromptSubmit": (None, 10),
+    "Stop": (None, 10),
+}
+MAX_SETTINGS = 16 * 2**20
+
+
+@attrs.frozen(kw_only=True)
+class Change:
+    """What install or uninstall did to a settings file."""
+
+    settings: Path
+    journal: Path | None
+    action: str  # "installed", "updated", "unchanged", "removed", "absent"
+
+
+def settings_file(project: str | None, user: bool, settings: str | None) -> Path:
+    """The settings file the options name (InvalidArgument for more than one)."""
+    if sum(x is not None for x in (project, settings)) + user > 1:
+        raise InvalidArgument("give one of --project, --user and --settings")
+    if settings is not None:
+        return Path(settings).absolute()
+    if user:
+        return Path.home() / ".claude" / "settings.json"
+    return Path(project or ".").absolute() / ".claude" / "settings.json"
+
+
+def default_journal(settings: Path) -> Path:
+    """``tierlog/journal.db`` in the folder of the settings file (``.claude/``)."""
+    return settings.parent / "tierlog" / "journal.db"
+
+
+def hook_command(journal: Path, *, tell_summarizer: bool = False) -> str:
+    """The command Claude Code runs for every event (see the module doc)."""
+    words = [sys.executable, "-I", "-S", str(Path(_hook.__file__).resolve())]
+    words += ["--journal", str(journal)]
+    words += ["--tell-summarizer"] if tell_summarizer else []
+    return shlex.join(words)
+
+
+def groups(command: str) -> dict[str, dict[str, Any]]:
+    """tierlog's group of hooks for each event it uses."""
+    out: dict[str, dict[str, Any]] = {}
+    for event, (matcher, timeout) in EVENTS.items():
+        group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
+        group["hooks"] = [{"type": "command", "command": command, "timeout": timeout}]
+        out[event] = group
+    return out
+
+
+def install(
+    settings: Path, journal: str | Path | None = None, *, tell_summarizer: bool = False
+) -> Change:
+    """Merge tierlog's hooks into ``settings`` (created if missing), journaling to
+    ``journal`` (default: :func:`default_journal`). Writes nothing on bad input."""
+    if journal is not None and ("://" in str(journal) or str(journal).startswith("postgres")):
+        raise InvalidArgument(
+            f"--journal {journal}: the hooks journal to a SQLite file (tierlog ship copies it on)"
+        )
+    journal = Path(journal or default_journal(settings)).expanduser().absolute()
+    before = _read(settings)
+    command = hook_command(journal, tell_summarizer=tell_summarizer)
+    after = _edit(settings, lambda: _settings.install(before, groups(command)))
+    if after == before:
+        return Change(settings=settings, journal=journal, action="unchanged")
+    _make_journal_folder(journal, journal == default_journal(settings).absolute())
+    _write(settings, after)
+    return Change(
+        settings=settings, journal=journal, action="installed" if before is None else "updated"
+    )
+
+
+def uninstall(settings: Path) -> Change:
+    """Take tierlog's hooks out of ``settings``; the journal stays."""
+    before = _read(settings)
+    if before is None:
+        return Change(settings=settings, journal=None, action="absent")
+    after = _edit(settings, lambda: _settings.uninstall(before))
+    if after == before:
+        return Change(settings=settings, journal=None, action="unchanged")
+    _write(settings, after)
+    return Change(settings=settings, journal=None, action="removed")
+
+
+def _edit(settings: Path, edit: Callable[[], str]) -> str:
+    """``edit()``, its InvalidArgument naming the file."""
+    try:
+        return edit()
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"{settings}: {exc}") from None
+
+
+def _read(settings: Path) -> str | None:
+    """The settings text, ``None`` when there is no file (InvalidArgument naming it if it
+    cannot be read as a settings file)."""
+    try:
+        with open(settings, "rb") as f:
+            data = f.read(MAX_SETTINGS + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InvalidArgument(f"{settings}: {exc.strerror}") from None
+    if len(data) > MAX_SETTINGS:
+        raise InvalidArgument(f"{settings}: larger than {MAX_SETTINGS} bytes")
+    try:
+        text = data.decode("utf-8")
+        _settings.parse(text) if text.strip() else None
+    except (UnicodeDecodeError, InvalidArgument) as exc:
+        raise InvalidArgument(f"{settings}: {exc}") from None
+    return text
+
+
+def _write(settings: Path, text: str) -> None:
+    """Replace the file atomically, keeping its permissions."""
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    mode = settings.stat().st_mode & 0o7777 if settings.exists() else None
+    temporary = settings.with_name(f".{settings.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    if mode is not None:
+        temporary.chmod(mode)
+    os.replace(temporary, settings)
+
+
+def _make_journal_folder(journal: Path, default: bool) -> None:
+    """The journal's folder; the default one is never committed (a ``.gitignore``)."""
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    ignore = journal.parent / ".gitignore"
+    if default and not ignore.exists():
+        ignore.write_text("# tierlog's journal of Claude Code sessions\n*\n", encoding="utf-8")

@@ -1,0 +1,118 @@
+"""``tierlog claude-code install | uninstall | hook``: tierlog's hooks for Claude Code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+
+import attrs
+
+from eventstore.claude_code import Change, hook_main, install, settings_file, uninstall
+
+Handler = Callable[[argparse.Namespace], int]
+
+SUMMARY = "tierlog's Claude Code hooks: journal each compaction, give back what it dropped"
+
+
+def add(subs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``claude-code`` command group and its three commands."""
+    group = subs.add_parser(
+        "claude-code",
+        help=SUMMARY,
+        description=SUMMARY,
+        epilog="example:\n  tierlog claude-code install --project ~/src/my-app",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = group.add_subparsers(dest="claude_code", metavar="COMMAND", required=True)
+    _where(
+        _sub(
+            commands,
+            "install",
+            "merge tierlog's hooks into a Claude Code settings.json (idempotent)",
+            "tierlog claude-code install --project ~/src/my-app",
+            _install,
+        ),
+        journal=True,
+    )
+    _where(
+        _sub(
+            commands,
+            "uninstall",
+            "take tierlog's hooks out of a settings.json, leaving every other hook as it was",
+            "tierlog claude-code uninstall --user",
+            _uninstall,
+        ),
+        journal=False,
+    )
+    hook = _sub(
+        commands,
+        "hook",
+        "the hook Claude Code runs: its JSON on stdin; never fails the session (exit 0)",
+        "echo '{...}' | tierlog claude-code hook --journal .claude/tierlog/journal.db",
+        _hook,
+    )
+    hook.add_argument("--journal", required=True, help="the journal file the hooks write")
+    hook.add_argument("--tell-summarizer", action="store_true", help=_TELL)
+    hook.add_argument("--wait", default="30", metavar="S", help="how long SessionStart waits")
+
+
+_TELL = "PreCompact prints the live obligations, so the summarizer is told what to carry"
+
+
+def _sub(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    summary: str,
+    example: str,
+    handler: Handler,
+) -> argparse.ArgumentParser:
+    p = commands.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.set_defaults(handler=handler)
+    return p
+
+
+def _where(p: argparse.ArgumentParser, *, journal: bool) -> None:
+    p.add_argument("--project", metavar="DIR", help="DIR/.claude/settings.json (default: .)")
+    p.add_argument("--user", action="store_true", help="~/.claude/settings.json: every project")
+    p.add_argument("--settings", metavar="FILE", help="this settings file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    if journal:
+        p.add_argument(
+            "--journal", metavar="PATH", help="journal file (default: tierlog/journal.db beside)"
+        )
+        p.add_argument("--tell-summarizer", action="store_true", help=_TELL)
+
+
+def _install(args: argparse.Namespace) -> int:
+    where = settings_file(args.project, args.user, args.settings)
+    _show(install(where, args.journal, tell_summarizer=args.tell_summarizer), args.json)
+    return 0
+
+
+def _uninstall(args: argparse.Namespace) -> int:
+    _show(uninstall(settings_file(args.project, args.user, args.settings)), args.json)
+    return 0
+
+
+def _hook(args: argparse.Namespace) -> int:
+    argv = ["--journal", args.journal, "--wait", args.wait]
+    return hook_main([*argv, "--tell-summarizer"] if args.tell_summarizer else argv)
+
+
+def _show(change: Change, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(attrs.asdict(change, value_serializer=lambda _i, _a, v: _plain(v))))
+        return
+    journal = f", journal {change.journal}" if change.journal else ""
+    print(f"{change.settings}: {change.action}{journal}")
+
+
+def _plain(value: object) -> object:
+    return str(value) if hasattr(value, "__fspath__") else value

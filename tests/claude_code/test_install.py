@@ -1,0 +1,194 @@
+"""``tierlog claude-code install`` / ``uninstall`` on real settings files, in-process."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eventstore.claude_code import _install
+from eventstore.claude_code._settings import is_ours
+from eventstore.cli import main
+
+THEIRS: dict[str, Any] = {
+    "model": "opus",
+    "hooks": {
+        "PreCompact": [{"hooks": [{"type": "command", "command": "backup.sh", "timeout": 5}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send 'done ✓'"}]}],
+    },
+}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(name="project")
+def _project(tmp_path: Path) -> Path:
+    """A project whose .claude/settings.json already holds the user's own hooks."""
+    folder = tmp_path / "app"
+    (folder / ".claude").mkdir(parents=True)
+    (folder / ".claude" / "settings.json").write_text(json.dumps(THEIRS, indent=2) + "\n")
+    return folder
+
+
+def _commands(settings: Path) -> dict[str, list[str]]:
+    hooks = json.loads(settings.read_text())["hooks"]
+    return {e: [h["command"] for g in gs for h in g["hooks"]] for e, gs in hooks.items()}
+
+
+class TestInstall:
+    def test_install_then_uninstall_leaves_the_file_byte_identical(
+        self, capsys: pytest.CaptureFixture[str], project: Path
+    ) -> None:
+        """The user's hooks (and every other byte) are as they were after the round trip."""
+        settings = project / ".claude" / "settings.json"
+        before = settings.read_bytes()
+        assert run(capsys, "claude-code", "install", "--project", str(project))[0] == 0
+        assert settings.read_bytes() != before
+        assert run(capsys, "claude-code", "uninstall", "--project", str(project))[0] == 0
+        assert settings.read_bytes() == before
+
+    def test_every_event_runs_the_hook_module_on_the_default_journal(
+        self, capsys: pytest.CaptureFixture[str], project: Path
+    ) -> None:
+        """Five events run the hook as a script, isolated, on .claude/tierlog/journal.db."""
+        code, out, _ = run(capsys, "claude-code", "install", "--project", str(project))
+        journal = project / ".claude" / "tierlog" / "journal.db"
+        assert (code, out.strip()) == (
+            0,
+            f"{project}/.claude/settings.json: updated, journal {journal}",
+        )
+        commands = _commands(project / ".claude" / "settings.json")
+        ours = {e: [c for c in cs if is_ours(c)] for e, cs in commands.items()}
+        assert set(ours) == {
+            "PreCompact",
+            "SessionStart",
+            "PostCompact",
+            "UserPromptSubmit",
+            "Stop",
+        }
+        words = shlex.split(ours["Stop"][0])
+        assert words[:3] == [sys.executable, "-I", "-S"]
+        assert words[3].endswith("eventstore/claude_code/_hook.py")
+        assert words[4:] == ["--journal", str(journal)]
+        assert commands["Stop"][0] == THEIRS["hooks"]["Stop"][0]["hooks"][0]["command"]
+
+    def test_the_default_journals_folder_is_never_committed(
+        self, capsys: pytest.CaptureFixture[str], project: Path
+    ) -> None:
+        """The journal's folder is made with a .gitignore of everything; the journal
+        itself waits for its first use."""
+        run(capsys, "claude-code", "install", "--project", str(project))
+        folder = project / ".claude" / "tierlog"
+        assert (folder / ".gitignore").read_text().splitlines()[-1] == "*"
+        assert not (folder / "journal.db").exists()
+
+    def test_installing_again_reports_unchanged(
+        self, capsys: pytest.CaptureFixture[str], project: Path
+    ) -> None:
+        """A second install with the same options writes nothing."""
+        run(capsys, "claude-code", "install", "--project", str(project))
+        settings = project / ".claude" / "settings.json"
+        before = settings.stat().st_mtime_ns, settings.read_bytes()
+        code, out, _ = run(capsys, "claude-code", "install", "--project", str(project), "--json")
+        assert (code, json.loads(out)["action"]) == (0, "unchanged")
+        assert (settings.stat().st_mtime_ns, settings.read_bytes()) == before
+
+    def test_another_journal_replaces_the_hooks(
+        self, capsys: pytest.CaptureFixture[str], project: Path, tmp_path: Path
+    ) -> None:
+        """Installing with --journal points every hook at it, once."""
+        run(capsys, "claude-code", "install", "--project", str(project))
+        other = tmp_path / "elsewhere.db"
+        run(capsys, "claude-code", "install", "--project", str(project), "--journal", str(other))
+        ours = [c for cs in _commands(project / ".claude" / "settings.json").values() for c in cs]
+        ours = [c for c in ours if is_ours(c)]
+        assert len(ours) == 5
+        assert all(c.endswith(f"--journal {other}") for c in ours)
+
+    def test_a_new_settings_file_is_made(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """A project without .claude/ gets one with a settings.json holding the hooks."""
+        code, out, _ = run(capsys, "claude-code", "install", "--project", str(tmp_path), "--json")
+        assert (code, json.loads(out)["action"]) == (0, "installed")
+        assert set(_commands(tmp_path / ".claude" / "settings.json")) == set(_install.EVENTS)
+
+    def test_user_settings_live_in_the_home_folder(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """--user merges into ~/.claude/settings.json, journaling to ~/.claude/tierlog/."""
+        monkeypatch.setenv("HOME", str(tmp_path))
+        _, out, _ = run(capsys, "claude-code", "install", "--user", "--json")
+        change = json.loads(out)
+        assert change["settings"] == str(tmp_path / ".claude" / "settings.json")
+        assert change["journal"] == str(tmp_path / ".claude" / "tierlog" / "journal.db")
+
+    def test_tell_summarizer_is_an_option_of_the_command(
+        self, capsys: pytest.CaptureFixture[str], project: Path
+    ) -> None:
+        """--tell-summarizer is passed on to every hook's command line."""
+        run(capsys, "claude-code", "install", "--project", str(project), "--tell-summarizer")
+        ours = [c for cs in _commands(project / ".claude" / "settings.json").values() for c in cs]
+        assert all(c.endswith(" --tell-summarizer") for c in ours if is_ours(c))
+
+    def test_the_files_permissions_are_kept(
+        self, capsys: pytest.CaptureFixture[str], project: Path
+    ) -> None:
+        """A settings file readable by its owner only stays so."""
+        settings = project / ".claude" / "settings.json"
+        settings.chmod(0o600)
+        run(capsys, "claude-code", "install", "--project", str(project))
+        assert settings.stat().st_mode & 0o777 == 0o600
+
+
+class TestBadInput:
+    @pytest.mark.parametrize("text", ["{", "[1]", '{"hooks": []}', "\xff"])
+    def test_a_settings_file_claude_code_cannot_read_is_left_alone(
+        self, capsys: pytest.CaptureFixture[str], project: Path, text: str
+    ) -> None:
+        """Exit 2 with one line naming the file; the file is not touched."""
+        settings = project / ".claude" / "settings.json"
+        settings.write_bytes(text.encode("latin-1"))
+        code, _, err = run(capsys, "claude-code", "install", "--project", str(project))
+        assert code == 2
+        assert err.startswith(f"tierlog claude-code: error: {settings}: ")
+        assert len(err.splitlines()) == 1
+        assert settings.read_bytes() == text.encode("latin-1")
+
+    def test_two_places_at_once_are_refused(
+        self, capsys: pytest.CaptureFixture[str], project: Path
+    ) -> None:
+        """--user with --project is a usage error, and nothing is written."""
+        code, _, err = run(capsys, "claude-code", "install", "--user", "--project", str(project))
+        assert code == 2
+        assert "give one of --project, --user and --settings" in err
+
+    def test_a_server_journal_is_refused(
+        self, capsys: pytest.CaptureFixture[str], project: Path
+    ) -> None:
+        """The hooks journal to a file; a PostgreSQL URL is refused before anything is written."""
+        settings = project / ".claude" / "settings.json"
+        before = settings.read_bytes()
+        url = "postgresql://db/fleet"
+        code, _, err = run(
+            capsys, "claude-code", "install", "--project", str(project), "--journal", url
+        )
+        assert code == 2
+        assert "SQLite file" in err
+        assert settings.read_bytes() == before
+
+    def test_uninstall_without_a_file_says_so(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """Nothing to take out: exit 0, "absent", and no file is made."""
+        code, out, _ = run(capsys, "claude-code", "uninstall", "--project", str(tmp_path))
+        assert (code, out.strip().endswith(": absent")) == (0, True)
+        assert not (tmp_path / ".claude").exists()
