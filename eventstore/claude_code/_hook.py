@@ -16,8 +16,8 @@ for, one at a time per session:
 - ``PostCompact``: start the worker that ingests the compaction once Claude Code has
   written it, judges its summary and queues what it dropped (``<session>.queue``).
 - ``UserPromptSubmit``: deliver the queue, once, as ``additionalContext``.
-- ``Stop``: after a delivery, start the worker that ingests the transcript again, so
-  the journal records what the agent was told.
+- ``Stop`` and ``SessionEnd``: after a delivery, start the worker that ingests the
+  transcript again, so the journal records what the agent was told.
 
 Never in the user's way: whatever goes wrong, the hook prints one line on standard
 error and exits 0 (a ``PreCompact`` hook exiting 2 would block the compaction). A
@@ -219,6 +219,7 @@ class Hook:
     def pre_compact(self) -> None:
         self.folder.make()
         self.folder.remove("compact")  # a block no SessionStart took is stale now
+        self.folder.remove("given")
         if not self.options.tell_summarizer:
             start_worker("precompact", self.folder, self.transcript)
             return
@@ -232,6 +233,7 @@ class Hook:
             raise HookError(f"the journal was not ready in {self.options.wait:g} s: no block")
         block = self.folder.take("compact")
         if block:
+            self.folder.write("given", block)  # PostCompact's worker waits to see it written
             self.context("SessionStart", block)
 
     def post_compact(self) -> None:
@@ -261,6 +263,7 @@ class Hook:
             "PostCompact": self.post_compact,
             "UserPromptSubmit": self.user_prompt_submit,
             "Stop": self.stop,
+            "SessionEnd": self.stop,
         }
         action = actions.get(str(self.data.get("hook_event_name")))
         if action is not None:

@@ -28,10 +28,10 @@ from eventstore._journal import Journal
 from eventstore._ops import carried_by
 from eventstore._session import Session
 from eventstore.claude_code import _transcript as cc
-from eventstore.claude_code._plan import Plan, Step, build_plan, estimate
+from eventstore.claude_code._plan import Plan, Retell, Step, build_plan, estimate
 from eventstore.claude_code._review import CompactionReview, kept_by_claude_code, review_session
 from invariants import MarkerInvalid, UnrecoverableCompactionError
-from reducers import Event, InvalidEvent, SessionConfig, TurnAppended
+from reducers import Event, InvalidArgument, InvalidEvent, SessionConfig, TurnAppended
 
 FORMATS = ("claude-code",)
 CONFIG = SessionConfig(
@@ -170,25 +170,29 @@ def write(session: Session, plan: Plan, *, done: int = 1, ends: Sequence[int] = 
         if end is not None and end <= done:
             out.append(end)
             continue
-        if isinstance(batch, cc.Boundary):
+        if isinstance(batch, cc.Boundary | Retell):
             if begin < done:
                 raise InvalidEvent(f"line {batch.line}: the stored session ends inside it")
-            _compact(session, batch)
+            if isinstance(batch, cc.Boundary):
+                _compact(session, batch)
+            else:
+                _retell(session, batch)
         else:
             session.extend(batch[max(0, done - begin) :])
         out.append(session.version)
     return out
 
 
-def _batches(steps: Sequence[Step]) -> Iterator[list[Event] | cc.Boundary]:
+def _batches(steps: Sequence[Step]) -> Iterator[list[Event] | cc.Boundary | Retell]:
     events: list[Event] = []
     index = 0
     for step in steps:
-        if isinstance(step, cc.Boundary):
+        if isinstance(step, cc.Boundary | Retell):
             if events:
                 yield events
             yield step
             events = []
+            index += isinstance(step, Retell)
             continue
         events.append(
             TurnAppended(index=index, role=step.role, content=step.content, tokens=step.tokens)
@@ -197,6 +201,23 @@ def _batches(steps: Sequence[Step]) -> Iterator[list[Event] | cc.Boundary]:
         index += 1
     if events:
         yield events
+
+
+def _retell(session: Session, told: Retell) -> None:
+    """A block tierlog's hooks gave the agent: the re-tell the journal owes at this point
+    (``Session.retell``, cut to the block's length) when every line of it is in the
+    block, so ``owed()`` knows the agent was told; otherwise (the block no longer states
+    all that is owed, or nothing is owed) a plain ``system`` turn holding the block."""
+    limit = len(told.text)
+    with contextlib.suppress(InvalidArgument):  # not even the first owed line fits
+        due = session.retell(max_chars=limit, dry_run=True)
+        if due is not None and set(due.content.splitlines()) <= set(told.text.splitlines()):
+            session.retell(max_chars=limit, tokens=told.tokens)
+            return
+    turn = TurnAppended(
+        index=session.state.turns, role="system", content=told.text, tokens=told.tokens
+    )
+    session.extend([turn])
 
 
 def _compact(session: Session, boundary: cc.Boundary) -> None:

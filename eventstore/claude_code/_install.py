@@ -31,6 +31,7 @@ EVENTS: dict[str, tuple[str | None, int]] = {
     "PostCompact": (None, 10),
     "UserPromptSubmit": (None, 10),
     "Stop": (None, 10),
+    "SessionEnd": (None, 10),
 }
 MAX_SETTINGS = 16 * 2**20
 

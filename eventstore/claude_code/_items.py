@@ -91,7 +91,7 @@ class _Settling:
     boundary: Boundary | None = None  # still without its summary
     queued: list[Queued] = attrs.field(factory=list)  # enqueued, not taken off yet
     taken: Queued | None = None  # taken off the queue: delivered by the next message?
-    held: list[Message] = attrs.field(factory=list)  # instructions after a boundary
+    held: list[Message] = attrs.field(factory=list)  # instructions, re-tells after a boundary
 
 
 def settle(items: Iterable[Raw], warnings: Warnings) -> list[Item]:
@@ -132,7 +132,7 @@ def _dequeue(s: _Settling, line: int, warnings: Warnings) -> None:
 
 
 def _message(s: _Settling, m: Message, warnings: Warnings) -> None:
-    if m.role == "instructions":  # re-sent after a boundary: they follow its compaction
+    if m.role in ("instructions", "retell"):  # after a boundary: they follow its compaction
         (s.held if s.boundary is not None else s.out).append(m)
         return
     if s.taken is not None:

@@ -55,7 +55,21 @@ class Draft:
         return estimate(self.content)
 
 
-Step = Draft | cc.Boundary
+@attrs.define
+class Retell:
+    """A block tierlog's hooks gave the agent, at its transcript line (see ``_ingest``)."""
+
+    line: int
+    text: str
+    tokens: int = 0
+
+    @property
+    def estimate(self) -> int:
+        """Tokens by the characters: what the block adds to the context."""
+        return estimate(self.text)
+
+
+Step = Draft | cc.Boundary | Retell
 
 
 @attrs.define
@@ -77,6 +91,7 @@ class Plan:
     interruptions: int = 0
     constraints: int = 0
     queued: int = 0
+    retells: int = 0
 
 
 def build_plan(transcript: cc.Transcript) -> Plan:
@@ -90,6 +105,9 @@ def build_plan(transcript: cc.Transcript) -> Plan:
             item = attrs.evolve(item, kept=_kept(plan.steps, item.kept_from))
             note = boundary_note(item.line, item.trigger, item.pre_tokens, item.kept)
             plan.steps += [item, Draft(role="system", content=note)]
+        elif isinstance(item, cc.Message) and item.role == "retell":
+            plan.retells += 1
+            plan.steps.append(Retell(line=item.line, text=cc.text_of(item.blocks)))
         elif isinstance(item, cc.Queued):
             plan.queued += 1
             draft = Draft(role="user", content=item.text, line=item.line)
@@ -127,7 +145,7 @@ def _place(plan: Plan, notes: list[cc.Note], line: int | None) -> list[cc.Note]:
         if line is None
         else next((i for i, n in enumerate(notes) if n.line >= line), len(notes))
     )
-    last = next(s for s in reversed(plan.steps) if isinstance(s, Draft))
+    last = next(s for s in reversed(plan.steps) if isinstance(s, Draft))  # turn 0 at least
     last.raised += [_noted(n.kind, n.line, n.text, n.count) for n in notes[:cut]]
     return notes[cut:]
 
@@ -237,8 +255,8 @@ def render(blocks: Sequence[cc.Block]) -> str:
 
 # -- tokens ------------------------------------------------------------------------------
 def _assign_tokens(steps: Sequence[Step]) -> None:
-    """Give every draft its tokens (see the module doc). Occupancy is tracked as the
-    journal computes it: a compaction leaves its summary's estimate."""
+    """Give every draft and re-tell its tokens (see the module doc). Occupancy is tracked
+    as the journal computes it: a compaction leaves its summary's estimate."""
     occupancy = 0
     for at, step in enumerate(steps):
         if isinstance(step, cc.Boundary):
@@ -249,7 +267,7 @@ def _assign_tokens(steps: Sequence[Step]) -> None:
                 note.raised.append(gap)
             occupancy = estimate(step.summary)
             continue
-        if step.usage is None:
+        if isinstance(step, Retell) or step.usage is None:
             step.tokens = step.estimate
         else:
             step.tokens = max(1, step.usage.prompt + step.usage.output - occupancy)

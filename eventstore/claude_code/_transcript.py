@@ -16,6 +16,7 @@ from typing import TypeAlias
 
 import attrs
 
+from eventstore._retell import HEADER as RETELL_HEADER
 from eventstore.claude_code._blocks import KEY_CHARS as KEY_CHARS
 from eventstore.claude_code._blocks import REJECTED_TEXT as REJECTED_TEXT
 from eventstore.claude_code._blocks import Block as Block
@@ -146,7 +147,7 @@ def _items(
         elif e.type == "queue-operation":
             slots += _queue_operation(e, warnings)
         elif e.type == "attachment" and e.line in spine:
-            slots += _instructions(e, warnings)
+            slots += _instructions(e, warnings) + _retold(e)
     items = [_message(s.entries, warnings) if isinstance(s, _Group) else s for s in slots]
     return iter(settle(items, warnings))
 
@@ -173,6 +174,21 @@ def _instructions(e: Entry, warnings: Warnings) -> list[RawItem]:
 
 def _strings(raw: Raw, *keys: str) -> bool:
     return all(isinstance(raw.get(k), str) for k in keys)
+
+
+def _retold(e: Entry) -> list[RawItem]:
+    """A block tierlog's hooks gave the agent (the text of a ``hook_additional_context``
+    attachment that starts with the re-tell header) as one message of role ``retell``."""
+    attachment = e.raw.get("attachment")
+    if not isinstance(attachment, dict) or attachment.get("type") != "hook_additional_context":
+        return []
+    content = attachment.get("content")
+    texts = content if isinstance(content, list) else [content]
+    return [
+        Message(line=e.line, role="retell", blocks=(Text(text=t),), usage=None, typed=False)
+        for t in texts
+        if isinstance(t, str) and t.startswith(RETELL_HEADER)
+    ]
 
 
 def _queue_operation(e: Entry, warnings: Warnings) -> list[RawItem]:

@@ -1,0 +1,283 @@
+"""The journal work of tierlog's Claude Code hooks, in a process of its own.
+
+``python -I -m eventstore.claude_code._worker EVENT --journal J --session S --transcript T``
+is what :mod:`._hook` starts (and does not wait for), one at a time per session (a lock
+file). The journal is written by the ingest alone, so a hooked session is exactly what
+``tierlog ingest`` makes of the same transcript, re-tells included: Claude Code writes
+every block a hook gave into the transcript (a ``hook_additional_context`` attachment),
+and the ingest records it there (see ``_retold``).
+
+- ``precompact``: ingest the transcript; write the block SessionStart gives
+  (``<session>.compact``): every live obligation no summary or re-tell states (held by
+  raw turns only, or owed already), since the summary cannot be read at SessionStart.
+- ``postcompact``: wait until Claude Code has written the compaction (its boundary and
+  summary), ingest the transcript up to it and what follows it before the agent's next
+  reply (so no reply is read half-written); what the working context still owes is
+  queued for the next prompt (``<session>.queue``).
+- ``record``: ingest the transcript (after a delivery, at the end of the agent's turn).
+
+Any failure is one line in ``<session>.error`` (the next hook prints it) and a
+``hook_error`` note in the journal's ``claude-code-hooks`` session, which ``audit`` shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import attrs
+
+from eventstore._journal import Journal
+from eventstore._retell import write_block
+from eventstore._session import Session
+from eventstore.claude_code._hook import MAX_CHARS, Folder
+from eventstore.claude_code._ingest import CONFIG, ingest_loaded, load
+from invariants import Owed, owed
+from reducers import InvalidArgument, Noted, SessionState, in_spans
+
+HOOKS_SESSION = "claude-code-hooks"
+BOUNDARY_WAIT = 30.0  # seconds PostCompact's worker waits for Claude Code to write it
+LOCK_WAIT = 300.0
+POLL = 0.05
+SUMMARIZER_HEADER = "[tierlog] Live obligations the summary must carry (one a line):"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Do the work of one hook event (see the module doc); 0 even when it fails."""
+    args = _parser().parse_args(argv)
+    folder = Folder(args.journal, args.session)
+    try:
+        folder.make()
+        with _locked(folder), Journal(args.journal) as journal:
+            printed = WORK[args.event](journal, folder, args.transcript)
+        if args.print_live and printed:
+            sys.stdout.write(printed + "\n")
+    except BaseException as exc:  # reported, never raised at Claude Code
+        _failed(folder, args.event, exc)
+    finally:
+        folder.remove(f"busy-{args.event}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m eventstore.claude_code._worker")
+    p.add_argument("event", choices=sorted(WORK))
+    p.add_argument("--journal", required=True)
+    p.add_argument("--session", required=True)
+    p.add_argument("--transcript", required=True)
+    p.add_argument("--print-live", action="store_true")
+    return p
+
+
+@contextmanager
+def _locked(folder: Folder) -> Iterator[None]:
+    """One worker at a time per session (InvalidArgument after LOCK_WAIT seconds)."""
+    with open(folder.path("lock"), "a") as f:
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise InvalidArgument("another hook worker held the session") from None
+                time.sleep(POLL)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _failed(folder: Folder, event: str, exc: BaseException) -> None:
+    """Keep the error for the next hook and note it in the journal (when it opens)."""
+    text = f"{event} for session {folder.session}: {type(exc).__name__}: {exc}"
+    text = " ".join(text.split())[:1000]
+    with suppress(OSError):
+        folder.write("error", text)
+    with suppress(Exception):  # a journal that cannot be opened: the error file says it
+        note(folder.journal, "hook_error", text)
+
+
+def note(journal_path: str, kind: str, text: str) -> None:
+    """A note in the journal's ``claude-code-hooks`` session (started on first use)."""
+    logging.getLogger("tierlog").setLevel(logging.ERROR)
+    with Journal(journal_path) as journal:
+        if not journal.has_session(HOOKS_SESSION):
+            journal.start_session(HOOKS_SESSION, CONFIG)
+        journal.session(HOOKS_SESSION).extend([Noted(kind=kind, text=text)])
+
+
+# -- the work --------------------------------------------------------------------------
+def precompact(journal: Journal, folder: Folder, transcript: str) -> str:
+    """Ingest the transcript, then write the block SessionStart gives; returns the live
+    obligations for the summarizer (printed only with ``--tell-summarizer``)."""
+    size = _ingest_file(journal, transcript)
+    folder.write("ingested", str(size))
+    session = journal.session(folder.session)
+    risky = at_risk(session.state)
+    block = block_of(session, risky)
+    if block:
+        folder.write("compact", block)
+    live = [o for o in _unstated(session.state) if o.status != "superseded"]
+    return block_of(session, live, header=SUMMARIZER_HEADER)
+
+
+def postcompact(journal: Journal, folder: Folder, transcript: str) -> str:
+    """Ingest the compaction Claude Code is writing (up to its summary), then queue what
+    the working context still owes, unless the block SessionStart gave states it all: the
+    next ingest records that block (it comes after the summary) as the re-tell."""
+    given = folder.take("given")
+    end = wait_for_compaction(transcript, int(folder.read("ingested") or 0), BOUNDARY_WAIT)
+    with tempfile.TemporaryDirectory(dir=folder.root) as scratch:
+        prefix = Path(scratch) / Path(transcript).name
+        with open(transcript, "rb") as f:
+            prefix.write_bytes(f.read(end))
+        ingest_loaded(journal, load(prefix))
+    folder.write("ingested", str(end))
+    session = journal.session(folder.session)
+    if given:
+        folder.write("told", "")  # the Stop or SessionEnd hook has it ingested
+    if given and states_all_owed(session, given):
+        folder.remove("queue")
+    else:
+        _queue(folder, session)
+    return ""
+
+
+def record(journal: Journal, folder: Folder, transcript: str) -> str:
+    """Ingest the transcript (the blocks given are in it now); queue what is still owed."""
+    folder.write("ingested", str(_ingest_file(journal, transcript)))
+    _queue(folder, journal.session(folder.session))
+    return ""
+
+
+def _queue(folder: Folder, session: Session) -> None:
+    """The re-tell block the next prompt delivers: what the working context owes."""
+    due = session.retell(max_chars=MAX_CHARS, dry_run=True)
+    if due is None:
+        folder.remove("queue")
+    else:
+        folder.write("queue", due.content)
+
+
+def states_all_owed(session: Session, block: str) -> bool:
+    """Whether ``block`` states every line of the re-tell the journal owes now (cut to its
+    length): ingested, it is recorded as that re-tell (see ``_ingest._retell``)."""
+    try:
+        due = session.retell(max_chars=len(block), dry_run=True)
+    except InvalidArgument:
+        return False
+    return due is None or set(due.content.splitlines()) <= set(block.splitlines())
+
+
+WORK: dict[str, Callable[[Journal, Folder, str], str]] = {
+    "precompact": precompact,
+    "postcompact": postcompact,
+    "record": record,
+}
+
+
+def _ingest_file(journal: Journal, transcript: str) -> int:
+    """Ingest the whole transcript; its size when it was read."""
+    size = os.path.getsize(transcript)
+    ingest_loaded(journal, load(transcript))
+    return size
+
+
+# -- what is at risk -------------------------------------------------------------------
+def _unstated(state: SessionState) -> tuple[Owed, ...]:
+    """Every live obligation no live summary node carries, as ``owed`` words it: owed as
+    if every turn (re-tells too) had left the working context."""
+    everything = ((0, state.turns),) if state.turns else ()
+    return owed(attrs.evolve(state, withdrawn=everything))
+
+
+def at_risk(state: SessionState) -> list[Owed]:
+    """What a compaction may drop that the context before it states only in raw turns:
+    the live obligations no summary node carries and no resident re-tell states
+    (superseded attempts aside), in ``owed``'s order."""
+    owed_now = {(o.kind, o.key) for o in owed(state)}
+    return [
+        o
+        for o in _unstated(state)
+        if o.status != "superseded" and ((o.kind, o.key) in owed_now or _raw(state, o.position))
+    ]
+
+
+def _raw(state: SessionState, position: int) -> bool:
+    return state.turns > 0 and not in_spans(state.evicted, position)
+
+
+def block_of(session: Session, found: Sequence[Owed], header: str | None = None) -> str:
+    """The re-tell block stating ``found`` (lines as ``retell`` writes them), cut at
+    MAX_CHARS; empty when there is nothing to state."""
+    if not found:
+        return ""
+    turns = sorted({o.turn for o in found if o.turn is not None})
+    quotes = {t: session.turns(t, t + 1)[0].content for t in turns}
+    try:
+        text = write_block(found, quotes, MAX_CHARS).text
+    except InvalidArgument:  # not even the first line fits: say so in the journal
+        return ""
+    return text if header is None else header + text[text.index("\n") :]
+
+
+# -- waiting for Claude Code -------------------------------------------------------------
+def wait_for_compaction(transcript: str, after: int, seconds: float) -> int:
+    """Where to cut the transcript once Claude Code has written a compaction past byte
+    ``after``: the end of its summary. InvalidArgument when none comes in ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        cut = compaction_end(Path(transcript).read_bytes(), after)
+        if cut is not None:
+            return cut
+        if time.monotonic() > deadline:
+            raise InvalidArgument(f"no compaction in {transcript} after {seconds:g} s")
+        time.sleep(POLL)
+
+
+def compaction_end(data: bytes, after: int) -> int | None:
+    """See :func:`wait_for_compaction`: ``None`` while it is not written whole. What
+    follows the summary (the agent's next reply, which Claude Code may be writing) is
+    left to a later ingest."""
+    at = data.rfind(b'"compact_boundary"')
+    while at >= after:
+        start = data.rfind(b"\n", 0, at) + 1
+        if _entry(data, start).get("subtype") == "compact_boundary":
+            return _summary_end(data, start)
+        at = data.rfind(b'"compact_boundary"', after, start)
+    return None
+
+
+def _summary_end(data: bytes, start: int) -> int | None:
+    at = start
+    while (end := data.find(b"\n", at)) >= 0:
+        entry = _entry(data, at)
+        if entry.get("isCompactSummary") is True:
+            return end + 1
+        if entry.get("type") == "assistant":
+            return None  # a reply before the summary: not Claude Code's order; wait it out
+        at = end + 1
+    return None
+
+
+def _entry(data: bytes, start: int) -> dict[str, object]:
+    end = data.find(b"\n", start)
+    try:
+        value = json.loads(data[start : end if end >= 0 else len(data)])
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
