@@ -180,6 +180,21 @@ def wait_for(folder: Folder, event: str, seconds: float) -> bool:
         time.sleep(POLL)
 
 
+def wait_idle(journal: str, seconds: float) -> bool:
+    """Wait until no hook worker of any session is busy on ``journal``; ``False`` when
+    ``seconds`` pass first. (Tests and benchmarks wait with it before reading the journal.)"""
+    deadline = time.monotonic() + seconds
+    root = journal + FOLDER_SUFFIX
+    while True:
+        names = os.listdir(root) if os.path.isdir(root) else []
+        busy = [n.split(".busy-") for n in names if ".busy-" in n]
+        if all(wait_for(Folder(journal, s), e, 0) for s, e in busy):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -154,7 +154,10 @@ def _write(settings: Path, text: str) -> None:
 
 def _make_journal_folder(journal: Path, default: bool) -> None:
     """The journal's folder; the default one is never committed (a ``.gitignore``)."""
-    journal.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        journal.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidArgument(f"--journal {journal}: its folder cannot be made: {exc}") from None
     ignore = journal.parent / ".gitignore"
     if default and not ignore.exists():
         ignore.write_text("# tierlog's journal of Claude Code sessions\n*\n", encoding="utf-8")

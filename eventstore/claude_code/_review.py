@@ -23,6 +23,7 @@ from reducers import (
     MarkerEmitted,
     MarkerInvalidated,
     MarkerRefused,
+    Retold,
     SessionState,
     TurnAppended,
     fold,
@@ -111,6 +112,19 @@ def kept_by_claude_code(state: SessionState, kept: int) -> Carried:
 
 
 @attrs.frozen(kw_only=True)
+class GivenBack:
+    """A re-tell turn that stated an obligation a compaction's summary dropped."""
+
+    version: int  # of its Retold event
+    turn: int
+    turns_after: int  # turns between the compaction's boundary note and it
+
+    def __str__(self) -> str:
+        when = "right" if not self.turns_after else _n(self.turns_after, "turn")
+        return f"given back at v{self.version} (turn {self.turn}, {when} after the compaction)"
+
+
+@attrs.frozen(kw_only=True)
 class ObligationReview:
     """One obligation live at a compaction, and whether the summary evidences it."""
 
@@ -122,16 +136,20 @@ class ObligationReview:
     evidenced: bool
     resolved_later: bool = False  # an attempt a later success of the same call resolved
     kept_verbatim: bool = False  # raised in a turn Claude Code kept after the summary
+    given_back: GivenBack | None = None  # the re-tell that gave it back, when one did
 
     @property
     def verdict(self) -> str:
         """``evidenced``, ``resolved later`` (no obligation any more), ``kept verbatim``
-        (the summary need not state it) or ``NOT evidenced``."""
+        (the summary need not state it) or ``NOT evidenced`` (and, when a re-tell gave it
+        back before the next compaction, where)."""
         if self.resolved_later:
             return "resolved later"
         if self.kept_verbatim:
             return "kept verbatim"
-        return "evidenced" if self.evidenced else "NOT evidenced"
+        if self.evidenced:
+            return "evidenced"
+        return "NOT evidenced" + (f", {self.given_back}" if self.given_back else "")
 
     def line(self) -> ReviewLine:
         """This judgement as a line of the review."""
@@ -178,8 +196,17 @@ class CompactionReview:
             f"{self.node_id}{where}: preTokens {'unknown' if pre is None else format(pre, ',')},"
             f" occupancy {self.occupancy:,}{drift}; compacted {_n(self.turns_compacted, 'turn')},"
             f" {self.tokens_compacted:,} tokens; summary {self.summary_chars:,} chars,"
-            f" {self.summary_tokens:,} tokens; {self._marker()}"
+            f" {self.summary_tokens:,} tokens; {self._marker()}{self._given()}"
         )
+
+    def _given(self) -> str:
+        dropped, given = len(self.not_evidenced), len(self.given_back)
+        return f"; given back: {given} of {dropped} not evidenced" if given else ""
+
+    @property
+    def given_back(self) -> tuple[ObligationReview, ...]:
+        """The obligations not evidenced that a re-tell gave back before the next compaction."""
+        return tuple(o for o in self.not_evidenced if o.given_back is not None)
 
     def _marker(self) -> str:
         rules = f" ({','.join(self.marker_rules)})" if self.marker_rules else ""
@@ -239,6 +266,7 @@ class _Open:
     marker_id: str | None = None
     marker_status: str = "none"
     marker_rules: list[str] = attrs.field(factory=list)
+    retold: list[tuple[int, Retold]] = attrs.field(factory=list)  # before the next compaction
 
 
 def _reviews(events: Iterable[Event]) -> Iterator[CompactionReview]:
@@ -249,6 +277,8 @@ def _reviews(events: Iterable[Event]) -> Iterator[CompactionReview]:
     for version, event in enumerate(events, 1):
         if isinstance(event, TurnAppended):
             turns[event.index] = event.content
+        if isinstance(event, Retold) and reviews:
+            reviews[-1].retold.append((version, event))
         if isinstance(event, Compacted | CompactionRefused):
             state = fold(pending, state)
             pending = []
@@ -302,8 +332,27 @@ def _finish(r: _Open, turns: dict[int, str]) -> CompactionReview:
         marker_id=r.marker_id,
         marker_status=r.marker_status,
         marker_rules=tuple(r.marker_rules),
-        obligations=tuple(_obligations(before, p, turns, r.note.kept if r.note else 0)),
+        obligations=tuple(
+            _given_back(r, o) for o in _obligations(before, p, turns, r.note.kept if r.note else 0)
+        ),
     )
+
+
+def _given_back(r: _Open, o: ObligationReview) -> ObligationReview:
+    """``o`` with the first re-tell after its compaction that stated it, if it is dropped."""
+    if o.evidenced or o.resolved_later or o.kept_verbatim:
+        return o
+    for version, told in r.retold:
+        named = {
+            "constraint": told.constraints,
+            "negative_fact": told.dispositions,
+            "open_call": told.calls,
+        }[o.kind]
+        if o.key in named:
+            after = told.index - r.before.turns - 1  # the boundary note is turn before.turns
+            given = GivenBack(version=version, turn=told.index, turns_after=max(0, after))
+            return attrs.evolve(o, given_back=given)
+    return o
 
 
 def _obligations(

@@ -116,6 +116,12 @@ class MockApi:
         """The compaction requests received so far."""
         return [r for r in self.requests if is_summary_request(r)]
 
+    def after_summary(self, n: int = 0) -> Json:
+        """The first agent request (one with tools) after the ``n``-th compaction request:
+        what the model was sent right after that compaction (IndexError if none yet)."""
+        at = [i for i, r in enumerate(self.requests) if is_summary_request(r)][n]
+        return next(r for r in self.requests[at + 1 :] if r.get("tools"))
+
     def answer(self, body: Json) -> tuple[str, Reply]:
         """The message id and reply for one request body (and keep the request)."""
         with self._lock:
