@@ -27,8 +27,11 @@ LINE = "src/module_{n}.py:{m}: {word} value={v} ok"
 class Writer:
     """Appends rounds to one transcript file, keeping the chain's last uuid."""
 
-    def __init__(self, path: Path, seed: int = 1, compact_every: int = 200) -> None:
+    def __init__(
+        self, path: Path, seed: int = 1, compact_every: int = 200, session: str = SESSION
+    ) -> None:
         self.path = path
+        self.session = session
         self.random = random.Random(seed)
         self.compact_every = compact_every
         self.parent: str | None = None
@@ -43,6 +46,12 @@ class Writer:
                 for entry in self._round():
                     f.write(json.dumps(entry) + "\n")
         return self.path.stat().st_size
+
+    def compact(self) -> None:
+        """Append a compaction (its boundary and summary) now."""
+        with self.path.open("a", encoding="utf-8") as f:
+            for entry in self._compaction(self.round):
+                f.write(json.dumps(entry) + "\n")
 
     def _round(self) -> list[dict[str, Any]]:
         self.round += 1
@@ -70,7 +79,7 @@ class Writer:
             "timestamp": f"2026-12-01T10:{(self.round // 60) % 60:02d}:{self.round % 60:02d}.000Z",
             "userType": "external",
             "cwd": CWD,
-            "sessionId": SESSION,
+            "sessionId": self.session,
             "version": "2.1.332",
             "gitBranch": "HEAD",
             **fields,

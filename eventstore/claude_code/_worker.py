@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.print_live and printed:
             sys.stdout.write(printed + "\n")
     except BaseException as exc:  # reported, never raised at Claude Code
-        _failed(folder, args.event, exc)
+        _failed(folder, f"{args.event} for session {folder.session} ({args.transcript})", exc)
     finally:
         folder.remove(f"busy-{args.event}")
     return 0
@@ -97,9 +97,9 @@ def _locked(folder: Folder) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _failed(folder: Folder, event: str, exc: BaseException) -> None:
+def _failed(folder: Folder, what: str, exc: BaseException) -> None:
     """Keep the error for the next hook and note it in the journal (when it opens)."""
-    text = f"{event} for session {folder.session}: {type(exc).__name__}: {exc}"
+    text = f"{what}: {type(exc).__name__}: {exc}"
     text = " ".join(text.split())[:1000]
     with suppress(OSError):
         folder.write("error", text)

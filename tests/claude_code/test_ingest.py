@@ -788,3 +788,91 @@ class TestHostileFiles:
         db.touch()
         assert main(["ingest", str(db), str(transcripts.SHORT)]) == 0
         assert main(["verify", str(db)]) == 0
+
+
+def _given(block: str, hook: str = "SessionStart") -> dict[str, object]:
+    return {"type": "hook_additional_context", "content": [block], "hookEvent": hook}
+
+
+def _dropped() -> tuple[Script, str]:
+    """A rule and a failed push, a compaction whose summary drops both, and the block that
+    gives both back (as tierlog's SessionStart hook writes it)."""
+    s = Script()
+    s.user("Fix the parser. Never modify files under /etc.")
+    s.assistant(s.tool_use("t1", "Bash", command="git push"), prompt=2_000, output=20)
+    s.result("t1", "Exit code 128\nfatal: no upstream", error=True)
+    s.boundary(2_030, "Worked on the parser.")
+    with tempfile.TemporaryDirectory() as folder, eventstore.open(Path(folder) / "j.db") as j:
+        sid = eventstore.ingest(j, s.write(Path(folder) / "t.jsonl")).session_id
+        due = j.session(sid).retell(dry_run=True)
+    assert due is not None
+    return s, due.content
+
+
+class TestRetold:
+    def test_a_block_that_states_what_is_owed_is_the_re_tell(self, tmp_path: Path) -> None:
+        """A hook's block after the summary, stating both: a re-tell turn with its Retold,
+        nothing owed afterwards, and the journal verifies."""
+        s, block = _dropped()
+        s.entry("attachment", attachment=_given(block))
+        s.assistant(s.text("Carrying on."), prompt=900)
+        journal, result = _run(tmp_path, s)
+        session = journal.session(result.session_id)
+        retolds = [e for e in session.events() if isinstance(e, reducers.Retold)]
+        assert len(retolds) == 1
+        assert session.turns(retolds[0].index, retolds[0].index + 1)[0].content == block
+        assert session.owed() == ()
+        assert verify(journal) == []
+
+    def test_a_block_cut_short_is_a_cut_re_tell(self, tmp_path: Path) -> None:
+        """A block holding the first owed line only (cut at a limit): the re-tell of what
+        fits in its length, which records the cut; the rest stays owed."""
+        s, block = _dropped()
+        header, rule, _push = block.split("\n")
+        s.entry("attachment", attachment=_given(f"{header}\n{rule}"))
+        s.assistant(s.text("Carrying on."), prompt=900)
+        journal, result = _run(tmp_path, s)
+        session = journal.session(result.session_id)
+        (told,) = [e for e in session.events() if isinstance(e, reducers.Retold)]
+        assert (told.cut, list(told.dispositions)) == (1, [])
+        assert [o.kind for o in session.owed()] == ["negative_fact"]
+
+    def test_a_block_that_skips_an_owed_line_is_a_plain_turn(self, tmp_path: Path) -> None:
+        """A block without the first owed line: kept as the system turn the agent read, not
+        a re-tell; both stay owed."""
+        s, block = _dropped()
+        header, _rule, push = block.split("\n")
+        s.entry("attachment", attachment=_given(f"{header}\n{push}"))
+        s.assistant(s.text("Carrying on."), prompt=900)
+        journal, result = _run(tmp_path, s)
+        session = journal.session(result.session_id)
+        assert not [e for e in session.events() if isinstance(e, reducers.Retold)]
+        assert [t.content for t in session.turns() if t.content.startswith(header)] == [
+            f"{header}\n{push}"
+        ]
+        assert len(session.owed()) == 2
+
+    def test_another_hooks_context_is_no_turn(self, tmp_path: Path) -> None:
+        """Text another hook added (not tierlog's header) is passed through for the chain."""
+        s, _ = _dropped()
+        s.entry("attachment", attachment=_given("Remember the style guide.", "UserPromptSubmit"))
+        s.assistant(s.text("Carrying on."), prompt=900)
+        journal, result = _run(tmp_path, s)
+        contents = [t.content for t in journal.session(result.session_id).turns()]
+        assert "Remember the style guide." not in contents
+
+    def test_ingesting_it_while_it_grows_gives_the_same_events(self, tmp_path: Path) -> None:
+        """Cut before, at and after the block's line, then whole: the events equal a fresh
+        ingest of the whole file (the re-tell decided at the same place)."""
+        s, block = _dropped()
+        s.entry("attachment", attachment=_given(block))
+        s.assistant(s.text("Carrying on."), prompt=900)
+        whole = s.write(tmp_path / "whole.jsonl")
+        fresh = _fresh(tmp_path, whole)
+        for cut in range(len(s.lines) - 3, len(s.lines)):
+            part = tmp_path / f"part{cut}.jsonl"
+            part.write_text("".join(json.dumps(e) + "\n" for e in s.lines[:cut]))
+            with eventstore.open(tmp_path / f"g{cut}.db", synchronous="normal") as journal:
+                eventstore.ingest(journal, part)
+                eventstore.ingest(journal, whole)
+            assert _payloads(tmp_path / f"g{cut}.db") == fresh, cut

@@ -1,0 +1,234 @@
+"""The hooks' worker: what is at risk, where a compaction ends, its runs and its failures."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+import eventstore
+from eventstore.claude_code import _worker
+from eventstore.claude_code._hook import Folder
+from eventstore.claude_code._worker import (
+    HOOKS_SESSION,
+    at_risk,
+    compaction_end,
+    states_all_owed,
+)
+from reducers import Noted
+from tests.transcripts import Script
+
+RULE = "Never modify files under /etc."
+
+
+def _session(rule: str = RULE) -> Script:
+    """A rule, a failed push, a read that succeeded after failing once."""
+    s = Script()
+    s.user(f"Fix the parser. {rule}")
+    s.assistant(s.tool_use("t1", "Bash", command="git push"), prompt=2_000, output=20)
+    s.result("t1", "Exit code 128\nfatal: no upstream", error=True)
+    s.assistant(s.tool_use("t2", "Bash", command="make check"), prompt=2_100)
+    s.result("t2", "Exit code 2\nmake: *** [check] Error 1", error=True)
+    s.assistant(s.tool_use("t3", "Bash", command="make check"), prompt=2_200)
+    s.result("t3", "all good")
+    return s
+
+
+def _retell_attachment(s: Script, text: str, hook: str = "SessionStart") -> None:
+    attachment = {"type": "hook_additional_context", "content": [text], "hookEvent": hook}
+    s.entry("attachment", attachment=attachment)
+
+
+@pytest.fixture(name="journal")
+def _journal(tmp_path: Path) -> Iterator[eventstore.Journal]:
+    logging.getLogger("tierlog").setLevel(logging.ERROR)
+    with eventstore.open(tmp_path / "journal.db") as journal:
+        yield journal
+
+
+def _ingested(journal: eventstore.Journal, tmp_path: Path, s: Script) -> eventstore.Session:
+    path = s.write(tmp_path / "t.jsonl")
+    return journal.session(eventstore.ingest(journal, path).session_id)
+
+
+class TestAtRisk:
+    def test_before_any_compaction_every_live_obligation_is_at_risk(
+        self, journal: eventstore.Journal, tmp_path: Path
+    ) -> None:
+        """The rule and the failed push are held by raw turns only: both are at risk; the
+        failed check a later run resolved is not."""
+        s = _ingested(journal, tmp_path, _session())
+        assert s.owed() == ()
+        risky = at_risk(s.state)
+        assert [o.kind for o in risky] == ["constraint", "negative_fact"]
+        assert RULE in risky[0].key
+        assert "git push" in risky[1].key
+
+    def test_what_a_summary_carries_is_not_at_risk(
+        self, journal: eventstore.Journal, tmp_path: Path
+    ) -> None:
+        """After a compaction whose summary states the rule, only the push is at risk."""
+        script = _session()
+        script.boundary(2_300, "The user said never modify files under /etc.")
+        s = _ingested(journal, tmp_path, script)
+        assert [o.kind for o in at_risk(s.state)] == ["negative_fact"]
+
+    def test_what_a_re_tell_states_is_not_at_risk(
+        self, journal: eventstore.Journal, tmp_path: Path
+    ) -> None:
+        """A compaction drops both, a re-tell gives both back: nothing is at risk now."""
+        script = _session()
+        script.boundary(2_300, "Worked on the parser.")
+        s = _ingested(journal, tmp_path, script)
+        _retell_attachment(script, _worker.block_of(s, at_risk(s.state)))
+        script.assistant(script.text("Carrying on."), prompt=900)
+        s = _ingested(journal, tmp_path, script)
+        assert s.owed() == ()
+        assert at_risk(s.state) == []
+
+    def test_the_block_is_what_retell_writes_for_the_same_obligations(
+        self, journal: eventstore.Journal, tmp_path: Path
+    ) -> None:
+        """After a compaction that drops both, the journal's re-tell is the block, line for
+        line: so a block given at SessionStart is recorded as that re-tell."""
+        script = _session()
+        s = _ingested(journal, tmp_path, script)
+        block = _worker.block_of(s, at_risk(s.state))
+        script.boundary(2_300, "Worked on the parser.")
+        s = _ingested(journal, tmp_path, script)
+        due = s.retell(dry_run=True)
+        assert due is not None
+        assert due.content == block
+        assert states_all_owed(s, block)
+        header, _first, second = block.split("\n")
+        assert not states_all_owed(s, f"{header}\n{second}")
+
+
+def _lines(*entries: Mapping[str, object]) -> bytes:
+    return b"".join(json.dumps(e).encode() + b"\n" for e in entries)
+
+
+BOUNDARY = {"type": "system", "subtype": "compact_boundary", "uuid": "b"}
+SUMMARY = {"type": "user", "isCompactSummary": True, "uuid": "s"}
+REPLY = {"type": "assistant", "uuid": "r"}
+OTHER = {"type": "attachment", "uuid": "a"}
+
+
+class TestCompactionEnd:
+    def test_the_cut_is_right_after_the_summary(self) -> None:
+        """Boundary, attachments, summary, then a reply being written: cut after the summary."""
+        head = _lines(REPLY, OTHER)
+        data = head + _lines(BOUNDARY, OTHER, SUMMARY) + _lines(REPLY)[:-5]
+        assert compaction_end(data, len(head)) == len(head + _lines(BOUNDARY, OTHER, SUMMARY))
+
+    def test_a_summary_not_written_yet_is_waited_for(self) -> None:
+        """A boundary alone, or a summary line cut off: not yet."""
+        assert compaction_end(_lines(BOUNDARY, OTHER), 0) is None
+        assert compaction_end(_lines(BOUNDARY) + _lines(SUMMARY)[:-1], 0) is None
+
+    def test_a_boundary_already_ingested_does_not_count(self) -> None:
+        """Only a boundary past ``after`` (what the last ingest read) is the new one."""
+        data = _lines(BOUNDARY, SUMMARY)
+        assert compaction_end(data, len(data)) is None
+
+    def test_a_tool_output_quoting_a_boundary_is_not_one(self) -> None:
+        """The words compact_boundary inside another entry's text are no boundary."""
+        quoted = {"type": "user", "message": {"content": '"compact_boundary"'}, "uuid": "q"}
+        assert compaction_end(_lines(quoted, SUMMARY), 0) is None
+
+
+def _run(event: str, journal: Path, transcript: Path, session: str = "s-1") -> str:
+    done = subprocess.run(
+        [sys.executable, "-I", "-m", "eventstore.claude_code._worker", event, "--journal",
+         str(journal), "--session", session, "--transcript", str(transcript), "--print-live"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout
+
+
+class TestRuns:
+    def test_precompact_ingests_and_writes_the_block_for_session_start(
+        self, tmp_path: Path
+    ) -> None:
+        """The worker ingests the transcript, writes the block and prints the live
+        obligations for the summarizer."""
+        journal = tmp_path / "journal.db"
+        printed = _run("precompact", journal, _session().write(tmp_path / "t.jsonl"))
+        folder = Folder(str(journal), "s-1")
+        block = folder.read("compact")
+        assert block is not None
+        assert block.startswith("[tierlog] The working context no longer holds these")
+        assert RULE in block
+        assert printed.startswith(_worker.SUMMARIZER_HEADER)
+        assert folder.read("ingested") == str((tmp_path / "t.jsonl").stat().st_size)
+        with eventstore.open(journal) as j:
+            assert j.session("s-1").state.turns > 0
+
+    def test_postcompact_queues_what_the_summary_dropped(self, tmp_path: Path) -> None:
+        """With no block given at SessionStart, what the summary dropped is queued."""
+        journal, path = tmp_path / "journal.db", tmp_path / "t.jsonl"
+        script = _session()
+        _run("precompact", journal, script.write(path))
+        script.boundary(2_300, "Worked on the parser.")
+        script.assistant(script.text("Next."), prompt=500)  # the next reply, being written
+        _run("postcompact", journal, script.write(path))
+        queue = Folder(str(journal), "s-1").read("queue")
+        assert queue is not None
+        assert RULE in queue
+        assert "git push" in queue
+        with eventstore.open(journal) as j:  # up to the summary: not the reply after it
+            assert j.session("s-1").events()
+            assert "Next." not in [getattr(e, "content", "") for e in j.session("s-1").events()]
+
+    def test_two_sessions_work_on_one_journal_at_once(self, tmp_path: Path) -> None:
+        """Two workers of two sessions run together; both sessions are ingested."""
+        journal = tmp_path / "journal.db"
+        procs = []
+        for sid in ("s-1", "s-2"):
+            path = Script(session_id=sid)
+            path.user(f"Start {sid}. {RULE}")
+            path.assistant(path.text("ok"), prompt=1_000)
+            command = [sys.executable, "-I", "-m", "eventstore.claude_code._worker", "record"]
+            command += ["--journal", str(journal), "--session", sid]
+            command += ["--transcript", str(path.write(tmp_path / f"{sid}.jsonl"))]
+            procs.append(subprocess.Popen(command))
+        assert [p.wait(timeout=120) for p in procs] == [0, 0]
+        with eventstore.open(journal) as j:
+            assert sorted(j.sessions()) == ["s-1", "s-2"]
+        assert Folder(str(journal), "s-1").read("error") is None
+
+
+class TestFailures:
+    def test_a_transcript_it_cannot_read_is_an_error_and_a_note(self, tmp_path: Path) -> None:
+        """Not a transcript: the worker exits 0, keeps one line for the next hook and notes
+        it in the journal's hooks session; the busy file is gone."""
+        journal, garbage = tmp_path / "journal.db", tmp_path / "garbage.jsonl"
+        garbage.write_bytes(b"\x00\xff\n")
+        folder = Folder(str(journal), "s-1")
+        folder.make()
+        folder.write("busy-precompact", "1")
+        _run("precompact", journal, garbage)
+        error = folder.read("error")
+        assert error is not None
+        assert error.startswith(f"precompact for session s-1 ({garbage}): InvalidEvent: ")
+        assert folder.read("busy-precompact") is None
+        with eventstore.open(journal) as j:
+            notes = list(j.session(HOOKS_SESSION).events())[1:]
+            assert j.sessions() == [HOOKS_SESSION]
+        assert [type(n) for n in notes] == [Noted]
+        assert isinstance(notes[0], Noted)
+        assert notes[0].kind == "hook_error"
+        assert str(garbage) in notes[0].text
+
+    def test_a_journal_that_cannot_be_opened_leaves_the_error_file(self, tmp_path: Path) -> None:
+        """A journal file that is not a database: the error is kept, nothing raised."""
+        journal = tmp_path / "journal.db"
+        journal.write_bytes(b"not a database" * 100)
+        _run("record", journal, _session().write(tmp_path / "t.jsonl"))
+        assert Folder(str(journal), "s-1").read("error") is not None
+        assert journal.read_bytes() == b"not a database" * 100
