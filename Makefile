@@ -57,10 +57,11 @@ lint: install  ## ruff, mypy --strict, and the report's script parsed by node (w
 	@if command -v node >/dev/null; then node --check eventstore/_report/report.js; \
 	else echo "node not found: eventstore/_report/report.js not checked"; fi
 
-bench: install  ## benchmarks against raw SQLite and the eventsourcing library
+bench: install  ## benchmarks against raw SQLite and the eventsourcing library; Claude Code hook latency
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[bench]'
 	$(BIN)/python bench/run.py
 	$(BIN)/python -m bench.ceiling
+	$(BIN)/python -m bench.hook_latency
 
 fuzz: install  ## the long campaigns: many more Hypothesis examples and crash loops
 	TIERLOG_CAMPAIGN=long $(BIN)/python -m pytest -q tests/shell/test_properties.py tests/invariants/test_context_model.py tests/shell/test_crash.py

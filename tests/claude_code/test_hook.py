@@ -15,6 +15,7 @@ import pytest
 
 from eventstore.claude_code import _hook
 from eventstore.claude_code._hook import Folder, main, wait_for
+from eventstore.cli import main as cli_main
 
 SESSION = "5cc3b55e-ebb2-408f-a319-4af7fe2e69af"
 STDLIB = {
@@ -177,6 +178,31 @@ class TestWaiting:
         """A running worker: not done within the wait."""
         folder.write("busy-precompact", str(os.getpid()))
         assert not wait_for(folder, "precompact", 0.05)
+
+
+class TestCommand:
+    def test_tierlog_claude_code_hook_is_the_same_entry_point(
+        self,
+        journal: Path,
+        folder: Folder,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """``tierlog claude-code hook --journal J`` reads stdin and answers as the module does."""
+        folder.write("queue", "[tierlog] queued")
+        data = {"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "x"}
+        monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(data)))
+        assert cli_main(["claude-code", "hook", "--journal", str(journal)]) == 0
+        assert _context(capsys.readouterr().out) == "[tierlog] queued"
+
+    def test_bad_input_through_the_command_is_exit_0(
+        self, journal: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """The command never fails Claude Code either: exit 0, one line on stderr."""
+        monkeypatch.setattr(sys, "stdin", io.StringIO("{"))
+        assert cli_main(["claude-code", "hook", "--journal", str(journal)]) == 0
+        captured = capsys.readouterr()
+        assert (captured.out, len(captured.err.splitlines())) == ("", 1)
 
 
 class TestColdStart:
