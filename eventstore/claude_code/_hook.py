@@ -41,6 +41,7 @@ MAX_INPUT = 64 * 2**20  # a hook's JSON (PostCompact carries the whole summary)
 SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 WORKER = "eventstore.claude_code._worker"
 POLL = 0.01
+MAX_LOG = 2**20
 
 
 class HookError(Exception):
@@ -101,7 +102,7 @@ class Folder:
 
 
 # -- the worker ------------------------------------------------------------------------
-def worker_command(event: str, folder: Folder, transcript: str) -> list[str]:
+def worker_command(event: str, folder: Folder, transcript: str, busy: str) -> list[str]:
     """The worker's command line: this interpreter, isolated from the project's folder."""
     return [
         sys.executable,
@@ -115,27 +116,28 @@ def worker_command(event: str, folder: Folder, transcript: str) -> list[str]:
         folder.session,
         "--transcript",
         transcript,
+        "--busy",
+        busy,
     ]
 
 
 def start_worker(event: str, folder: Folder, transcript: str) -> None:
-    """Start the worker for ``event`` and return: ``<session>.busy-<event>`` holds its pid
-    until it is done (it removes the file last)."""
+    """Start the worker for ``event`` and return: ``<session>.busy-<event>.<n>`` holds its
+    pid until it is done (it removes the file last)."""
     import subprocess  # only the hooks that start one pay for it
 
-    busy = folder.path(f"busy-{event}")
-    with open(busy, "w") as f:
-        f.write(str(os.getpid()))
-    with open(folder.path("log"), "ab") as log:
+    busy = f"busy-{event}.{os.getpid()}"
+    folder.write(busy, str(os.getpid()))
+    with _log(folder) as log:
         child = subprocess.Popen(
-            worker_command(event, folder, transcript),
+            worker_command(event, folder, transcript, busy),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
             start_new_session=True,  # it outlives the hook, and Claude Code's exit
         )
     try:  # not O_CREAT: a worker that has finished already removed the file
-        fd = os.open(busy, os.O_WRONLY | os.O_TRUNC)
+        fd = os.open(folder.path(busy), os.O_WRONLY | os.O_TRUNC)
     except FileNotFoundError:
         return
     with os.fdopen(fd, "w") as f:
@@ -146,11 +148,12 @@ def run_worker(event: str, folder: Folder, transcript: str, timeout: float) -> s
     """Run the worker for ``event`` and wait for it: what it printed."""
     import subprocess
 
-    with open(folder.path("log"), "ab") as log:
+    busy = f"busy-{event}.{os.getpid()}"
+    folder.write(busy, str(os.getpid()))
+    with _log(folder) as log:
         done = subprocess.run(
-            [*worker_command(event, folder, transcript), "--print-live"],
+            [*worker_command(event, folder, transcript, busy), "--print-live"],
             stdin=subprocess.DEVNULL,
-            capture_output=False,
             stdout=subprocess.PIPE,
             stderr=log,
             timeout=timeout,
@@ -159,21 +162,19 @@ def run_worker(event: str, folder: Folder, transcript: str, timeout: float) -> s
     return done.stdout.decode("utf-8", "replace")
 
 
+def _log(folder: Folder) -> IO[bytes]:
+    """The workers' standard error (what escapes them), started afresh past MAX_LOG bytes."""
+    path = folder.path("log")
+    big = os.path.exists(path) and os.path.getsize(path) > MAX_LOG
+    return open(path, "wb" if big else "ab")  # closed by the caller's with
+
+
 def wait_for(folder: Folder, event: str, seconds: float) -> bool:
-    """Wait until the worker for ``event`` is done (its pid file gone, or its pid not a
-    running process); ``False`` when ``seconds`` pass first."""
-    busy = folder.path(f"busy-{event}")
+    """Wait until every worker started for ``event`` is done (its pid file gone, or its pid
+    not a running process); ``False`` when ``seconds`` pass first."""
     deadline = time.monotonic() + seconds
     while True:
-        try:
-            with open(busy) as f:
-                pid = int(f.read() or 0)
-        except FileNotFoundError:
-            return True
-        except ValueError:
-            pid = 0
-        if pid and not _alive(pid):
-            folder.remove(f"busy-{event}")
+        if not _busy(folder.root, f"{folder.session}.busy-{event}."):
             return True
         if time.monotonic() >= deadline:
             return False
@@ -184,15 +185,35 @@ def wait_idle(journal: str, seconds: float) -> bool:
     """Wait until no hook worker of any session is busy on ``journal``; ``False`` when
     ``seconds`` pass first. (Tests and benchmarks wait with it before reading the journal.)"""
     deadline = time.monotonic() + seconds
-    root = journal + FOLDER_SUFFIX
     while True:
-        names = os.listdir(root) if os.path.isdir(root) else []
-        busy = [n.split(".busy-") for n in names if ".busy-" in n]
-        if all(wait_for(Folder(journal, s), e, 0) for s, e in busy):
+        if not _busy(journal + FOLDER_SUFFIX, ""):
             return True
         if time.monotonic() >= deadline:
             return False
         time.sleep(POLL)
+
+
+def _busy(root: str, prefix: str) -> bool:
+    """Whether a worker whose pid file starts with ``prefix`` still runs (the files of
+    workers that died are removed)."""
+    try:
+        names = [n for n in os.listdir(root) if n.startswith(prefix) and ".busy-" in n]
+    except FileNotFoundError:
+        return False
+    running = False
+    for name in names:
+        path = os.path.join(root, name)
+        try:
+            with open(path) as f:
+                pid = int(f.read() or 0)
+        except (FileNotFoundError, ValueError):
+            continue
+        if _alive(pid):
+            running = True
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+    return running
 
 
 def _alive(pid: int) -> bool:
@@ -263,8 +284,9 @@ class Hook:
             self.context("UserPromptSubmit", block)
 
     def stop(self) -> None:
-        if os.path.exists(self.folder.path("told")):
-            self.folder.remove("told")
+        compacting = _busy(self.folder.root, f"{self.folder.session}.busy-postcompact.")
+        if compacting or os.path.exists(self.folder.path("told")):
+            self.folder.remove("told")  # the worker reads the transcript whole, once its turn
             start_worker("record", self.folder, self.transcript)
 
     def run(self) -> None:

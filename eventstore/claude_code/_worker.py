@@ -54,6 +54,7 @@ SUMMARIZER_HEADER = "[tierlog] Live obligations the summary must carry (one a li
 def main(argv: Sequence[str] | None = None) -> int:
     """Do the work of one hook event (see the module doc); 0 even when it fails."""
     args = _parser().parse_args(argv)
+    logging.getLogger("tierlog").setLevel(logging.ERROR)  # refusals are what it reports
     folder = Folder(args.journal, args.session)
     try:
         folder.make()
@@ -64,7 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:  # reported, never raised at Claude Code
         _failed(folder, f"{args.event} for session {folder.session} ({args.transcript})", exc)
     finally:
-        folder.remove(f"busy-{args.event}")
+        if args.busy:
+            folder.remove(args.busy)
     return 0
 
 
@@ -75,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--session", required=True)
     p.add_argument("--transcript", required=True)
     p.add_argument("--print-live", action="store_true")
+    p.add_argument("--busy", help="the pid file to remove when done (see _hook.start_worker)")
     return p
 
 
@@ -109,7 +112,6 @@ def _failed(folder: Folder, what: str, exc: BaseException) -> None:
 
 def note(journal_path: str, kind: str, text: str) -> None:
     """A note in the journal's ``claude-code-hooks`` session (started on first use)."""
-    logging.getLogger("tierlog").setLevel(logging.ERROR)
     with Journal(journal_path) as journal:
         if not journal.has_session(HOOKS_SESSION):
             journal.start_session(HOOKS_SESSION, CONFIG)
@@ -155,6 +157,7 @@ def postcompact(journal: Journal, folder: Folder, transcript: str) -> str:
 
 def record(journal: Journal, folder: Folder, transcript: str) -> str:
     """Ingest the transcript (the blocks given are in it now); queue what is still owed."""
+    folder.remove("told")  # asked for by a hook before this run: it reads the file whole
     folder.write("ingested", str(_ingest_file(journal, transcript)))
     _queue(folder, journal.session(folder.session))
     return ""

@@ -87,7 +87,7 @@ class TestSessionStart:
         self, journal: Path, folder: Folder, capsys: pytest.CaptureFixture[str]
     ) -> None:
         """The worker's pid file names a live process: no block, exit 0, one line."""
-        folder.write("busy-precompact", str(os.getpid()))
+        folder.write("busy-precompact.1", str(os.getpid()))
         folder.write("compact", "[tierlog] block")
         assert hook(journal, "SessionStart", source="compact") == (0, "")
         err = capsys.readouterr().err
@@ -170,13 +170,13 @@ class TestWaiting:
             text=True,
             check=True,
         )
-        folder.write("busy-precompact", child.stdout.strip())
+        folder.write("busy-precompact.1", child.stdout.strip())
         assert wait_for(folder, "precompact", 0)
-        assert folder.read("busy-precompact") is None
+        assert folder.read("busy-precompact.1") is None
 
     def test_a_live_pid_is_waited_for_until_the_deadline(self, folder: Folder) -> None:
         """A running worker: not done within the wait."""
-        folder.write("busy-precompact", str(os.getpid()))
+        folder.write("busy-precompact.1", str(os.getpid()))
         assert not wait_for(folder, "precompact", 0.05)
 
 

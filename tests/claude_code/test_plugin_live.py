@@ -50,6 +50,7 @@ class Scenario:
     claude: cli.ClaudeCode
     journal: Path
     session_id: str
+    midway: tuple[Any, ...] = ()  # the journal's events once the run that compacted ended
 
     def events(self) -> list[Any]:
         with eventstore.open(self.journal) as journal:
@@ -88,11 +89,17 @@ def _auto(cli_binary: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         api.add(bash("echo b"), bash("echo c"), near_window("Done again."))
         claude.run("And again?", resume=first.session_id)
         assert wait_idle(str(_journal(claude)), WAIT)
+        with eventstore.open(_journal(claude)) as journal:
+            midway = tuple(journal.session(first.session_id).events())
         api.add(say("Fine."))
         claude.run("Keep going.", resume=first.session_id)
         assert wait_idle(str(_journal(claude)), WAIT)
         yield Scenario(
-            api=api, claude=claude, journal=_journal(claude), session_id=first.session_id
+            api=api,
+            claude=claude,
+            journal=_journal(claude),
+            session_id=first.session_id,
+            midway=midway,
         )
 
 
@@ -126,6 +133,15 @@ class TestAutoCompaction:
         told = events[retolds[0]]
         assert [k.split(": ", 1)[1] for k in told.constraints] == [RULE]
         assert [FAILING in k for k in told.dispositions] == [True]
+
+    def test_the_re_tell_is_recorded_by_the_end_of_the_run_that_compacted(
+        self, auto: Scenario
+    ) -> None:
+        """Once the run whose prompt compacted has ended (and its hooks' work is done), the
+        journal holds the compaction and the re-tell: no later run is needed."""
+        kinds = [type(e).__name__ for e in auto.midway]
+        assert kinds.count("Compacted") == 1
+        assert kinds.index("Compacted") < kinds.index("Retold")
 
     def test_a_second_compaction_that_carries_both_leads_to_no_re_tell(
         self, auto: Scenario

@@ -145,7 +145,8 @@ class TestCompactionEnd:
 def _run(event: str, journal: Path, transcript: Path, session: str = "s-1") -> str:
     done = subprocess.run(
         [sys.executable, "-I", "-m", "eventstore.claude_code._worker", event, "--journal",
-         str(journal), "--session", session, "--transcript", str(transcript), "--print-live"],
+         str(journal), "--session", session, "--transcript", str(transcript), "--print-live",
+         "--busy", f"busy-{event}.1"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     return done.stdout
@@ -211,12 +212,12 @@ class TestFailures:
         garbage.write_bytes(b"\x00\xff\n")
         folder = Folder(str(journal), "s-1")
         folder.make()
-        folder.write("busy-precompact", "1")
+        folder.write("busy-precompact.1", "1")
         _run("precompact", journal, garbage)
         error = folder.read("error")
         assert error is not None
         assert error.startswith(f"precompact for session s-1 ({garbage}): InvalidEvent: ")
-        assert folder.read("busy-precompact") is None
+        assert folder.read("busy-precompact.1") is None
         with eventstore.open(journal) as j:
             notes = list(j.session(HOOKS_SESSION).events())[1:]
             assert j.sessions() == [HOOKS_SESSION]
