@@ -189,6 +189,14 @@ class TestAutoCompaction:
         assert "given back" not in second
 
 
+    def test_the_report_shows_it_too(self, auto: Scenario, tmp_path: Path) -> None:
+        """``tierlog report`` draws the same review: the drop and the re-tell that gave it back."""
+        page = tmp_path / "report.html"
+        assert main(["report", str(auto.journal), auto.session_id, "-o", str(page)]) == 0
+        html = page.read_text()
+        assert html.count("NOT evidenced, given back at v") == 2
+
+
 # -- a manual /compact -----------------------------------------------------------------------
 @pytest.fixture(name="manual", scope="module")
 def _manual(cli_binary: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
