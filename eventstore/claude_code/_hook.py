@@ -41,6 +41,7 @@ MAX_INPUT = 64 * 2**20  # a hook's JSON (PostCompact carries the whole summary)
 SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 WORKER = "eventstore.claude_code._worker"
 POLL = 0.01
+PROMPT_WAIT = 2.0  # a prompt waits this long for PostCompact's queue, then goes on without
 MAX_LOG = 2**20
 
 
@@ -277,7 +278,7 @@ class Hook:
         start_worker("postcompact", self.folder, self.transcript)
 
     def user_prompt_submit(self) -> None:
-        wait_for(self.folder, "postcompact", self.options.wait)
+        wait_for(self.folder, "postcompact", min(self.options.wait, PROMPT_WAIT))
         block = self.folder.take("queue")
         if block:
             self.folder.write("told", "")
