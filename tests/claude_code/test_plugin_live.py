@@ -21,6 +21,7 @@ import pytest
 import eventstore
 from eventstore.claude_code import _install, _settings, review_session
 from eventstore.claude_code._hook import FOLDER_SUFFIX, wait_idle
+from eventstore.claude_code._worker import SUMMARIZER_HEADER
 from eventstore.cli import main
 from reducers import Compacted, Retold
 from tests.claude_code import cli
@@ -57,11 +58,11 @@ class Scenario:
             return list(journal.session(self.session_id).events())
 
 
-def _setup(cli_binary: Path, folder: Path, api: MockApi) -> cli.ClaudeCode:
+def _setup(cli_binary: Path, folder: Path, api: MockApi, *options: str) -> cli.ClaudeCode:
     home, project = folder / "home", folder / "project"
     home.mkdir()
     project.mkdir()
-    assert main(["claude-code", "install", "--project", str(project)]) == 0
+    assert main(["claude-code", "install", "--project", str(project), *options]) == 0
     return cli.ClaudeCode(api=api, home=home, project=project, binary=cli_binary)
 
 
@@ -188,7 +189,6 @@ class TestAutoCompaction:
         assert all("right after the compaction)" in x for x in given)
         assert "given back" not in second
 
-
     def test_the_report_shows_it_too(self, auto: Scenario, tmp_path: Path) -> None:
         """``tierlog report`` draws the same review: the drop and the re-tell that gave it back."""
         page = tmp_path / "report.html"
@@ -292,6 +292,22 @@ def _swapping(statement: str) -> str:
     """A command that runs ``statement`` on the hook's input ``d``, then passes it on."""
     code = f"import json, sys; d = json.load(sys.stdin); {statement}; print(json.dumps(d))"
     return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} |"
+
+
+class TestTellSummarizer:
+    def test_the_summarizer_is_told_what_to_carry(self, cli_binary: Path, tmp_path: Path) -> None:
+        """Installed with --tell-summarizer, PreCompact's output (the live obligations)
+        is in the summary request; the block still follows the compaction."""
+        with MockApi() as api:
+            claude = _setup(cli_binary, tmp_path, api, "--tell-summarizer")
+            _compacts(claude, api)
+            asked = _texts(api.summary_requests()[0])
+            assert SUMMARIZER_HEADER in asked
+            told = asked[asked.index(SUMMARIZER_HEADER) :]
+            assert RULE in told
+            assert FAILING in told
+            assert HEADER in _texts(api.after_summary(0))
+            assert wait_idle(str(_journal(claude)), WAIT)
 
 
 def _rewire(claude: cli.ClaudeCode, change: str) -> None:
