@@ -270,7 +270,7 @@ class Hook:
             raise HookError(f"the journal was not ready in {self.options.wait:g} s: no block")
         block = self.folder.take("compact")
         if block:
-            self.folder.write("given", block)  # PostCompact's worker waits to see it written
+            self.folder.write("given", block)  # PostCompact's worker judges the summary by it
             self.context("SessionStart", block)
 
     def post_compact(self) -> None:

@@ -240,9 +240,11 @@ def wait_for_compaction(transcript: str, after: int, seconds: float) -> int:
     ``after``: the end of its summary. InvalidArgument when none comes in ``seconds``."""
     deadline = time.monotonic() + seconds
     while True:
-        cut = compaction_end(Path(transcript).read_bytes(), after)
+        with open(transcript, "rb") as f:  # what the last ingest read ends with a line
+            f.seek(after)
+            cut = compaction_end(f.read(), 0)
         if cut is not None:
-            return cut
+            return after + cut
         if time.monotonic() > deadline:
             raise InvalidArgument(f"no compaction in {transcript} after {seconds:g} s")
         time.sleep(POLL)
