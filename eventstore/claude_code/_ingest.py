@@ -92,8 +92,9 @@ def load(path: str | Path, format: str = "claude-code") -> Loaded:  # noqa: A002
     return Loaded(path=str(path), transcript=transcript, plan=build_plan(transcript))
 
 
-def ingest_loaded(journal: Journal, loaded: Loaded) -> IngestResult:
-    """Write a loaded transcript as its session (see :func:`ingest`)."""
+def ingest_loaded(journal: Journal, loaded: Loaded, *, reviews: bool = True) -> IngestResult:
+    """Write a loaded transcript as its session (see :func:`ingest`). ``reviews=False``
+    leaves ``compactions`` empty (reviewing every compaction costs as much as a replay)."""
     plan, sid = loaded.plan, loaded.transcript.session_id
     fresh = None if not journal.has_session(sid) else _fresh(sid, plan)  # outside the lock
     with journal.recorder.transaction():
@@ -115,7 +116,7 @@ def ingest_loaded(journal: Journal, loaded: Loaded) -> IngestResult:
         interruptions=plan.interruptions,
         constraints=plan.constraints,
         queued=plan.queued,
-        compactions=review_session(journal, sid),
+        compactions=review_session(journal, sid) if reviews else (),
         warnings=loaded.transcript.warnings + tuple(plan.warnings),
     )
 

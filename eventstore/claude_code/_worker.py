@@ -143,7 +143,7 @@ def postcompact(journal: Journal, folder: Folder, transcript: str) -> str:
         prefix = Path(scratch) / Path(transcript).name
         with open(transcript, "rb") as f:
             prefix.write_bytes(f.read(end))
-        ingest_loaded(journal, load(prefix))
+        ingest_loaded(journal, load(prefix), reviews=False)
     folder.write("ingested", str(end))
     session = journal.session(folder.session)
     if given:
@@ -192,7 +192,7 @@ WORK: dict[str, Callable[[Journal, Folder, str], str]] = {
 def _ingest_file(journal: Journal, transcript: str) -> int:
     """Ingest the whole transcript; its size when it was read."""
     size = os.path.getsize(transcript)
-    ingest_loaded(journal, load(transcript))
+    ingest_loaded(journal, load(transcript), reviews=False)
     return size
 
 

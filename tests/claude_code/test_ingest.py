@@ -876,3 +876,14 @@ class TestRetold:
                 eventstore.ingest(journal, part)
                 eventstore.ingest(journal, whole)
             assert _payloads(tmp_path / f"g{cut}.db") == fresh, cut
+
+    def test_reviews_can_be_left_out(self, tmp_path: Path) -> None:
+        """``ingest_loaded(..., reviews=False)`` writes the same events and reviews nothing
+        (the hooks' worker does not print them)."""
+        s, _ = _dropped()
+        path = s.write(tmp_path / "t.jsonl")
+        with eventstore.open(tmp_path / "j.db") as journal:
+            result = _ingest.ingest_loaded(journal, _ingest.load(path), reviews=False)
+            assert result.compactions == ()
+            assert len(eventstore.claude_code.review_session(journal, result.session_id)) == 1
+        assert _payloads(tmp_path / "j.db") == _fresh(tmp_path, path)
