@@ -34,11 +34,12 @@ import attrs
 
 import eventstore
 from bench.transcript import SESSION, Writer
+from eventstore._retell import HEADER
 from eventstore.claude_code import _hook
 from eventstore.claude_code._hook import Folder, wait_idle
 
 TARGET_MS = 300.0
-BLOCK = "[tierlog] The working context no longer holds these; they still apply:\n- a line"
+BLOCK = HEADER + "\n- a line"
 
 
 @attrs.frozen(kw_only=True)

@@ -48,7 +48,7 @@ HOOKS_SESSION = "claude-code-hooks"
 BOUNDARY_WAIT = 30.0  # seconds PostCompact's worker waits for Claude Code to write it
 LOCK_WAIT = 300.0
 POLL = 0.05
-SUMMARIZER_HEADER = "[tierlog] Live obligations the summary must carry (one a line):"
+SUMMARIZER_HEADER = "tierlog: live obligations the summary must carry, one a line:"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

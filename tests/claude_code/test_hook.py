@@ -62,19 +62,19 @@ class TestSessionStart:
         self, journal: Path, folder: Folder
     ) -> None:
         """The block PreCompact's worker wrote is the additionalContext, and is taken."""
-        folder.write("compact", "[tierlog] block")
+        folder.write("compact", "tierlog re-tell: block")
         code, out = hook(journal, "SessionStart", source="compact")
         assert code == 0
         assert json.loads(out)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
-        assert _context(out) == "[tierlog] block"
+        assert _context(out) == "tierlog re-tell: block"
         assert hook(journal, "SessionStart", source="compact") == (0, "")
 
     @pytest.mark.parametrize("source", ["startup", "resume", "clear"])
     def test_other_sources_give_nothing(self, journal: Path, folder: Folder, source: str) -> None:
         """Only a start after a compaction gives a block."""
-        folder.write("compact", "[tierlog] block")
+        folder.write("compact", "tierlog re-tell: block")
         assert hook(journal, "SessionStart", source=source) == (0, "")
-        assert folder.read("compact") == "[tierlog] block"
+        assert folder.read("compact") == "tierlog re-tell: block"
 
     def test_a_block_longer_than_claude_codes_limit_is_cut(
         self, journal: Path, folder: Folder
@@ -88,7 +88,7 @@ class TestSessionStart:
     ) -> None:
         """The worker's pid file names a live process: no block, exit 0, one line."""
         folder.write("busy-precompact.1", str(os.getpid()))
-        folder.write("compact", "[tierlog] block")
+        folder.write("compact", "tierlog re-tell: block")
         assert hook(journal, "SessionStart", source="compact") == (0, "")
         err = capsys.readouterr().err
         assert err.startswith("tierlog claude-code hook (SessionStart): HookError: the journal")
@@ -101,9 +101,9 @@ class TestUserPromptSubmit:
     ) -> None:
         """The queued block is the prompt's additionalContext, once; ``told`` asks the
         Stop hook to record it."""
-        folder.write("queue", "[tierlog] queued")
+        folder.write("queue", "tierlog re-tell: queued")
         code, out = hook(journal, "UserPromptSubmit", prompt="go on")
-        assert (code, _context(out)) == (0, "[tierlog] queued")
+        assert (code, _context(out)) == (0, "tierlog re-tell: queued")
         assert folder.read("told") == ""
         assert hook(journal, "UserPromptSubmit", prompt="again") == (0, "")
 
@@ -189,11 +189,11 @@ class TestCommand:
         capsys: pytest.CaptureFixture[str],
     ) -> None:
         """``tierlog claude-code hook --journal J`` reads stdin and answers as the module does."""
-        folder.write("queue", "[tierlog] queued")
+        folder.write("queue", "tierlog re-tell: queued")
         data = {"session_id": SESSION, "hook_event_name": "UserPromptSubmit", "prompt": "x"}
         monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(data)))
         assert cli_main(["claude-code", "hook", "--journal", str(journal)]) == 0
-        assert _context(capsys.readouterr().out) == "[tierlog] queued"
+        assert _context(capsys.readouterr().out) == "tierlog re-tell: queued"
 
     def test_bad_input_through_the_command_is_exit_0(
         self, journal: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -19,6 +19,7 @@ import attrs
 import pytest
 
 import eventstore
+from eventstore._retell import HEADER
 from eventstore.claude_code import _install, _settings, review_session
 from eventstore.claude_code._hook import FOLDER_SUFFIX, wait_idle
 from eventstore.claude_code._worker import SUMMARIZER_HEADER
@@ -29,7 +30,6 @@ from tests.claude_code.mock_api import MockApi, Reply, Text, bash, say
 
 RULE = "Never modify files under /etc."
 FAILING = "cat /etc/nonexistent-file"
-HEADER = "[tierlog] The working context no longer holds these; they still apply:"
 DROPS_BOTH = "Listed the folder and echoed a few words."
 CARRIES_BOTH = (
     "The user said: never modify files under /etc. "

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import eventstore
+from eventstore._retell import HEADER
 from eventstore.claude_code import _worker
 from eventstore.claude_code._hook import Folder
 from eventstore.claude_code._worker import (
@@ -163,7 +164,7 @@ class TestRuns:
         folder = Folder(str(journal), "s-1")
         block = folder.read("compact")
         assert block is not None
-        assert block.startswith("[tierlog] The working context no longer holds these")
+        assert block.startswith(HEADER)
         assert RULE in block
         assert printed.startswith(_worker.SUMMARIZER_HEADER)
         assert folder.read("ingested") == str((tmp_path / "t.jsonl").stat().st_size)
