@@ -42,7 +42,7 @@ from eventstore._session import Session
 from eventstore.claude_code._hook import MAX_CHARS, Folder
 from eventstore.claude_code._ingest import CONFIG, ingest_loaded, load
 from invariants import Owed, owed
-from reducers import InvalidArgument, Noted, SessionState, in_spans
+from reducers import InvalidArgument, InvalidEvent, Noted, SessionState, in_spans
 
 HOOKS_SESSION = "claude-code-hooks"
 BOUNDARY_WAIT = 30.0  # seconds PostCompact's worker waits for Claude Code to write it
@@ -138,6 +138,7 @@ def postcompact(journal: Journal, folder: Folder, transcript: str) -> str:
     the working context still owes, unless the block SessionStart gave states it all: the
     next ingest records that block (it comes after the summary) as the re-tell."""
     given = folder.take("given")
+    first_entry(transcript)  # not a transcript at all: say so now, not after the wait
     end = wait_for_compaction(transcript, int(folder.read("ingested") or 0), BOUNDARY_WAIT)
     with tempfile.TemporaryDirectory(dir=folder.root) as scratch:
         prefix = Path(scratch) / Path(transcript).name
@@ -273,6 +274,16 @@ def _summary_end(data: bytes, start: int) -> int | None:
             return None  # a reply before the summary: not Claude Code's order; wait it out
         at = end + 1
     return None
+
+
+def first_entry(transcript: str) -> dict[str, object]:
+    """The transcript's first line as a JSON object; InvalidEvent if it is not one."""
+    with open(transcript, "rb") as f:
+        head = f.readline(2**20)
+    entry = _entry(head, 0)
+    if not entry:
+        raise InvalidEvent(f"{transcript}: line 1 is not a Claude Code transcript entry")
+    return entry
 
 
 def _entry(data: bytes, start: int) -> dict[str, object]:

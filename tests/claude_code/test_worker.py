@@ -227,6 +227,17 @@ class TestFailures:
         assert notes[0].kind == "hook_error"
         assert str(garbage) in notes[0].text
 
+    def test_postcompact_on_a_file_that_is_no_transcript_fails_at_once(
+        self, tmp_path: Path
+    ) -> None:
+        """It does not wait for a compaction that cannot come: the error is kept at once."""
+        journal, garbage = tmp_path / "journal.db", tmp_path / "garbage.jsonl"
+        garbage.write_bytes(b"\x00\xff\n")
+        _run("postcompact", journal, garbage)
+        error = Folder(str(journal), "s-1").read("error")
+        assert error is not None
+        assert "line 1 is not a Claude Code transcript entry" in error
+
     def test_a_journal_that_cannot_be_opened_leaves_the_error_file(self, tmp_path: Path) -> None:
         """A journal file that is not a database: the error is kept, nothing raised."""
         journal = tmp_path / "journal.db"
