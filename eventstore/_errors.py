@@ -15,6 +15,20 @@ class IntegrityError(JournalError):
     """The stored log was tampered with: a broken hash chain or a bad payload."""
 
 
+class ChainBroken(IntegrityError):
+    """A session's hash chain breaks at ``version``, where a reader walked over it: a
+    row there was edited, deleted, inserted or reordered behind tierlog's back."""
+
+    def __init__(self, session_id: str, version: int, problem: str) -> None:
+        super().__init__(
+            f"session {session_id!r} does not verify: its hash chain breaks at v{version}"
+            f" ({problem}); see tierlog verify"
+        )
+        self.session_id = session_id
+        self.version = version
+        self.problem = problem
+
+
 class UnreadableRow(IntegrityError):
     """A stored row the database cannot hand over: text that is not UTF-8, written
     behind tierlog's back. ``version`` is the row's."""

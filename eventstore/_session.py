@@ -31,8 +31,8 @@ from eventstore._commands import (
 from eventstore._decide import decide
 from eventstore._decision import Decision
 from eventstore._effects import Effects
-from eventstore._errors import IntegrityError
-from eventstore._store import Recorder, Snapshots, expect_version, from_rows
+from eventstore._errors import ChainBroken, IntegrityError
+from eventstore._store import GENESIS, Head, Links, Recorder, Snapshots, expect_version, from_rows
 from eventstore._values import Context, Retelling, Turn
 from invariants import Owed, owed
 from reducers import (
@@ -80,6 +80,7 @@ class Session:
         self._recorder = recorder
         self._snapshots = snapshots
         self._state = state
+        self._anchor: Head | None = None  # the version and hash of the row ``_state`` is at
         self._snapshot_version = state.version
         self._snapshot_lengths = snapshot_lengths  # None: the next snapshot rewrites every chunk
         self._logger = logger
@@ -93,8 +94,9 @@ class Session:
     # -- reading -----------------------------------------------------------------------
     @property
     def state(self) -> SessionState:
-        """The state at the latest committed version (other writers included)."""
-        return self._catch_up(self._recorder.head(self.id).version)
+        """The state at the latest committed version (other writers included); the rows
+        it reads to get there are checked to link (:class:`IntegrityError` if not)."""
+        return self._catch_up(self._recorder.head(self.id))
 
     @property
     def version(self) -> int:
@@ -112,16 +114,38 @@ class Session:
     def events(self, *, start: int = 1, stop: int | None = None) -> Iterator[Event]:
         """The session's decoded events in version order, streamed: without ``stop``,
         up to the version committed when it is called (however the session grows while
-        they are read)."""
+        they are read). Each row is checked to link to the one before it: where the
+        hash chain breaks, :class:`IntegrityError` (``ChainBroken``, naming the
+        version) ends the stream."""
         require_count("start", start)
         if stop is None:
             stop = self._recorder.head(self.id).version
-        return self._events(start, require_count("stop", stop))
+        stop = require_count("stop", stop)
+        if start > stop:
+            return iter(())
+        return self._walk(self._row_before(start), stop)[1]
 
-    def _events(self, start: int, stop: int) -> Iterator[Event]:
-        rows = self._recorder.read_payloads(self.id, start=start, stop=stop)
+    def _row_before(self, start: int) -> Head:
+        """The version and hash of the row before ``start``: where a walk links from."""
+        if start <= 1:
+            return Head(0, GENESIS)
+        if self._anchor is not None and self._anchor.version == start - 1:
+            return self._anchor
+        digest = self._recorder.hash_at(self.id, start - 1)
+        if digest is None:
+            raise ChainBroken(self.id, start - 1, "the row is missing")
+        return Head(start - 1, digest)
+
+    def _walk(self, after: Head, stop: int) -> tuple[Links, Iterator[Event]]:
+        """The rows after ``after`` up to ``stop``, checked to link (``Links``, whose
+        ``head`` follows the walk), and their events."""
+        rows = self._recorder.read(self.id, start=after.version + 1, stop=stop)
+        links = Links(self.id, rows, after)
+        return links, self._decoded(links)
+
+    def _decoded(self, links: Links) -> Iterator[Event]:
         try:
-            yield from from_rows(rows)
+            yield from from_rows(links)
         except InvalidEvent as exc:
             raise IntegrityError(f"session {self.id!r}: malformed stored event: {exc}") from None
 
@@ -139,6 +163,10 @@ class Session:
         """A spill's bytes (given as recorded, or by its handle), checked against their
         recorded size and sha256: :class:`IntegrityError` if they differ, InvalidEvent
         for a handle this session never recorded."""
+        if not isinstance(spill, (str, Spill)):
+            raise InvalidArgument(
+                f"read_spill takes a Spill or its handle, not {type(spill).__name__}"
+            )
         if isinstance(spill, str):
             found = next((s for s in self.state.spills if s.handle == spill), None)
             if found is None:
@@ -152,13 +180,30 @@ class Session:
         failed approaches, open calls, superseded approaches (``invariants.owed``)."""
         return owed(self.state)
 
-    def _catch_up(self, head: int) -> SessionState:
+    def _catch_up(self, head: Head) -> SessionState:
+        """The state at ``head``: the rows after the cached state folded on, each checked
+        to link from the row the cached state stands for. A head this walk does not
+        reach (a row replaced or cut behind tierlog's back) is ChainBroken: nothing is
+        decided, and no writer appends, on a head that does not link."""
         state = self._state
-        if head < state.version:
-            raise IntegrityError(f"session {self.id!r} went back from {state.version} to {head}")
-        if head > state.version:
-            self._state = fold(self._events(state.version + 1, head), state)
-        return self._state
+        if head.version < state.version:
+            raise IntegrityError(
+                f"session {self.id!r} went back from {state.version} to {head.version}"
+            )
+        anchor = self._anchor or self._row_before(state.version + 1)
+        if head.version > state.version:
+            links, events = self._walk(anchor, head.version)
+            state = fold(events, state)
+            anchor = links.head
+        if anchor != head:
+            raise ChainBroken(
+                self.id,
+                head.version,
+                "the last row is not the one the rows before it lead to (replaced behind"
+                " tierlog's back?)",
+            )
+        self._state, self._anchor = state, anchor
+        return state
 
     # -- the Decider loop ----------------------------------------------------------------
     def run(self, command: Command[R], expected_version: int | None = None) -> Decision[R]:
@@ -172,18 +217,19 @@ class Session:
         lengths = self._snapshot_lengths
         with self._recorder.transaction():
             head = self._recorder.head(self.id)
-            state = self._catch_up(head.version)
+            state = self._catch_up(head)
             if expected_version is not None:
                 expect_version(self.id, state.version, expected_version)
             decision = decide(command, state, self.effects)
             self._recorder.append(
                 self.id, decision.events, expected_version=head.version, head_hash=head.hash
             )
+            written = self._recorder.head(self.id) if decision.events else head
             if self._snapshots.due(decision.state, self._snapshot_version):
                 lengths = self._snapshots.save(self.id, decision.state, lengths)
         if lengths is not self._snapshot_lengths:  # saved, and now committed
             self._snapshot_lengths, self._snapshot_version = lengths, decision.state.version
-        self._state = decision.state
+        self._state, self._anchor = decision.state, written
         self._log_decision(decision)
         return decision
 
@@ -277,7 +323,10 @@ class Session:
         return self._do(Checkpoint(), expected_version)
 
     def spill(self, lo: int, hi: int, *, expected_version: int | None = None) -> Spill:
-        """Write the raw range ``[lo, hi)`` to the spill store and record it."""
+        """Write the raw range ``[lo, hi)`` to the spill store and record it (an empty
+        range is InvalidEvent: there is nothing to copy)."""
+        if type(lo) is int and type(hi) is int and lo == hi:
+            raise InvalidEvent(f"spill [{lo}, {hi}) is empty: there is nothing to copy")
         return self._do(WriteSpill(lo=lo, hi=hi), expected_version)
 
     def compact(
@@ -304,6 +353,8 @@ class Session:
         """
         input_lo, input_hi = require_span("input", input)
         covers_lo, covers_hi = require_span("covers", covers)
+        constraints = require_sequence("constraints", constraints)
+        _known_constraints(self.state, constraints)
         command = Compact(
             tier=tier,
             input_lo=input_lo,
@@ -316,7 +367,7 @@ class Session:
             dispositions=dispositions or {},
             resolved_ids=require_sequence("resolved_ids", resolved_ids),
             unresolved_ids=require_sequence("unresolved_ids", unresolved_ids),
-            constraints=require_sequence("constraints", constraints),
+            constraints=constraints,
             replaces=require_sequence("replaces", replaces),
             require_marker=require_marker,
         )
@@ -366,3 +417,16 @@ def _limit(max_chars: object) -> int:
         return require_count("max_chars", max_chars)
     except InvalidEvent as exc:
         raise InvalidArgument(str(exc)) from None
+
+
+def _known_constraints(state: SessionState, keys: Sequence[str]) -> None:
+    """InvalidEvent for a constraint key the session never stated: one pending now, or
+    one a summary node already carries, is known."""
+    known = set(state.constraints)
+    known.update(key for node in state.nodes.values() for key in node.constraints)
+    unknown = [key for key in keys if isinstance(key, str) and key not in known]
+    if unknown:
+        raise InvalidEvent(
+            f"unknown constraint(s) {', '.join(map(repr, unknown))}: a summary carries the"
+            " keys of constraints the session stated"
+        )

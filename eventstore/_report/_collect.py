@@ -19,13 +19,13 @@ from pathlib import Path
 
 import attrs
 
+from eventstore._errors import IntegrityError
 from eventstore._journal import Journal
 from eventstore._ops import SessionAudit, audit
 from eventstore._report._build import build
 from eventstore._report._timeline import Timeline
-from eventstore._session import Session
-from eventstore._store import ChainProblem, ChainWalk, SessionSummary
-from reducers import Event, InvalidArgument
+from eventstore._store import ChainProblem, ChainWalk, SessionSummary, from_rows
+from reducers import Event, InvalidArgument, InvalidEvent
 
 
 @attrs.frozen(kw_only=True)
@@ -65,9 +65,8 @@ def collect(journal: Journal, session_id: str | None = None, at: int | None = No
 
 
 def _session(journal: Journal, session_id: str, at: int | None) -> SessionReport:
-    session = journal.session(session_id)
     walk = ChainWalk(session_id, journal.recorder.read(session_id))
-    timeline = build(session_id, _events(walk, session))
+    timeline = build(session_id, _events(walk, journal, session_id))
     if at is not None and not 0 <= at <= timeline.version:
         raise InvalidArgument(f"version {at} is outside 0..{timeline.version}")
     sections = audit(journal, [session_id]).sessions[session_id]
@@ -79,9 +78,13 @@ def _session(journal: Journal, session_id: str, at: int | None) -> SessionReport
     )
 
 
-def _events(walk: ChainWalk, session: Session) -> Iterator[Event]:
+def _events(walk: ChainWalk, journal: Journal, session_id: str) -> Iterator[Event]:
     """The session's events, its hash chain checked on the way; past the first bad row,
     the rest as stored (a row that does not decode is an ``IntegrityError``)."""
     yield from walk
     if walk.problem is not None:
-        yield from session.events(start=walk.problem.version)
+        rows = journal.recorder.read_payloads(session_id, start=walk.problem.version)
+        try:
+            yield from from_rows(rows)
+        except InvalidEvent as exc:
+            raise IntegrityError(f"session {session_id!r}: malformed stored event: {exc}") from None

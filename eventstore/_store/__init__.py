@@ -25,6 +25,7 @@ from eventstore._store._codec import (
     from_rows,
     to_payload,
 )
+from eventstore._store._links import Links
 from eventstore._store._recorder import (
     AuditReads,
     EventLog,
@@ -72,6 +73,7 @@ __all__ = [
     "FolderSpills",
     "Head",
     "InvalidationRow",
+    "Links",
     "MarkerRefusalRow",
     "NoteRow",
     "QueryResult",
