@@ -17,7 +17,7 @@ from types import TracebackType
 import attrs
 
 from eventstore._effects import SessionEffects, SpillStore
-from eventstore._location import is_url
+from eventstore._location import check_location, is_url
 from eventstore._session import Session
 from eventstore._sqlite import SYNCHRONOUS, SqliteRecorder
 from eventstore._store import SNAPSHOT_EVERY, FolderSpills, Recorder, Snapshots, utc_now
@@ -162,6 +162,7 @@ def _backend(
     location: str | Path, synchronous: str, readonly: bool, clock: Callable[[], str]
 ) -> tuple[Recorder, SpillStore, Path | None]:
     """A recorder and spill store for a file path or a ``postgresql://`` URL."""
+    check_location(location)
     if is_url(location):
         from eventstore._postgres import PostgresRecorder, TableSpills  # psycopg only when used
 

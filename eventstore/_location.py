@@ -1,9 +1,17 @@
 """What a journal's location names: a SQLite file, or a PostgreSQL URL (and its secrets,
-which never reach a message)."""
+which never reach a message).
+
+A location that looks like a URL of any other scheme (``mysql://``, ``postgresq://``,
+``postgresql+psycopg://``, ``POSTGRESQL://``) is refused with its secrets hidden: it
+is never taken for a file name, created, or printed whole.
+"""
 
 from __future__ import annotations
 
+import difflib
 import re
+
+from reducers import InvalidArgument
 
 SCHEMES = ("postgresql://", "postgres://")
 
@@ -11,6 +19,34 @@ SCHEMES = ("postgresql://", "postgres://")
 def is_url(location: object) -> bool:
     """Whether ``location`` names a PostgreSQL journal rather than a file."""
     return isinstance(location, str) and location.startswith(SCHEMES)
+
+
+_URL_START = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def check_location(location: object) -> None:
+    """InvalidArgument if ``location`` is a URL tierlog does not open (its secrets
+    hidden in the message); anything else is left to the backends."""
+    if not isinstance(location, str) or is_url(location):
+        return
+    found = _URL_START.match(location)
+    if found is None:
+        return
+    scheme = found.group(1)
+    raise InvalidArgument(
+        f"{redact(location)}: tierlog opens a journal file or a postgresql:// URL,"
+        f" not a {scheme}:// URL{_hint(scheme)}"
+    )
+
+
+def _hint(scheme: str) -> str:
+    lower = scheme.lower()
+    if lower in ("postgresql", "postgres"):
+        return " (write the scheme in lower case: postgresql://)"
+    if lower.startswith(("postgresql+", "postgres+")):
+        return " (write postgresql://: tierlog picks the driver itself)"
+    close = difflib.get_close_matches(lower, ["postgresql", "postgres"], n=1, cutoff=0.7)
+    return f" (did you mean {close[0]}://?)" if close else ""
 
 
 _USERINFO_SECRET = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/@]*:)([^/]*)@", re.I)
@@ -22,3 +58,17 @@ def redact(url: str) -> str:
     ``sslpassword=`` parameter), for messages; never raises, even on a malformed URL."""
     url = _USERINFO_SECRET.sub(r"\1***@", str(url), count=1)
     return _QUERY_SECRET.sub(r"\1***", url)
+
+
+# A URL anywhere in a text (up to a space or a quote), and a libpq keyword password.
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+_KEYWORD_SECRET = re.compile(r"(\b(?:ssl)?password\s*=\s*)('[^']*'|[^\s'\"]+)", re.I)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with the secrets of every URL in it hidden (and of a libpq
+    ``password=...`` keyword): what a message, a log line or a terminal may show."""
+    if "://" not in text and "password" not in text.lower():
+        return text
+    text = _URL_IN_TEXT.sub(lambda m: redact(m.group(0)), text)
+    return _KEYWORD_SECRET.sub(r"\1***", text)

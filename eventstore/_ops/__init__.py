@@ -11,10 +11,12 @@ from eventstore._ops._audit import (
     clean_spills,
     verify,
 )
+from eventstore._ops._carry import NotVerified, session_findings
 from eventstore._ops._evidence import RESOLVED, Carried, carried_by, resolved_later
-from eventstore._ops._import import Import, created_journal
+from eventstore._ops._import import Import, Imported, created_journal
+from eventstore._ops._lines import FileSession, read_file
 from eventstore._ops._reviews import Review, Reviewer, ReviewLine, review, reviewers
-from eventstore._ops._ship import ship
+from eventstore._ops._ship import require_chunk, ship
 from eventstore._ops._transfer import export_lines, read_sessions
 from eventstore._ops._witness import SessionHead, check_witness, heads, read_witness
 
@@ -23,8 +25,11 @@ __all__ = [
     "AuditReport",
     "Carried",
     "EvictedObligation",
+    "FileSession",
     "Finding",
     "Import",
+    "Imported",
+    "NotVerified",
     "Review",
     "ReviewLine",
     "Reviewer",
@@ -37,11 +42,14 @@ __all__ = [
     "created_journal",
     "export_lines",
     "heads",
+    "read_file",
     "read_sessions",
     "read_witness",
+    "require_chunk",
     "resolved_later",
     "review",
     "reviewers",
+    "session_findings",
     "ship",
     "verify",
 ]

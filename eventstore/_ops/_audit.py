@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
+from eventstore._errors import ChainBroken
 from eventstore._journal import Journal
 from eventstore._ops._replay import divergences
 from eventstore._ops._reviews import Review, review
@@ -16,9 +17,10 @@ from eventstore._store import (
     InvalidationRow,
     MarkerRefusalRow,
     NoteRow,
+    from_rows,
 )
 from invariants import carries_call, carries_constraint, carries_fact, owed
-from reducers import Node, SessionState, Told, in_spans
+from reducers import Node, SessionState, Told, fold, in_spans
 
 
 @attrs.frozen(kw_only=True)
@@ -50,14 +52,15 @@ def verify(
     for session_id in session_ids or journal.sessions():
         if progress:
             progress(session_id)
-        found += list(_verify_session(journal, session_id))
+        found += list(verify_session(journal, session_id))
     if session_ids is None:
         found += orphan_spills(journal)
     return found
 
 
-def _verify_session(journal: Journal, session_id: str) -> Iterator[Finding]:
-    """One pass: walk the chain, and replay what it yields through the decisions."""
+def verify_session(journal: Journal, session_id: str) -> Iterator[Finding]:
+    """One session's findings, in one pass: walk the chain, and replay what it yields
+    through the decisions (spill bytes checked on the way); then the snapshot's."""
     recorder = journal.recorder
     walk = ChainWalk(session_id, recorder.read(session_id))
     snap = journal.snapshots.check(session_id)
@@ -142,6 +145,8 @@ class SessionAudit:
     # ingested transcripts: each compaction and what its summary evidences. Not a
     # finding and not totalled: what it does not evidence is a marker refusal already.
     compaction_reviews: tuple[Review, ...] = attrs.field(default=(), metadata={"total": False})
+    # where the session's hash chain breaks (the sections come from its rows as stored)
+    chain: str | None = attrs.field(default=None, metadata={"total": False})
 
     @property
     def chain_notes(self) -> tuple[NoteRow, ...]:
@@ -161,7 +166,7 @@ class SessionAudit:
             self.notes,
         )
         lost = (o for o in self.evicted_obligations if not o.carried_by and o.retold_at is None)
-        return any(recorded) or any(lost)
+        return any(recorded) or any(lost) or self.chain is not None
 
 
 CHAIN_KINDS = frozenset({"chain_broken", "chain_fallback", "off_chain"})
@@ -190,15 +195,27 @@ def audit(journal: Journal, session_ids: list[str] | None = None) -> AuditReport
 
 def _audit_session(journal: Journal, session_id: str) -> SessionAudit:
     rows = journal.recorder.audit_rows(session_id)
+    state, chain = state_as_stored(journal, session_id)
     return SessionAudit(
+        chain=chain,
         compaction_refusals=rows.compaction_refusals,
         marker_refusals=rows.marker_refusals,
         marker_invalidations=rows.marker_invalidations,
         raw_fallbacks=rows.raw_fallbacks,
         notes=rows.notes,
-        evicted_obligations=evicted_obligations(journal.session(session_id).state),
+        evicted_obligations=evicted_obligations(state),
         compaction_reviews=review(journal, session_id),
     )
+
+
+def state_as_stored(journal: Journal, session_id: str) -> tuple[SessionState, str | None]:
+    """The session's state, and ``None``; where its hash chain breaks, the state its
+    rows fold to as stored, and what breaks (a reader that shows the session anyway)."""
+    try:
+        return journal.session(session_id).state, None
+    except ChainBroken as exc:
+        rows = journal.recorder.read_payloads(session_id)
+        return fold(from_rows(rows)), f"v{exc.version}: {exc.problem}"
 
 
 def evicted_obligations(state: SessionState) -> tuple[EvictedObligation, ...]:

@@ -21,7 +21,7 @@ import contextlib
 import itertools
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -29,6 +29,7 @@ import attrs
 
 from eventstore._journal import Journal, check_session_id
 from eventstore._location import is_url
+from eventstore._ops._carry import NotVerified, finding_notes
 from eventstore._ops._redecide import Outcome, Redecider
 from reducers import (
     Event,
@@ -52,6 +53,7 @@ class Imported:
     redecided: int
     skipped: tuple[str, ...]
     unchanged: bool
+    findings: tuple[str, ...] = ()  # carried with --allow-findings, recorded as notes
 
 
 @attrs.frozen(kw_only=True)
@@ -64,7 +66,12 @@ class _Decided:
 
 class Import:
     """One import into the journal at ``location`` (a file, a URL, or ``None`` for a
-    journal with no file): ``decide`` (no lock), then ``commit``."""
+    journal with no file): ``decide`` (no lock), then ``commit``.
+
+    ``findings`` are what the file itself shows wrong with a session (``_lines``);
+    with those of the re-decision, a session that has any is refused
+    (:class:`NotVerified`) unless ``allow_findings``: then it is imported as
+    re-decided, each finding a ``Noted`` event after its last event."""
 
     def __init__(
         self,
@@ -72,6 +79,8 @@ class Import:
         sessions: dict[str, list[Event]],
         *,
         rename: str | None = None,
+        findings: Mapping[str, Sequence[str]] | None = None,
+        allow_findings: bool = False,
     ) -> None:
         if rename is not None:
             check_session_id(rename)
@@ -79,6 +88,11 @@ class Import:
                 raise InvalidArgument(
                     f"--session renames one session; the file holds {len(sessions)}"
                 )
+        self._findings = {sid: tuple(f) for sid, f in (findings or {}).items() if f}
+        self._allow = allow_findings
+        for source, found in self._findings.items():
+            if not allow_findings:
+                raise NotVerified(source, found, "import")
         self._sessions = sessions
         self._rename = rename
         self._unchanged: list[Imported] = []
@@ -135,6 +149,12 @@ class Import:
             raise InvalidEvent(f"session {source!r} does not begin with SessionStarted")
         session = self._scratch.start_session(target, SessionConfig(**attrs.asdict(first)))
         outcome = Redecider(session, source, fold([first])).run(events[1:], progress)
+        found = (*self._findings.get(source, ()), *outcome.findings)
+        if found and not self._allow:
+            raise NotVerified(source, found, "import")
+        if found:  # carried: each finding recorded where the session now lives
+            session.extend(finding_notes(found))
+            outcome = attrs.evolve(outcome, findings=found)
         return _Decided(source=source, target=target, state=session.state, outcome=outcome)
 
     def _same_as_stored(self, journal: Journal, d: _Decided) -> Imported:
@@ -173,6 +193,7 @@ class Import:
             redecided=d.outcome.redecided,
             skipped=d.outcome.skipped,
             unchanged=False,
+            findings=d.outcome.findings,
         )
 
 

@@ -48,6 +48,7 @@ class Outcome:
 
     redecided: int
     skipped: tuple[str, ...]
+    findings: tuple[str, ...] = ()  # each command decided differently, or skipped
 
 
 class Redecider:
@@ -60,6 +61,7 @@ class Redecider:
         self.ids: Ids = {}
         self.redecided = 0
         self.skipped: list[str] = []
+        self.findings: list[str] = []
         self.version = recorded.version + 1  # the file's version of the next command
         self._plain: list[Event] = []
 
@@ -70,7 +72,9 @@ class Redecider:
             if progress:
                 progress(count)
         self._flush()
-        return Outcome(redecided=self.redecided, skipped=tuple(self.skipped))
+        return Outcome(
+            redecided=self.redecided, skipped=tuple(self.skipped), findings=tuple(self.findings)
+        )
 
     def feed(self, group: list[Event]) -> None:
         """Check ``group`` on the recorded history, then decide it on the new one."""
@@ -116,10 +120,17 @@ class Redecider:
             for offset, event in enumerate(batch):
                 self._decide([event], version=first + offset)
             return
-        self.redecided += sum(
-            isinstance(b, MarkerInvalidated) and not isinstance(a, MarkerInvalidated)
+        broken = [
+            b.marker_id
             for a, b in itertools.pairwise(events)
-        )
+            if isinstance(b, MarkerInvalidated) and not isinstance(a, MarkerInvalidated)
+        ]
+        self.redecided += len(broken)
+        if broken:
+            self.findings.append(
+                f"replay v{first}..v{self.version - 1}: the re-decision invalidates marker(s)"
+                f" {', '.join(broken)}, which the file's history kept valid"
+            )
 
     def _decide(self, group: list[Event], *, version: int | None = None) -> None:
         version = self.version if version is None else version
@@ -137,11 +148,14 @@ class Redecider:
             self._skip(version, group, str(exc))
             return
         expected = _translate(translated, _own_ids(group, state))
-        self.redecided += not _same(decided, expected)
+        if not _same(decided, expected):
+            self.redecided += 1
+            self.findings.append(f"replay v{version}: {_difference(expected, decided)}")
         self.ids.update(_created(group, decided))
 
     def _skip(self, version: int, group: list[Event], why: str) -> None:
         self.skipped.append(f"v{version} {type(group[0]).__name__}: {why}")
+        self.findings.append(f"replay v{version}: {type(group[0]).__name__} skipped: {why}")
         self.ids.update(dict.fromkeys(_created(group, ()), None))
 
 
@@ -210,6 +224,31 @@ def _translate(command: list[Event], ids: Ids) -> list[Event]:
             e = attrs.evolve(e, marker_id=t(e.marker_id))
         out.append(e)
     return out
+
+
+def _difference(recorded: list[Event], decided: tuple[Event, ...]) -> str:
+    """How a re-decided command differs from the file's, in a line."""
+    for a, b in zip(recorded, decided, strict=False):
+        if (
+            isinstance(a, Spilled)
+            and isinstance(b, Spilled)
+            and (a.sha256, a.bytes)
+            != (
+                b.sha256,
+                b.bytes,
+            )
+        ):
+            return (
+                f"the file's Spilled [{a.lo}, {a.hi}) records sha256 {a.sha256[:16]}..."
+                f" ({a.bytes} bytes); the turns it copies give {b.sha256[:16]}..."
+                f" ({b.bytes} bytes)"
+            )
+    said = ", ".join(type(e).__name__ for e in recorded)
+    now = ", ".join(type(e).__name__ for e in decided)
+    if said != now:
+        return f"the file records [{said}] but the checks now decide [{now}]"
+    changed = next(type(a).__name__ for a, b in zip(recorded, decided, strict=True) if a != b)
+    return f"the file's {changed} is not what the checks decide now"
 
 
 def _same(decided: tuple[Event, ...], recorded: list[Event]) -> bool:

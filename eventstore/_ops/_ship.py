@@ -9,6 +9,11 @@ head, together with the bytes of the spills those rows record. Shipping again
 copies nothing; an interrupted ship resumes where its last chunk committed. A
 session whose history in the destination differs from the source's is refused,
 naming the first version where they part.
+
+A session the source's ``verify`` rejects (its chain, a decision, a spill's bytes,
+its snapshot) is not shipped: the result names the finding. ``allow_findings``
+ships it anyway, verbatim: its rows fail the destination's ``verify`` as they fail
+the source's (rows that do not link are never written).
 """
 
 from __future__ import annotations
@@ -20,10 +25,12 @@ import attrs
 
 from eventstore._errors import ConcurrencyError, IntegrityError
 from eventstore._journal import Journal
+from eventstore._ops._carry import NotVerified, check_carried
 from eventstore._store import Recorded, from_payload
-from reducers import Spill, Spilled
+from reducers import InvalidArgument, Spill, Spilled
 
 CHUNK = 1000
+MAX_CHUNK = 1_000_000
 
 
 @attrs.frozen(kw_only=True)
@@ -36,6 +43,7 @@ class Shipped:
     head: int  # the destination's version afterwards
     differs_at: int | None = None  # the first version where the histories part
     problem: str | None = None  # why the session was not (fully) shipped
+    findings: tuple[str, ...] = ()  # what verify finds in the source (shipped if allowed)
 
     def __str__(self) -> str:
         if self.problem is not None:
@@ -44,7 +52,13 @@ class Shipped:
             return f"{self.session_id}: up to date at v{self.head}"
         first = self.head - self.events + 1
         spills = f", {self.spills} spill(s)" if self.spills else ""
-        return f"{self.session_id}: shipped {self.events} event(s), v{first}..v{self.head}{spills}"
+        carried = (
+            f", with {len(self.findings)} finding(s): {self.findings[0]}" if self.findings else ""
+        )
+        return (
+            f"{self.session_id}: shipped {self.events} event(s), v{first}..v{self.head}"
+            f"{spills}{carried}"
+        )
 
 
 def ship(
@@ -54,19 +68,44 @@ def ship(
     *,
     chunk: int = CHUNK,
     progress: Callable[[str], None] | None = None,
+    allow_findings: bool = False,
 ) -> list[Shipped]:
-    """Ship every session of ``src`` (or ``session_ids``) to ``dest``."""
+    """Ship every session of ``src`` (or ``session_ids``) to ``dest``; a session that
+    does not verify only with ``allow_findings``."""
+    require_chunk(chunk)
     results = []
     for session_id in session_ids or src.sessions():
         if progress:
             progress(session_id)
-        results.append(_ship_session(src, dest, session_id, chunk))
+        results.append(_ship_session(src, dest, session_id, chunk, allow_findings))
     return results
 
 
-def _ship_session(src: Journal, dest: Journal, session_id: str, chunk: int) -> Shipped:
+def require_chunk(chunk: object) -> int:
+    """``chunk`` if it is a number of events a transaction may carry, else InvalidArgument."""
+    if type(chunk) is not int or not 1 <= chunk <= MAX_CHUNK:
+        raise InvalidArgument(f"a chunk is 1 to {MAX_CHUNK:,} events, not {chunk!r}")
+    return chunk
+
+
+def _ship_session(
+    src: Journal, dest: Journal, session_id: str, chunk: int, allow_findings: bool
+) -> Shipped:
     top = src.recorder.head(session_id).version
     head = dest.recorder.head(session_id)
+    found: tuple[str, ...] = ()
+    if head.version < top:  # something to carry: what verify says of it first
+        try:
+            found = tuple(check_carried(src, session_id, "ship", allow_findings=allow_findings))
+        except NotVerified as exc:
+            return Shipped(
+                session_id=session_id,
+                events=0,
+                spills=0,
+                head=head.version,
+                problem=str(exc),
+                findings=exc.findings,
+            )
     differs = _first_difference(src, dest, session_id, head.version, head.hash)
     if differs is not None:
         return Shipped(
@@ -98,9 +137,16 @@ def _ship_session(src: Journal, dest: Journal, session_id: str, chunk: int) -> S
             version = rows[-1].version
     except (IntegrityError, ConcurrencyError) as exc:
         return Shipped(
-            session_id=session_id, events=events, spills=spills, head=version, problem=str(exc)
+            session_id=session_id,
+            events=events,
+            spills=spills,
+            head=version,
+            problem=str(exc),
+            findings=found,
         )
-    return Shipped(session_id=session_id, events=events, spills=spills, head=version)
+    return Shipped(
+        session_id=session_id, events=events, spills=spills, head=version, findings=found
+    )
 
 
 def _ship_chunk(

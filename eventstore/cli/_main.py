@@ -10,26 +10,27 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import logging
 import os
-import stat
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import attrs
 import structlog
 
 from eventstore import codex
-from eventstore._errors import IntegrityError, is_corruption, is_database_fault
+from eventstore._errors import ChainBroken, IntegrityError, is_corruption, is_database_fault
 from eventstore._journal import Journal, check_session_id
-from eventstore._location import is_url
+from eventstore._location import check_location, is_url, redact_text
 from eventstore._ops import (
     Finding,
     Import,
+    NotVerified,
     SessionHead,
     audit,
     check_witness,
@@ -37,8 +38,9 @@ from eventstore._ops import (
     created_journal,
     export_lines,
     heads,
-    read_sessions,
+    read_file,
     read_witness,
+    require_chunk,
     ship,
     verify,
 )
@@ -48,6 +50,9 @@ from eventstore.claude_code import FORMATS, IngestResult, Loaded, ingest_loaded,
 from eventstore.cli import _claude_code
 from eventstore.cli import _output as out
 from eventstore.cli._demo import run_demo
+from eventstore.cli._files import check_regular, open_regular, read_text, written
+from eventstore.cli._terminal import json_safe, printable, say, warn
+from eventstore.cli._walk import checked_rows
 from reducers import InvalidArgument, InvalidEvent, JournalError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -180,8 +185,12 @@ def _sessions(args: argparse.Namespace) -> int:
 def _log(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
         journal.session(args.session)
-        for row in journal.recorder.read(args.session, start=args.start, stop=args.stop):
-            print(out.log_line(row, args.json))
+        rows = checked_rows(journal, args.session, args.start, args.stop)
+        for row in rows:
+            say(out.log_line(row, args.json))
+    if rows.broken is not None:  # every row was shown; the first bad one is a finding
+        warn("log", str(rows.broken))
+        return 1
     return 0
 
 
@@ -199,7 +208,7 @@ def _state(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({**state.to_json(), "sha256": state.sha256}, indent=2, sort_keys=True))
         else:
-            print(out.describe_state(state))
+            say(out.describe_state(state))
     return 0
 
 
@@ -218,7 +227,7 @@ def _diff(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(changes, indent=2, sort_keys=True))
     else:
-        print("\n".join(out.diff_lines(changes)) or "no change")
+        say("\n".join(out.diff_lines(changes)) or "no change")
     return 0
 
 
@@ -237,7 +246,7 @@ def _diff(args: argparse.Namespace) -> int:
     help="remove orphan spill files (a crash between writing a spill and committing it)",
 )
 def _verify(args: argparse.Namespace) -> int:
-    witness = read_witness(_read_text(args.witness), args.witness) if args.witness else None
+    witness = read_witness(read_text(args.witness), args.witness) if args.witness else None
     try:
         with _reader(args) as journal:
             findings = _verify_or_corrupt(journal, args.session, witness)
@@ -254,7 +263,7 @@ def _verify(args: argparse.Namespace) -> int:
         print(json.dumps([attrs.asdict(f) for f in findings], indent=2))
     else:
         ok = [] if fatal else ["ok: every chain, payload, spill and decision verified"]
-        print("\n".join([*map(str, findings), *ok]))
+        say("\n".join([*map(str, findings), *ok]))
     return 1 if fatal else 0
 
 
@@ -289,31 +298,6 @@ def _verify_journal(
     return findings + check_witness(journal, witness or [])
 
 
-def _open_regular(path: str) -> BinaryIO:
-    """``path`` opened for reading if it is a regular file: a FIFO, a device such as
-    /dev/zero or a folder is bad input, not something to read until memory runs out."""
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
-    except OSError as exc:
-        raise InvalidArgument(f"cannot read {path}: {exc.strerror}") from None
-    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-        handle.close()
-        raise InvalidArgument(f"cannot read {path}: not a regular file")
-    return handle
-
-
-def _read_text(path: str, limit: int = 64 * 2**20) -> str:
-    """A small regular file's text (a witness), at most ``limit`` bytes."""
-    with _open_regular(path) as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise InvalidArgument(f"cannot read {path}: larger than {limit // 2**20} MiB")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidArgument(f"cannot read {path}: {exc}") from None
-
-
 @command(
     "head",
     "each session's head version and hash: a witness to keep elsewhere",
@@ -329,7 +313,7 @@ def _head(args: argparse.Namespace) -> int:
         print(json.dumps([attrs.asdict(h) for h in found], indent=2))
     else:
         width = max((len(h.session_id) for h in found), default=0)
-        print("\n".join(f"{h.session_id:<{width}}  {h.version:>8}  {h.hash}" for h in found))
+        say("\n".join(f"{h.session_id:<{width}}  {h.version:>8}  {h.hash}" for h in found))
     return 0
 
 
@@ -373,12 +357,12 @@ def _audit(args: argparse.Namespace) -> int:
         with _reader(args) as journal:
             report = audit(journal, _session_ids(journal, args.session))
     except Exception as exc:  # re-raised unless it is corruption
-        print(f"tierlog audit: {_corruption(exc)}", file=sys.stderr)
+        warn("audit", str(_corruption(exc)))
         return 1
     if args.json:
         print(json.dumps(attrs.asdict(report), indent=2, sort_keys=True))
     else:
-        print(out.audit_text(report))
+        say(out.audit_text(report))
     return 1 if report.findings else 0
 
 
@@ -402,31 +386,58 @@ def _audit(args: argparse.Namespace) -> int:
     type=_amount(int),
     default=256,
     metavar="MB",
-    help="SQLite's memory limit for the query (PRAGMA hard_heap_limit; 0: none;"
-    " default: %(default)s)",
+    help="SQLite's memory limit for the query, its temporary storage included (PRAGMA"
+    " hard_heap_limit; 0: none; default: %(default)s)",
+)
+@arg(
+    "--max-rows",
+    type=_amount(int),
+    default=1_000_000,
+    metavar="N",
+    help="print at most N rows, then stop with a message (0: no limit; default: %(default)s)",
+)
+@arg(
+    "--max-bytes",
+    type=_amount(int),
+    default=1024,
+    metavar="MB",
+    help="print at most this many MB, then stop with a message (0: no limit; default: %(default)s)",
 )
 def _sql(args: argparse.Namespace) -> int:
     limits = {"timeout": args.timeout or None, "heap_limit": int(args.max_memory * 2**20) or None}
+    caps = out.Caps(rows=int(args.max_rows), bytes=int(args.max_bytes * 2**20))
     with _reader(args) as journal:
         structlog.stdlib.get_logger("tierlog").debug("query", **limits)
         with journal.recorder.query(args.query, **limits) as result:
-            out.stream(result, args.json)
+            stopped = out.stream(result, args.json, caps=caps)
+    if stopped is not None:
+        warn("sql", stopped)
+        return 2
     return 0
 
 
-@command("export", "write a session as JSON Lines", "tierlog export agent.db mig-42 > mig-42.jsonl")
+ALLOW_FINDINGS = "carry a session that does not verify, its findings recorded with it"
+
+
+@command(
+    "export",
+    "write a session as JSON Lines, its trailer last",
+    "tierlog export agent.db mig-42 -o mig-42.jsonl",
+)
 @arg("db", help=DB)
 @arg("session", help="session id")
-@arg("-o", "--output", help="file to write (default: standard output)")
+@arg("-o", "--output", metavar="FILE", help="file to write, whole or not at all (default: stdout)")
+@arg("--allow-findings", action="store_true", help=f"{ALLOW_FINDINGS} (in the trailer)")
 def _export(args: argparse.Namespace) -> int:
     with _reader(args) as journal:
-        lines = list(export_lines(journal, args.session))
-    text = "".join(line + "\n" for line in lines)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+        lines = export_lines(journal, args.session, allow_findings=args.allow_findings)
+        first = next(lines)  # the session is checked before anything is written
+        if args.output:
+            with written(args.output) as f:
+                f.writelines((line + "\n").encode() for line in itertools.chain([first], lines))
+        else:
+            for line in itertools.chain([first], lines):
+                sys.stdout.write(json_safe(line) + "\n")
     return 0
 
 
@@ -438,27 +449,38 @@ def _export(args: argparse.Namespace) -> int:
 @arg("db", help=f"{DB} (created if missing)")
 @arg("file", help="JSON Lines from `tierlog export`")
 @arg("--session", dest="rename", metavar="ID", help="import the file's one session as ID")
+@arg("--allow-findings", action="store_true", help=f"{ALLOW_FINDINGS} (as notes audit lists)")
+@arg(
+    "--no-trailer",
+    action="store_true",
+    help="read a file without trailers (an export of tierlog 0.2): a file cut short"
+    " cannot be told from a whole one",
+)
 def _import(args: argparse.Namespace) -> int:
     if args.rename is not None:
         check_session_id(args.rename)
     try:
-        with _open_regular(args.file) as handle:
-            sessions = read_sessions(handle)
+        with open_regular(args.file) as handle:
+            found = read_file(handle, require_trailer=not args.no_trailer)
     except OSError as exc:
         raise InvalidArgument(f"cannot read {args.file}: {exc.strerror}") from None
+    sessions = {sid: list(f.events) for sid, f in found.items()}
     with contextlib.ExitStack() as stack:
         exists = is_url(args.db) or Path(args.db).exists()
         existing = stack.enter_context(open_journal(args.db)) if exists else None
-        job = stack.enter_context(Import(args.db, sessions, rename=args.rename))
+        job = Import(
+            args.db,
+            sessions,
+            rename=args.rename,
+            findings={sid: f.findings for sid, f in found.items()},
+            allow_findings=args.allow_findings,
+        )
+        stack.enter_context(job)
         with out.Progress("importing command") as show:
             job.decide(existing, show)  # without the journal's write lock
         results = job.commit(existing or stack.enter_context(created_journal(args.db)))
-    for r in results:
-        what = "unchanged (already imported)" if r.unchanged else f"{r.events} events"
-        note = f", {r.redecided} command(s) decided differently now" if r.redecided else ""
-        print(f"{r.source_id} -> {r.session_id}: {what}{note}")
-        for skip in r.skipped:
-            print(f"  skipped (impossible after re-decision): {skip}")
+    untrailed = {sid for sid, f in found.items() if not f.trailer}
+    say("\n".join(out.import_lines(r, r.source_id in untrailed) for r in results))
     return 0
 
 
@@ -485,13 +507,15 @@ def _report(args: argparse.Namespace) -> int:
         stem = "journal" if is_url(args.db) else Path(args.db).stem
         default = stem + (f"-{args.session}" if args.session else "") + ".html"
         target = Path(args.output or default)
-        target.write_text(page, encoding="utf-8")
-        print(f"wrote {target} ({len(page.encode()):,} bytes)")
+        data = page.encode("utf-8")
+        with written(target) as f:
+            f.write(data)
+        say(f"wrote {target} ({len(data):,} bytes)")
     for p in report.broken:  # drawn with a warning on the page; a finding here
-        print(
-            f"tierlog report: session {p.session_id!r} does not verify: its hash chain breaks"
+        warn(
+            "report",
+            f"session {p.session_id!r} does not verify: its hash chain breaks"
             f" at v{p.version} ({p.problem}); the page says so. See tierlog verify.",
-            file=sys.stderr,
         )
     return 1 if report.broken else 0
 
@@ -509,7 +533,7 @@ def _spill(args: argparse.Namespace) -> int:
         try:
             data = journal.read_spill(args.session, args.handle)
         except IntegrityError as exc:  # the bytes are not the recorded ones: a finding
-            print(f"tierlog spill: {exc}", file=sys.stderr)
+            warn("spill", str(exc))
             return 1
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
@@ -540,15 +564,17 @@ def _ingest(args: argparse.Namespace) -> int:
                 try:
                     results.append(_write_transcript(journal, item))
                 except InvalidEvent as exc:
-                    print(f"tierlog ingest: error: {item.path}: {exc}", file=sys.stderr)
+                    warn("ingest", f"error: {item.path}: {exc}")
                     bad += 1
     for r in results:
         for warning in r.warnings:
-            print(f"tierlog ingest: warning: {r.path}: {warning}", file=sys.stderr)
+            warn("ingest", f"warning: {r.path}: {warning}")
     if args.json:
-        print(json.dumps([attrs.asdict(r) for r in results], indent=2, ensure_ascii=False))
+        print(
+            json_safe(json.dumps([attrs.asdict(r) for r in results], indent=2, ensure_ascii=False))
+        )
     else:
-        print("\n".join(_ingest_text(r) for r in results) or "nothing ingested")
+        say("\n".join(_ingest_text(r) for r in results) or "nothing ingested")
     return 2 if bad else 0
 
 
@@ -574,10 +600,17 @@ def _load_transcripts(paths: list[str], fmt: str | None) -> tuple[list[Transcrip
             else:
                 loaded.append(load(path, fmt or "claude-code"))
         except InvalidEvent as exc:
-            print(f"tierlog ingest: error: {path}: {exc}", file=sys.stderr)
+            warn("ingest", f"error: {path}: {exc}")
             bad += 1
     return loaded, bad
-    return 0
+
+
+def _chunk(text: str) -> int:
+    """An argparse type: events per transaction (``require_chunk``)."""
+    try:
+        return require_chunk(int(text))
+    except (ValueError, InvalidArgument) as exc:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: {exc}") from None
 
 
 def _write_transcript(journal: Journal, item: Transcript) -> IngestResult | codex.IngestResult:
@@ -598,19 +631,20 @@ def _ingest_text(r: IngestResult | codex.IngestResult) -> str:
 @arg("src", help=f"{DB} to read")
 @arg("dest", help=f"{DB} to append to (created if missing)")
 @arg("--session", metavar="ID", help="ship only this session")
-@arg("--chunk", type=int, default=1000, metavar="N", help="events per transaction (%(default)s)")
+@arg("--chunk", type=_chunk, default=1000, metavar="N", help="events per transaction (%(default)s)")
+@arg("--allow-findings", action="store_true", help=f"{ALLOW_FINDINGS} (verbatim)")
 @arg("--json", action="store_true", help="print JSON")
 def _ship(args: argparse.Namespace) -> int:
-    if args.chunk < 1:
-        raise InvalidArgument(f"--chunk must be at least 1, not {args.chunk}")
-    with open_journal(args.src, readonly=True) as src, open_journal(args.dest) as dest:
-        ids = _session_ids(src, args.session)
-        with out.Progress("shipping") as show:
-            results = ship(src, dest, ids, chunk=args.chunk, progress=show)
+    with open_journal(args.src, readonly=True) as src:
+        ids = _session_ids(src, args.session)  # checked before DEST is created
+        with open_journal(args.dest) as dest, out.Progress("shipping") as show:
+            results = ship(
+                src, dest, ids, chunk=args.chunk, progress=show, allow_findings=args.allow_findings
+            )
     if args.json:
         print(json.dumps([attrs.asdict(r) for r in results], indent=2))
     else:
-        print("\n".join(map(str, results)) or "nothing to ship: the source has no session")
+        say("\n".join(map(str, results)) or "nothing to ship: the source has no session")
     return 1 if any(r.problem for r in results) else 0
 
 
@@ -661,12 +695,32 @@ def configure_logging(fmt: str, verbose: int) -> None:
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso"),
+            _scrub_json if fmt == "json" else _scrub_console,
             renderer,
         ],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=False,
     )
+
+
+Log = MutableMapping[str, Any]
+
+
+def _scrub_console(_: object, __: str, event: Log) -> Log:
+    """A log line's texts with URL secrets hidden and control characters escaped."""
+    for key, value in event.items():
+        if isinstance(value, str):
+            event[key] = printable(value)
+    return event
+
+
+def _scrub_json(_: object, __: str, event: Log) -> Log:
+    """A log line's texts with URL secrets hidden (JSON escapes the rest itself)."""
+    for key, value in event.items():
+        if isinstance(value, str):
+            event[key] = redact_text(value)
+    return event
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -678,9 +732,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     configure_logging(args.log_format, args.verbose)
     try:
+        _check_locations(args)
         return int(args.handler(args))
     except (Exception, KeyboardInterrupt) as exc:
         return _failed(args, exc)
+
+
+def _check_locations(args: argparse.Namespace) -> None:
+    """Every journal argument, before anything is opened or created: a URL tierlog
+    does not open, or a file that is a FIFO, a device or a folder, is bad input."""
+    for name in ("db", "src", "dest"):
+        location = getattr(args, name, None)
+        if isinstance(location, str):
+            check_location(location)
+            if not is_url(location):
+                check_regular(location, "open")
 
 
 def _failed(args: argparse.Namespace, exc: BaseException) -> int:
@@ -689,7 +755,9 @@ def _failed(args: argparse.Namespace, exc: BaseException) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     code, message = 2, str(exc)
-    if isinstance(exc, KeyboardInterrupt):
+    if isinstance(exc, (NotVerified, ChainBroken)):  # a finding, as verify's are
+        code = 1
+    elif isinstance(exc, KeyboardInterrupt):
         message = "interrupted"
     elif isinstance(exc, OSError) and exc.filename is not None:
         message = f"{exc.filename}: {exc.strerror}"  # a file on the command line
@@ -699,7 +767,7 @@ def _failed(args: argparse.Namespace, exc: BaseException) -> int:
         code, message = 3, f"internal error: {type(exc).__name__}: {exc} (a bug; -vv shows where)"
         if args.verbose >= 2:
             traceback.print_exception(exc, file=sys.stderr)
-    print(f"tierlog {args.command}: error: {message}", file=sys.stderr)
+    warn(args.command, f"error: {message}")
     return code
 
 

@@ -10,9 +10,10 @@ from typing import Any
 
 import attrs
 
-from eventstore._ops import AuditReport, EvictedObligation, Review
+from eventstore._ops import AuditReport, EvictedObligation, Imported, Review
 from eventstore._store import NoteRow, QueryResult, Recorded
 from eventstore.claude_code import IngestResult
+from eventstore.cli._terminal import json_safe, printable
 from reducers import SessionState
 
 
@@ -21,25 +22,66 @@ def rows_of(result: QueryResult) -> list[dict[str, Any]]:
     return [dict(zip(result.columns, row, strict=True)) for row in result.rows]
 
 
-def stream(result: QueryResult, as_json: bool, *, buffer: int = 1000) -> None:
-    """Print rows as they come: JSON, or a table aligned on the first ``buffer`` rows."""
+@attrs.frozen(kw_only=True)
+class Caps:
+    """How much of a query's result is printed: rows and bytes (0: no cap)."""
+
+    rows: int = 0
+    bytes: int = 0
+
+
+class _Capped:
+    """Lines counted against ``Caps`` as they are printed; ``stopped`` says which cap."""
+
+    def __init__(self, caps: Caps) -> None:
+        self.caps, self.rows, self.bytes = caps, 0, 0
+        self.stopped: str | None = None
+
+    def fits(self, line: str) -> bool:
+        """Whether one more row, printed as ``line``, stays within the caps."""
+        size = len(line.encode("utf-8", "surrogatepass")) + 1
+        if self.caps.rows and self.rows >= self.caps.rows:
+            self.stopped = f"stopped after {self.rows:,} rows (--max-rows): the query has more"
+        elif self.caps.bytes and self.bytes + size > self.caps.bytes:
+            self.stopped = (
+                f"stopped after {self.rows:,} rows, {self.bytes:,} bytes (--max-bytes):"
+                " the query has more"
+            )
+        else:
+            self.rows, self.bytes = self.rows + 1, self.bytes + size
+        return self.stopped is None
+
+
+def stream(
+    result: QueryResult, as_json: bool, *, buffer: int = 1000, caps: Caps = Caps()
+) -> str | None:
+    """Print rows as they come: JSON, or a table aligned on the first ``buffer`` rows;
+    at a cap, stop (the JSON array closed) and return why, else ``None``."""
     names = result.columns
     records = ({n: _cell(v) for n, v in zip(names, row, strict=True)} for row in result.rows)
+    capped = _Capped(caps)
     if as_json:
         opener = "["
         for record in records:
-            print(opener, json.dumps(record, ensure_ascii=False))
+            line = json_safe(json.dumps(record, ensure_ascii=False))
+            if not capped.fits(line):
+                break
+            print(opener, line)
             opener = ","
         print("[]" if opener == "[" else "]")
-        return
+        return capped.stopped
     head = list(itertools.islice(records, buffer))
     if not head:
         print("(no rows)")
-        return
+        return None
     lines, widths = _table(head)
-    print("\n".join(lines))
-    for record in records:
-        print(_line([_short(v) for v in record.values()], widths))
+    print("\n".join(lines[:2]))
+    rest = (_line([_short(v) for v in record.values()], widths) for record in records)
+    for line in itertools.chain(lines[2:], rest):
+        if not capped.fits(line):
+            break
+        print(line)
+    return capped.stopped
 
 
 def _line(cells: list[str], widths: list[int]) -> str:
@@ -54,7 +96,7 @@ def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
     """Print rows as JSON or as an aligned table."""
     rows = [{k: _cell(v) for k, v in row.items()} for row in rows]
     if as_json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        print(json_safe(json.dumps(rows, indent=2, ensure_ascii=False)))
         return
     print("\n".join(table(rows)) if rows else "(no rows)")
 
@@ -66,14 +108,16 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
 
 def _table(rows: list[dict[str, Any]]) -> tuple[list[str], list[int]]:
     names = list(rows[0])
+    header = [_short(n) for n in names]
     cells = [[_short(row[n]) for n in names] for row in rows]
-    widths = [max(len(n), *(len(c[i]) for c in cells)) for i, n in enumerate(names)]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
     body = [_line(r, widths) for r in cells]
-    return [_line(names, widths), "  ".join("-" * w for w in widths), *body], widths
+    return [_line(header, widths), "  ".join("-" * w for w in widths), *body], widths
 
 
 def _short(value: Any) -> str:
-    text = "" if value is None else str(value)
+    """A cell: its text safe for a terminal (``printable``), cut at 60 characters."""
+    text = "" if value is None else printable(str(value), cell=True)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -178,10 +222,11 @@ def audit_text(report: AuditReport) -> str:
     """The audit report for a person."""
     lines = []
     for session_id, audit in report.sessions.items():
-        lines.append(f"== {session_id}{_chain_head(audit.chain_notes)}")
+        broken = f": HASH CHAIN BREAKS at {audit.chain} (tierlog verify)" if audit.chain else ""
+        lines.append(f"== {session_id}{broken}{_chain_head(audit.chain_notes)}")
         for field in attrs.fields(type(audit)):
             rows = getattr(audit, field.name)
-            if rows:
+            if rows and field.name != "chain":
                 lines.append(f"  {field.name.replace('_', ' ')} ({len(rows)}):")
                 lines += [f"    {_audit_row(row)}" for row in rows]
     totals = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in report.totals.items())
@@ -214,6 +259,18 @@ def _audit_row(row: Any) -> str:
         subject = fields.get("node_id") or fields.get("marker_id")
         return f"v{row.version} {subject} [{fields['rules']}]: {rules}"
     return f"v{row.version} " + " ".join(f"{k}={v}" for k, v in fields.items() if k != "version")
+
+
+def import_lines(r: Imported, untrailed: bool) -> str:
+    """What ``tierlog import`` did with one session of the file."""
+    what = "unchanged (already imported)" if r.unchanged else f"{r.events} events"
+    note = f", {r.redecided} command(s) decided differently now" if r.redecided else ""
+    lines = [f"{r.source_id} -> {r.session_id}: {what}{note}"]
+    lines += [f"  skipped (impossible after re-decision): {skip}" for skip in r.skipped]
+    lines += [f"  carried finding (recorded as a note): {f}" for f in r.findings]
+    if untrailed:
+        lines.append("  read without a trailer (--no-trailer): a file cut short looks the same")
+    return "\n".join(lines)
 
 
 # -- ingest and compaction reviews -------------------------------------------------------

@@ -28,9 +28,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _by_hand(rows: list[dict[str, Any]]) -> str:
-    """Edited export lines, written as by hand: without hashes they no longer match."""
+    """Edited export lines, written as by hand: without hashes they no longer match (the
+    trailer says so: its head hash is null)."""
     return "".join(
-        json.dumps({k: v for k, v in row.items() if k not in ("hash", "recorded_at")}) + "\n"
+        json.dumps(
+            {k: v for k, v in row.items() if k not in ("hash", "recorded_at")}
+            if "end_of_session" not in row
+            else {**row, "hash": None}
+        )
+        + "\n"
         for row in rows
     )
 
@@ -428,14 +434,24 @@ class TestTransfer:
         first["payload"]["covers_hi"] = 5
         dump = tmp_path / "edited.jsonl"
         dump.write_text(_by_hand(lines))
-        code, out, _ = run(capsys, "import", str(tmp_path / "x.db"), str(dump), "--session", "copy")
+        target = tmp_path / "x.db"
+        code, _, err = run(capsys, "import", str(target), str(dump), "--session", "copy")
+        assert (code, target.exists()) == (1, False)
+        assert "session 'incident-1-depth-change' does not verify: replay v" in err
+        assert "--allow-findings" in err
+        code, out, _ = run(
+            capsys, "import", str(target), str(dump), "--session", "copy", "--allow-findings"
+        )
         assert code == 0
         assert "decided differently" in out
+        assert "carried finding (recorded as a note): replay v" in out
         assert "skipped (impossible after re-decision): v18 MarkerEmitted" in out
         with eventstore.open(tmp_path / "x.db") as journal:
             types = [type(e).__name__ for e in journal.session("copy").events()]
         assert "CompactionRefused" in types
         assert "MarkerInvalidated" not in types
+        assert types[-1] == "Noted"  # audit lists the findings the import carried
+        assert run(capsys, "audit", str(target), "copy")[0] == 1
 
     @on_both
     def test_inconsistent_history_aborts_whole(
@@ -894,7 +910,7 @@ class TestImportChecksTheChain:
     def test_an_edited_line_that_keeps_its_hash_is_refused(
         self, capsys: pytest.CaptureFixture[str], demo_db: str, tmp_path: Path
     ) -> None:
-        """An exported line edited behind the chain's back is refused (exit 2, its line
+        """An exported line edited behind the chain's back is a finding (exit 1, its line
         named), not re-hashed; nothing is written."""
         _, out, _ = run(capsys, "export", str(demo_db), "incident-1-depth-change")
         lines = out.splitlines()
@@ -904,8 +920,8 @@ class TestImportChecksTheChain:
         dump = tmp_path / "edited.jsonl"
         dump.write_text("\n".join(lines) + "\n")
         code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
-        assert code == 2
-        assert "line 2: hash does not match" in err
+        assert code == 1
+        assert "does not verify: chain: line 2 (v2): its hash does not match" in err
         assert not (tmp_path / "x.db").exists()
 
     def test_a_session_mixing_hashed_and_bare_lines_is_refused(

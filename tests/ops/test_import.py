@@ -12,7 +12,7 @@ import pytest
 
 import eventstore
 from bench.import_wait import build, measure
-from eventstore._ops import _audit
+from eventstore._ops import NotVerified, _audit
 from eventstore._ops._import import Import, Imported, created_journal
 from eventstore._ops._transfer import export_lines, import_file, read_sessions
 from eventstore._sqlite._recorder import SqliteRecorder
@@ -37,17 +37,19 @@ def _source(tmp_path: Path, *, marker_on_a: bool = False) -> Rows:
             tier=1, input=(4, end), covers=(4, end), tail_start=end, summary="B", tokens=5
         )
         s.resume(s.emit_marker(b.node_id).marker_id)
-        return [json.loads(line) for line in export_lines(journal, "s")]
+        *lines, _ = [json.loads(line) for line in export_lines(journal, "s")]
+        return lines  # the trailer left out: _write adds one
 
 
 def _write(path: Path, lines: Rows) -> Path:
     """An edited history, written as by hand: without the export's hashes (which an
-    edited line would no longer match)."""
+    edited line would no longer match), and a trailer that counts its lines."""
     for version, row in enumerate(lines, 1):
         row["version"] = version
         row.pop("hash", None)
         row.pop("recorded_at", None)
-    path.write_text("".join(json.dumps(row) + "\n" for row in lines))
+    trailer = {"end_of_session": "s", "events": len(lines), "hash": None}
+    path.write_text("".join(json.dumps(row) + "\n" for row in [*lines, trailer]))
     return path
 
 
@@ -66,9 +68,9 @@ def _edit_last(kind: str, **changes: Any) -> Callable[[Rows], None]:
     return lambda lines: [r for r in lines if r["type"] == kind][-1]["payload"].update(changes)
 
 
-def _import(db: Path, dump: Path) -> list[Imported]:
+def _import(db: Path, dump: Path, *, allow_findings: bool = True) -> list[Imported]:
     with eventstore.open(db) as journal, open(dump, "rb") as f:
-        return import_file(journal, f)
+        return import_file(journal, f, allow_findings=allow_findings)
 
 
 def _started() -> SessionStarted:
@@ -89,7 +91,9 @@ class TestRedecision:
         assert result.redecided == 2  # A, and the resume: its context no longer holds A
         assert [s.split(":")[0] for s in result.skipped] == ["v7 MarkerEmitted"]
         assert "'n6', which the re-decision removed" in result.skipped[0]
-        assert result.events == len(lines)  # one event skipped, one more for the spill
+        # one event skipped, one more for the spill, a note per finding carried
+        assert result.events == len(lines) + len(result.findings)
+        assert len(result.findings) == 3  # A refused, the marker skipped, the resume
 
     def test_later_ids_follow_the_shift(self, tmp_path: Path) -> None:
         """A's refusal writes one event more (its spill): B's marker and resume follow B's id."""
@@ -102,7 +106,9 @@ class TestRedecision:
         (marker,) = state.markers.values()
         assert (b.node_id, marker.node_id, marker.valid) == ("n12", "n12", True)
         assert types[5:7] == ["Spilled", "CompactionRefused"]
-        assert (types[-1], result.skipped) == ("Resumed", ())
+        notes = len(result.findings)
+        assert (types[-1 - notes], result.skipped) == ("Resumed", ())
+        assert types[-notes:] == ["Noted"] * notes
 
     def test_a_cascade_is_skipped_whole(self, tmp_path: Path) -> None:
         """A compaction that replaces the refused node is skipped, and so is all that needs it."""
@@ -136,6 +142,42 @@ class TestRedecision:
         assert not list(tmp_path.glob(".x.db.import-*"))
 
 
+class TestFindings:
+    def test_a_redecided_session_is_refused_without_allow_findings(self, tmp_path: Path) -> None:
+        """A file whose commands the checks decide differently now does not verify: refused,
+        naming the version, and nothing is created."""
+        dump = _write(tmp_path / "d.jsonl", _refuse_a(_source(tmp_path)))
+        with pytest.raises(NotVerified, match=r"session 's' does not verify: replay v6: the f"):
+            _import(tmp_path / "x.db", dump, allow_findings=False)
+        assert rows(tmp_path / "x.db", "SELECT count(*) FROM events") == [(0,)]
+        assert not list(tmp_path.glob(".x.db.import-*"))
+
+    def test_carried_findings_are_notes_audit_lists(self, tmp_path: Path) -> None:
+        """With allow_findings each finding is a Noted event of kind carried_finding."""
+        dump = _write(tmp_path / "d.jsonl", _refuse_a(_source(tmp_path)))
+        (result,) = _import(tmp_path / "x.db", dump)
+        with eventstore.open(tmp_path / "x.db") as journal:
+            notes = journal.recorder.audit_rows("s").notes
+            assert _audit.audit(journal).findings
+        assert [(n.kind, n.text) for n in notes] == [
+            ("carried_finding", f) for f in result.findings
+        ]
+        assert result.findings[0].startswith("replay v6: the file records [Compacted]")
+
+    def test_a_wrong_spill_sha256_is_a_finding(self, tmp_path: Path) -> None:
+        """A Spilled line whose sha256 is not that of the turns it copies is named."""
+        with eventstore.open(tmp_path / "source.db") as journal:
+            s = new_session(journal)
+            fill(s, 4)
+            s.spill(0, 2)
+            *lines, _ = [json.loads(line) for line in export_lines(journal, "s")]
+        spilled = next(row for row in lines if row["type"] == "Spilled")
+        spilled["payload"]["sha256"] = "0" * 64
+        dump = _write(tmp_path / "d.jsonl", lines)
+        with pytest.raises(NotVerified, match=r"Spilled \[0, 2\) records sha256 0000000000000000"):
+            _import(tmp_path / "x.db", dump, allow_findings=False)
+
+
 class TestLockAndAtomicity:
     def test_a_live_append_does_not_wait_for_the_decisions(self, tmp_path: Path) -> None:
         """While the import decides, another connection commits with no busy timeout at all."""
@@ -149,7 +191,7 @@ class TestLockAndAtomicity:
             calls.append(agent.append("live", [event], expected_version=len(calls)))
 
         with eventstore.open(db) as journal, Import(db, read_sessions(dump.open("rb"))) as job:
-            job.decide(journal, append_now)
+            job.decide(journal, append_now)  # unedited: nothing to allow
             job.commit(journal)
         assert agent.head("live")[0] == len(calls) > 3
         assert agent.head("s")[0] == len(lines)
@@ -187,7 +229,7 @@ class TestLockAndAtomicity:
 
         monkeypatch.setattr(SqliteRecorder, "copy_session", broken)
         with eventstore.open(db) as journal, open(dump, "rb") as f, pytest.raises(JournalError):
-            import_file(journal, f, rename="copy")
+            import_file(journal, f, rename="copy", allow_findings=True)
         assert [p for p in tmp_path.glob("x.db.spills/**/*") if p.is_file()] == shared
         monkeypatch.undo()
         with eventstore.open(db) as journal:

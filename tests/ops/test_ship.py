@@ -151,12 +151,18 @@ class TestShipRefuses:
     def test_a_tampered_source_row_is_not_shipped(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path, target: Target
     ) -> None:
-        """A source row whose hash no longer matches stops that session at the row before."""
+        """A source session that does not verify is not shipped (the finding named); with
+        --allow-findings the rows before the bad one are, and no bad row ever is."""
         source = SqliteTarget(tmp_path / "host.db")
         with source.open() as src:
             fill(new_session(src, "s"), 6)
         source.tamper("UPDATE events SET recorded_at = '2020-01-01' WHERE version = 4")
         code, out, _ = run(capsys, "ship", source.location, target.location, "--chunk", "2")
+        assert code == 1
+        assert "s: not shipped: session 's' does not verify: chain v4: hash does not" in out
+        assert target.rows("SELECT version FROM events ORDER BY version") == []
+        args = ("ship", source.location, target.location, "--chunk", "2", "--allow-findings")
+        code, out, _ = run(capsys, *args)
         assert code == 1
         assert "session 's' v4: hash does not match" in out
         assert [v for (v,) in target.rows("SELECT version FROM events ORDER BY version")] == [1, 2]
