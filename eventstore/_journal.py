@@ -20,7 +20,7 @@ from eventstore._effects import SessionEffects, SpillStore
 from eventstore._location import check_location, is_url
 from eventstore._session import Session
 from eventstore._sqlite import SYNCHRONOUS, SqliteRecorder
-from eventstore._store import SNAPSHOT_EVERY, FolderSpills, Recorder, Snapshots, utc_now
+from eventstore._store import SNAPSHOT_EVERY, FolderSpills, Head, Recorder, Snapshots, utc_now
 from invariants import validate
 from reducers import (
     InvalidArgument,
@@ -117,7 +117,8 @@ class Journal:
                 raise InvalidEvent(f"session {session_id!r} already exists")
             validate(SessionState(), started)
             self.recorder.append(session_id, [started], expected_version=0)
-        return self._session(session_id, fold([started]), None)
+            written = self.recorder.head(session_id)  # the row just linked: held
+        return self._session(session_id, fold([started]), None, written)
 
     def session(self, session_id: str) -> Session:
         """Reopen a session: its snapshot plus the events after it."""
@@ -140,7 +141,11 @@ class Journal:
         return SessionEffects(self.recorder, session_id, self.spills)
 
     def _session(
-        self, session_id: str, state: SessionState, lengths: dict[str, int] | None
+        self,
+        session_id: str,
+        state: SessionState,
+        lengths: dict[str, int] | None,
+        anchor: Head | None = None,
     ) -> Session:
         return Session(
             session_id,
@@ -150,6 +155,7 @@ class Journal:
             snapshots=self.snapshots,
             logger=self.logger,
             snapshot_lengths=lengths,
+            anchor=anchor,
         )
 
 

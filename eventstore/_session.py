@@ -74,13 +74,16 @@ class Session:
         snapshots: Snapshots,
         logger: logging.Logger,
         snapshot_lengths: dict[str, int] | None = None,
+        anchor: Head | None = None,
     ) -> None:
+        """``anchor``: the version and hash of the row ``state`` stands for, when the
+        caller knows it (read again from the log when first needed otherwise)."""
         self.id = session_id
         self.effects = effects
         self._recorder = recorder
         self._snapshots = snapshots
         self._state = state
-        self._anchor: Head | None = None  # the version and hash of the row ``_state`` is at
+        self._anchor = anchor if anchor is not None and anchor.version == state.version else None
         self._snapshot_version = state.version
         self._snapshot_lengths = snapshot_lengths  # None: the next snapshot rewrites every chunk
         self._logger = logger

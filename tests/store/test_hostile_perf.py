@@ -115,7 +115,7 @@ class TestStreamedReads:
         assert _verify(capsys, db_path) == (1, [("chain", 17)])
         with (
             eventstore.open(db_path, snapshot_every=0) as journal,
-            pytest.raises(eventstore.IntegrityError, match="v17: a stored text is not UTF-8"),
+            pytest.raises(eventstore.IntegrityError, match=r"v17 \(a stored text is not UTF-8"),
         ):
             list(journal.session(SID).events())
 
@@ -418,13 +418,14 @@ class TestOddPayloads:
     def test_export_refuses_the_row(
         self, db_path: Path, capsys: pytest.CaptureFixture[str], payload: str
     ) -> None:
-        """Exporting a session whose stored row was edited into unreadable JSON is bad
-        input (exit 2, one line), not an internal error."""
+        """Exporting a session whose stored row was edited into unreadable JSON is refused
+        as a finding (exit 1, one line naming it), not an internal error; no file is left."""
         _journal(db_path)
         _tamper(db_path, _payload(4, payload), rehash=True)
         code = main(["export", str(db_path), SID, "-o", str(db_path.with_suffix(".jsonl"))])
         _, err = capsys.readouterr()
-        assert (code, "internal error" in err) == (2, False)
+        assert (code, "internal error" in err, "does not verify" in err) == (1, False, True)
+        assert not db_path.with_suffix(".jsonl").exists()
 
 
 def _split_chunk(db: Path, ledger: str, at: int) -> None:
