@@ -10,7 +10,7 @@ Everything a user needs is importable from here::
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from eventstore._errors import ConcurrencyError, IntegrityError
+from eventstore._errors import ConcurrencyError, ConnectionLost, IntegrityError
 from eventstore._journal import Journal, open
 from eventstore._session import Session
 from eventstore._store import (
@@ -96,6 +96,7 @@ __all__ = [
     "CompactionRefused",
     "CompactionReview",
     "ConcurrencyError",
+    "ConnectionLost",
     "ConstraintLifted",
     "ConstraintStated",
     "Context",

@@ -11,6 +11,12 @@ class ConcurrencyError(JournalError):
     """Another writer got there first (or held the lock too long): re-read and retry."""
 
 
+class ConnectionLost(JournalError):
+    """The connection to a server journal broke (a restart, a network cut): the
+    transaction in flight did not commit (at COMMIT itself, it may have: the message
+    says so). The journal reconnects on its next call; re-read and retry."""
+
+
 class IntegrityError(JournalError):
     """The stored log was tampered with: a broken hash chain or a bad payload."""
 

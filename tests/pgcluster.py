@@ -62,6 +62,7 @@ class Cluster:
         self._bin = bindir
         self._as = as_user
         self._names = itertools.count()
+        self._options = ""
 
     @classmethod
     def start(cls, settings: tuple[str, ...] = TEST_SETTINGS) -> Cluster:
@@ -83,14 +84,11 @@ class Cluster:
                 "initdb", "-D", str(cluster.data), "-U", "postgres", "--auth=trust",
                 "--encoding=UTF8", "--locale=C", "--no-sync",
             )  # fmt: skip
-            options = " ".join(
+            cluster._options = " ".join(
                 [f"-k {root}", "-c listen_addresses=''", f"-p {PORT}"]
                 + [f"-c {s}" for s in settings]
             )
-            cluster._run(
-                "pg_ctl", "-D", str(cluster.data), "-l", str(root / "server.log"),
-                "-o", options, "-w", "-t", "60", "start",
-            )  # fmt: skip
+            cluster.start_server()
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
@@ -126,6 +124,22 @@ class Cluster:
         name = f"{prefix}_{os.getpid()}_{next(self._names)}"
         self.execute(f'CREATE SCHEMA "{name}"', dbname)
         return f"{self.url(dbname)}&options=-csearch_path%3D{name}"
+
+    def start_server(self) -> None:
+        """Start the server on the cluster's folder, waiting until it accepts connections."""
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"),
+            "-o", self._options, "-w", "-t", "60", "start",
+        )  # fmt: skip
+
+    def stop_server(self) -> None:
+        """Stop the server (fast shutdown: every connection is cut); the folder stays."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "-t", "60", "stop")
+
+    def restart(self) -> None:
+        """Restart the server: every connection is cut; back when it accepts connections."""
+        self.stop_server()
+        self.start_server()
 
     def stop(self) -> None:
         """Stop the server (fast shutdown) and remove its folder."""

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote
 
 from eventstore._errors import IntegrityError
 from eventstore._location import _QUERY_SECRET, _USERINFO_SECRET, redact
 from eventstore._postgres import _schema as _pg_schema
+from eventstore._postgres._query import HINT, stream
 from eventstore._postgres._spills import SpillRow
+from eventstore._postgres._views import view_problems
 from eventstore._postgres._wire import Wire, first_line
 from eventstore._store import (
     GENESIS,
@@ -129,42 +130,44 @@ class PostgresRecorder(AuditQueries, AppendPath):
         lock_timeout=...``, the role's, the database's), or :data:`LOCK_TIMEOUT`
         where that is 0 (wait forever)."""
         wait = None if lock_timeout is None else seconds(lock_timeout, "lock_timeout")
-        psycopg = _driver()
-        self._pg = psycopg
+        self._pg = _driver()
         self.url = url
         self.readonly = readonly
+        self._setup = (wait, str(synchronous).lower() == "normal", connect_timeout)
+        self.wire = Wire(self._pg, self._connect(install=True), self.location, self._connect)
+        super().__init__(self.wire, clock)
+
+    @property
+    def conn(self) -> Any:
+        """The connection (a new one after the last one broke)."""
+        return self.wire.conn
+
+    def _connect(self, *, install: bool = False) -> Any:
+        """A connection set up for this journal: its lock timeout, read-only or not,
+        ``synchronous_commit``; the schema checked (installed by a writer) the first time."""
+        psycopg, url = self._pg, self.url
+        wait, normal, connect_timeout = self._setup
         try:
-            self.conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
+            conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
         except (psycopg.Error, ValueError, TypeError) as exc:
             problem = scrub(first_line(exc), url)
             raise JournalError(f"cannot connect to {redact(url)}: {problem}") from None
-        self.wire = Wire(psycopg, self.conn, self.location)
-        super().__init__(self.wire, clock)
         try:
-            self._set_lock_timeout(wait)
-            if readonly:
-                self.conn.execute("SET default_transaction_read_only = on")
-                _pg_schema.check(self.conn)
-            else:
-                _pg_schema.install(self.conn)
-            if str(synchronous).lower() == "normal":  # lose the last commits on a server crash
-                self.conn.execute("SET synchronous_commit = off")
+            _set_lock_timeout(conn, wait)
+            if self.readonly:
+                conn.execute("SET default_transaction_read_only = on")
+            if install:
+                _pg_schema.check(conn) if self.readonly else _pg_schema.install(conn)
+            if normal:  # lose the last commits on a server crash
+                conn.execute("SET synchronous_commit = off")
         except psycopg.Error as exc:
-            self.conn.close()
+            conn.close()
             problem = scrub(first_line(exc), url)
             raise JournalError(f"cannot use {self.location}: {problem}") from None
         except JournalError:
-            self.conn.close()
+            conn.close()
             raise
-
-    def _set_lock_timeout(self, wait: float | None) -> None:
-        if wait is None:
-            if self.conn.execute("SHOW lock_timeout").fetchone()[0] != "0":
-                return  # configured on the server or in the URL
-            wait = LOCK_TIMEOUT
-        self.conn.execute(
-            "SELECT set_config('lock_timeout', %s, false)", (f"{max(1, round(wait * 1000))}ms",)
-        )
+        return conn
 
     @property
     def location(self) -> str:
@@ -172,8 +175,8 @@ class PostgresRecorder(AuditQueries, AppendPath):
         return redact(self.url)
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
-        self.conn.close()
+        """Close the connection (idempotent); a closed journal does not reconnect."""
+        self.wire.close()
 
     # -- writing (the transactions are AppendPath's; the statements, the Wire's) -------
     def read_head(self, session_id: str) -> Head:
@@ -363,40 +366,25 @@ class PostgresRecorder(AuditQueries, AppendPath):
         if not sql.strip():
             raise InvalidArgument("empty query")
         timeout = None if timeout is None else seconds(timeout)
-        if self._tx.depth or self.wire.pending:
+        if self._tx.depth:
             raise JournalError("query() runs in its own transaction, not inside another")
-        hint = " (tierlog sql is read-only: SELECT and WITH queries only)"
         if not _READ_ONLY_START.match(sql):
-            raise InvalidArgument(f"query refused{hint}")
-        errors = self._pg.errors
-        try:
-            # rolled back, never committed: lo_from_bytea() and pg_notify() ignore READ
-            # ONLY, and only a COMMIT would keep their large object or send the NOTIFY
-            with self.conn.transaction(force_rollback=True):
-                self.conn.execute("SET TRANSACTION READ ONLY")
-                self.conn.execute(
-                    "SELECT set_config('statement_timeout', %s, true)",
-                    (str(max(1, int(timeout * 1000))) if timeout else "0",),
-                )
-                cursor = self.conn.cursor()
-                cursor.execute(sql, prepare=True)  # one statement: no "SELECT 1; COPY ..."
-                names = tuple(c.name for c in cursor.description or ())
-                rows = [tuple(map(_plain, row)) for row in cursor.fetchall()] if names else []
-        except errors.QueryCanceled:
-            raise InvalidArgument(f"query stopped after {timeout or 0:g} s (--timeout)") from None
-        except (errors.ReadOnlySqlTransaction, errors.InsufficientPrivilege) as exc:
-            raise InvalidArgument(f"query failed: {first_line(exc)}{hint}") from None
-        except self._pg.Error as exc:
-            raise InvalidArgument(f"query failed: {first_line(exc)}") from None
-        return QueryResult(columns=names, rows=rows)
+            raise InvalidArgument(f"query refused{HINT}")
+        return stream(self.wire, sql, timeout)
 
     def integrity_problems(self) -> list[str]:
-        """Missing or disabled protections of the log (triggers, the unique key)."""
-        return _pg_schema.integrity_problems(self.conn)
+        """Missing or disabled protections of the log (triggers, the unique key), and
+        audit views missing or not tierlog's (compared as the server renders them)."""
+        return self.wire.reading(
+            lambda conn: _pg_schema.integrity_problems(conn) + view_problems(conn, _pg_schema.VIEWS)
+        )
 
 
-def _plain(value: object) -> object:
-    """Numbers as Python's own (``sum`` of bigints is numeric on PostgreSQL)."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    return value
+def _set_lock_timeout(conn: Any, wait: float | None) -> None:
+    if wait is None:
+        if conn.execute("SHOW lock_timeout").fetchone()[0] != "0":
+            return  # configured on the server or in the URL
+        wait = LOCK_TIMEOUT
+    conn.execute(
+        "SELECT set_config('lock_timeout', %s, false)", (f"{max(1, round(wait * 1000))}ms",)
+    )

@@ -8,19 +8,27 @@ Nested transactions are savepoints, dropped unsent if nothing of them reached th
 server before they failed. When each statement runs is ``Transactions``' business
 (``eventstore._store``, the same for every backend); what is sent, and when it
 waits, this module's. psycopg's errors leave as tierlog's.
+
+A connection that breaks (the server restarted, the network cut it) is replaced on
+the next call: a round trip that finds it broken reconnects and is sent again when
+nothing of it can have committed (a read, or a transaction's first round trip,
+which begins it). A transaction that had already reached the server fails with
+:class:`ConnectionLost`, which its rollback turns into nothing written; the call
+after it reconnects.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
-from eventstore._errors import ConcurrencyError
+from eventstore._errors import ConcurrencyError, ConnectionLost
 from reducers import JournalError
 
 Statement = tuple[str, Sequence[object]]
+T = TypeVar("T")
 
 
 def first_line(exc: BaseException) -> str:
@@ -34,10 +42,20 @@ class Wire:
     the next read or the ``COMMIT``, and a savepoint of which nothing reached the
     server before it failed is dropped unsent."""
 
-    def __init__(self, driver: Any, conn: Any, location: str) -> None:
+    def __init__(
+        self,
+        driver: Any,
+        conn: Any,
+        location: str,
+        reconnect: Callable[[], Any] | None = None,
+    ) -> None:
         self.pg = driver
         self.conn = conn
         self.location = location
+        self.reconnect = reconnect  # a new connection, set up as the first one was
+        self.closed = False  # closed by its owner: never reconnected
+        self.open = False  # a BEGIN reached the server: its transaction is open there
+        self.streaming = False  # a query's rows stream on the connection
         self.waiting = False  # a BEGIN waits for the transaction's first statement
         self.pending: list[Statement] = []  # writes not sent yet
         self.flushes = 0
@@ -47,6 +65,8 @@ class Wire:
     # -- the statements of a transaction (eventstore._store.Statements) ----------------
     def begin(self) -> None:
         """``BEGIN`` goes with the transaction's first statement."""
+        if self.streaming:
+            raise JournalError("a query's rows are still streaming on this journal: close it")
         self.waiting, self.pending, self.marks = True, [], []
 
     def commit(self) -> None:
@@ -59,11 +79,14 @@ class Wire:
             self.rollback()
             raise
         finally:
-            self.waiting, self.pending = False, []
+            self.waiting, self.pending, self.open = False, [], False
 
     def rollback(self) -> None:
-        """Drop what waits and end the server's transaction, if one was begun."""
-        self.waiting, self.pending, self.marks = False, [], []
+        """Drop what waits and end the server's transaction, if one was begun (on a
+        broken connection there is none left to end)."""
+        self.waiting, self.pending, self.marks, self.open = False, [], [], False
+        if self.lost():
+            return
         if self.conn.info.transaction_status != self.pg.pq.TransactionStatus.IDLE:
             with contextlib.suppress(self.pg.Error):
                 self.conn.execute("ROLLBACK")
@@ -103,7 +126,24 @@ class Wire:
         self.waiting, self.pending = False, []
         if not queue:
             return None
+        begins = queue[0][0] == "BEGIN"
+        commits = any(sql == "COMMIT" for sql, _ in queue)
+        again = (begins or not self.open) and not commits  # nothing of it can commit
+        self.live()
         self.flushes += 1
+        self.open = self.open or begins
+        try:
+            return self._run(queue)
+        except ConnectionLost:
+            if not again:
+                when = "at COMMIT: it may have committed" if commits else ""
+                raise self.lost_error(when) from None
+            self.open = False
+            self.live()
+            self.open = begins
+            return self._run(queue)
+
+    def _run(self, queue: list[Statement]) -> Any:
         with self.mapped():
             if len(queue) == 1:
                 return self.conn.execute(*queue[0])
@@ -113,9 +153,54 @@ class Wire:
                 cursors = [self.conn.execute(sql, params) for sql, params in queue]
             return cursors[-1]
 
+    # -- a broken connection -----------------------------------------------------------
+    def lost(self) -> bool:
+        """Whether the connection broke (or was closed) under its owner."""
+        return bool(self.conn.broken or self.conn.closed)
+
+    def live(self) -> Any:
+        """The connection, a new one if it broke outside a transaction; ConnectionLost
+        if it broke inside one (or cannot be replaced now), JournalError once closed."""
+        if self.closed:
+            raise JournalError(f"{self.location}: the journal is closed")
+        if not self.lost():
+            return self.conn
+        if self.open or self.reconnect is None:
+            raise self.lost_error("")
+        try:
+            self.conn = self.reconnect()
+        except JournalError as exc:
+            raise ConnectionLost(f"{self.location}: the connection was lost: {exc}") from None
+        self.pipelines = bool(self.pg.Pipeline.is_supported())
+        return self.conn
+
+    def reading(self, read: Callable[[Any], T]) -> T:
+        """``read(connection)``, once more on a new connection if the first was found
+        broken (outside a transaction, a read may always run again)."""
+        conn = self.live()
+        try:
+            return read(conn)
+        except self.pg.Error:
+            if self.open or not self.lost():
+                raise
+        return read(self.live())
+
+    def lost_error(self, when: str) -> ConnectionLost:
+        """The error of a transaction the connection broke under."""
+        what = when or "the transaction in flight did not commit"
+        return ConnectionLost(
+            f"{self.location}: the connection was lost ({what}); the next call reconnects"
+        )
+
+    def close(self) -> None:
+        """Close the connection for good (idempotent)."""
+        self.closed = True
+        self.conn.close()
+
     def copy(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
         """``COPY ... FROM STDIN`` the rows, after whatever waits."""
         self.send()
+        self.live()
         with self.mapped(), self.conn.cursor() as cur, cur.copy(sql) as copy:
             for row in rows:
                 copy.write_row(row)
@@ -135,4 +220,6 @@ class Wire:
         except errors.ReadOnlySqlTransaction:
             raise JournalError(f"{self.location} is open read-only") from None
         except self.pg.Error as exc:
+            if self.lost():
+                raise self.lost_error(first_line(exc)) from None
             raise JournalError(f"{self.location}: {first_line(exc)}") from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 
 from eventstore._errors import IntegrityError
-from eventstore._store import COMMON, render
+from eventstore._store import COMMON, REQUIRED, render
 from reducers import JournalError
 
 APPLICATION_ID = 0x74696572  # "tier"
@@ -169,8 +169,9 @@ def schema_problems(conn: sqlite3.Connection) -> list[str]:
     """What in the schema around ``events`` is not tierlog's: an append-only trigger
     missing or changed, a trigger of someone else's on ``events`` (it could change or
     drop what is appended), an audit view whose SQL was changed (hand-written SQL
-    audits read them; ``audit`` and ``report`` run tierlog's own SQL of them). A view
-    a journal lacks is added by its next writer."""
+    audits read them; ``audit`` and ``report`` run tierlog's own SQL of them), and a
+    view every journal of this schema version has (``REQUIRED``) that is missing. The
+    next writer adds a missing view back."""
     problems = []
     triggers = {
         name: (table, sql)
@@ -189,6 +190,12 @@ def schema_problems(conn: sqlite3.Connection) -> list[str]:
         if name not in TRIGGERS and isinstance(table, str) and table.lower() == "events"
     ]
     views = dict(conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'view'"))
+    problems += [
+        f"view {name} is missing (dropped?): audits that read it fail until a writer"
+        " opens the journal and creates it again"
+        for name in REQUIRED
+        if name not in views
+    ]
     problems += [
         f"view {name} was changed (it is not tierlog's): audits that read it are misled"
         for name in VIEWS

@@ -54,11 +54,12 @@ from eventstore._store._rows import (
 from eventstore._store._snapshots import SNAPSHOT_EVERY, Snapshots
 from eventstore._store._spills import FolderSpills, handle_for, is_legacy
 from eventstore._store._transaction import Statements, Transactions
-from eventstore._store._views import COMMON, audit_queries, render
+from eventstore._store._views import COMMON, REQUIRED, audit_queries, render
 
 __all__ = [
     "COMMON",
     "GENESIS",
+    "REQUIRED",
     "SCHEMA_VERSION",
     "SNAPSHOT_EVERY",
     "AppendPath",

@@ -18,6 +18,22 @@ import attrs
 
 COMMON = "session_id, version, seq, recorded_at"
 
+REQUIRED = (
+    "turns",
+    "truncations",
+    "spills",
+    "compactions",
+    "compaction_refusals",
+    "markers",
+    "marker_refusals",
+    "marker_invalidations",
+    "resumes",
+    "obligations",
+)
+"""The views every journal of schema version 1 has had since it was created (0.1 on):
+one missing is a finding. Views added since (``withdrawals``, ``ingest_notes``) are
+created by the next writer that opens a journal, and checked wherever they exist."""
+
 Field = tuple[str, tuple[str, ...]]
 """A payload key, under the object keys of its path: ``("lo", ())``,
 ``("tier", ("proposal",))``."""

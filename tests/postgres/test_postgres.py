@@ -393,7 +393,7 @@ class TestLocking:
         nothing."""
         holder = PostgresRecorder(pg.location)
         waiter = PostgresRecorder(pg.location, lock_timeout=0.3)
-        setting = waiter.query("SELECT current_setting('lock_timeout')", timeout=5).rows
+        setting = list(waiter.query("SELECT current_setting('lock_timeout')", timeout=5).rows)
         assert setting == [("300ms",)]
         with holder.transaction():
             holder.head("s")  # takes the lock, then stalls
@@ -409,7 +409,7 @@ class TestLocking:
         sep = "&" if "?" in pg.location else "?"
         configured = PostgresRecorder(f"{pg.location}{sep}options=-c%20lock_timeout%3D7s")
         shown = [
-            r.query("SELECT current_setting('lock_timeout')", timeout=5).rows
+            list(r.query("SELECT current_setting('lock_timeout')", timeout=5).rows)
             for r in (plain, configured)
         ]
         assert shown == [[("30s",)], [("7s",)]]
@@ -486,7 +486,7 @@ class TestQuery:
                 " GROUP BY 1",
                 timeout=5,
             )
-        assert result.rows == [("s", 1, 2)]
+            assert list(result.rows) == [("s", 1, 2)]
 
 
 class TestSameOnBothBackends:
@@ -531,18 +531,20 @@ class TestNulCharacters:
         text), the audit runs, and the stored payload keeps its \\u0000."""
         with eventstore.open(pg.location) as journal:
             self._record_nul(journal)
-            detail = journal.recorder.query(
-                "SELECT kind, detail FROM obligations WHERE outstanding ORDER BY version",
-                timeout=5,
+            detail = list(
+                journal.recorder.query(
+                    "SELECT kind, detail FROM obligations WHERE outstanding ORDER BY version",
+                    timeout=5,
+                ).rows
             )
-            turns = journal.recorder.query("SELECT content FROM turns", timeout=5)
+            turns = list(journal.recorder.query("SELECT content FROM turns", timeout=5).rows)
             report = audit(journal)
             assert list(verify(journal)) == []
-        assert detail.rows == [
+        assert detail == [
             ("constraint", "never touch /etc\ufffd"),
             ("open_call", "grep\ufffd\ufffd"),
         ]
-        assert turns.rows == [("keep \\u0000 literal",)]
+        assert turns == [("keep \\u0000 literal",)]
         assert report.sessions["s"] is not None
         stored = pg.rows("SELECT payload FROM events WHERE type = 'ConstraintStated'")
         assert "\\u0000" in stored[0][0]
@@ -555,7 +557,8 @@ class TestNulCharacters:
         pg.tamper("CREATE OR REPLACE VIEW resumes AS SELECT * FROM resumes WHERE false")
         with eventstore.open(pg.location) as journal:
             self._record_nul(journal)
-            assert journal.recorder.query("SELECT count(*) FROM resumes", timeout=5).rows == [(0,)]
+            result = journal.recorder.query("SELECT count(*) FROM resumes", timeout=5)
+            assert list(result.rows) == [(0,)]
         assert pg.rows("SELECT value FROM tierlog_meta WHERE key = 'views'") == [("2",)]
         definition = pg.rows("SELECT pg_get_viewdef('resumes')")[0][0]
         assert "u0000" in definition
