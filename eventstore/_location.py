@@ -62,7 +62,7 @@ def redact(url: str) -> str:
 
 # A URL anywhere in a text (up to a space or a quote), and a libpq keyword password.
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
-_KEYWORD_SECRET = re.compile(r"(\b(?:ssl)?password\s*=\s*)('[^']*'|[^\s'\"]+)", re.I)
+_KEYWORD_SECRET = re.compile(r"(\b(?:ssl)?password\s*=\s*)('[^']*'|[^\s'\"&#]+)", re.I)
 
 
 def redact_text(text: str) -> str:

@@ -109,7 +109,7 @@ class Session:
     def state_at(self, version: int) -> SessionState:
         """The state after the first ``version`` events, replayed from the log."""
         version = require_count("version", version)
-        head = self.state.version
+        head = self._recorder.head(self.id).version  # the rows after ``version`` unread
         if not 0 <= version <= head:
             raise InvalidArgument(f"version {version} is outside 0..{head}")
         return fold(self.events(stop=version))

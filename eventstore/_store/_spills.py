@@ -204,7 +204,13 @@ class FolderSpills:
 
     def remove(self, names: Iterable[str]) -> None:
         """Remove files (relative to the root, as ``orphans`` names them) and the folders
-        this leaves empty."""
+        this leaves empty; never through a symlink: a spill root that is one is refused
+        (JournalError), and a link inside it is removed, never what it points to."""
+        if os.path.islink(self.root):
+            raise JournalError(
+                f"{self.root} is a symlink: nothing is removed through it (its files are"
+                " not this journal's to delete; clean the folder it points to by hand)"
+            )
         root = Path(os.path.realpath(self.root))
         for name in names:
             path = root / name

@@ -398,7 +398,7 @@ def _audit(args: argparse.Namespace) -> int:
 )
 @arg(
     "--max-bytes",
-    type=_amount(int),
+    type=_amount(float),
     default=1024,
     metavar="MB",
     help="print at most this many MB, then stop with a message (0: no limit; default: %(default)s)",
@@ -709,18 +709,23 @@ Log = MutableMapping[str, Any]
 
 def _scrub_console(_: object, __: str, event: Log) -> Log:
     """A log line's texts with URL secrets hidden and control characters escaped."""
-    for key, value in event.items():
-        if isinstance(value, str):
-            event[key] = printable(value)
-    return event
+    return {key: _scrubbed(value, printable) for key, value in event.items()}
 
 
 def _scrub_json(_: object, __: str, event: Log) -> Log:
     """A log line's texts with URL secrets hidden (JSON escapes the rest itself)."""
-    for key, value in event.items():
-        if isinstance(value, str):
-            event[key] = redact_text(value)
-    return event
+    return {key: _scrubbed(value, redact_text) for key, value in event.items()}
+
+
+def _scrubbed(value: object, scrub: Callable[[str], str]) -> object:
+    """``value`` with ``scrub`` applied to each text in it (in lists and mappings too)."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, (list, tuple)):
+        return [_scrubbed(v, scrub) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrubbed(v, scrub) for k, v in value.items()}
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

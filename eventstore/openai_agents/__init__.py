@@ -40,7 +40,7 @@ from eventstore.openai_agents._summary import Summarizer, SummarizerError, Summa
 from eventstore.openai_agents._thread import JournalThread
 from eventstore.openai_agents._tokens import UsageMeter
 from invariants import UnrecoverableCompactionError
-from reducers import InvalidEvent, Node, SessionConfig, SessionState
+from reducers import InvalidArgument, InvalidEvent, Node, SessionConfig, SessionState
 
 try:
     from agents import RunContextWrapper, TResponseInputItem
@@ -145,6 +145,8 @@ class TierlogSession:
         ``limit`` (else ``session_settings.limit``) keeps the latest ``limit`` items.
         """
         self._thread.check_open()
+        if limit is not None and type(limit) is not int:  # what SQLiteSession takes
+            raise InvalidArgument(f"limit must be None or an integer, not {limit!r}")
         n = resolve_session_limit(limit, self.session_settings)
         if n == 0:
             return []

@@ -50,19 +50,64 @@ def summary_item(text: str) -> Item:
     return {"role": SUMMARY_ROLE, "content": text}
 
 
+MAX_DEPTH: Final = 200  # objects and arrays nested in an item, at most
+
+
 def encode(position: int, item: object) -> str:
-    """The item's JSON text (key order kept), or InvalidEvent."""
+    """The item's JSON text (key order kept), or InvalidEvent for anything that is not
+    strict JSON: ``get_items`` must hand back exactly what was added."""
     if not isinstance(item, dict):
         raise InvalidEvent(f"item {position}: expected a JSON object, got {type(item).__name__}")
-    try:
-        text = json.dumps(item, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidEvent(f"item {position} is not JSON data: {exc}") from None
+    problem = json_problem(item)
+    if problem is not None:
+        raise InvalidEvent(f"item {position} is not JSON data: {problem}")
+    _check_call_id(position, item)
+    return json.dumps(item, ensure_ascii=False, allow_nan=False)
+
+
+def json_problem(value: object) -> str | None:
+    """Why ``value`` is not strict JSON (walked without recursion), or ``None``: objects
+    with text keys, arrays, text that is valid Unicode, finite numbers, true, false,
+    null, nested at most ``MAX_DEPTH`` deep."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_DEPTH:
+                return f"nested deeper than {MAX_DEPTH} levels"
+            if isinstance(item, dict):
+                if not all(isinstance(key, str) for key in item):
+                    return "an object key is not text"
+                stack += [(key, depth) for key in item]
+            stack += [(v, depth + 1) for v in (item.values() if isinstance(item, dict) else item)]
+        elif isinstance(item, str):
+            if not _valid_unicode(item):
+                return f"text {item[:40]!r} holds a lone surrogate"
+        elif isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                return f"{item} is not a JSON number"
+        elif item is not None and not isinstance(item, (bool, int)):
+            return f"a {type(item).__name__} is not JSON"
+    return None
+
+
+def _valid_unicode(text: str) -> bool:
     try:
         text.encode()
-    except UnicodeEncodeError:  # a lone surrogate: keep it escaped
-        text = json.dumps(item)
-    return text
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_call_id(position: int, item: Item) -> None:
+    """A tool call item, or its output, names its call: a call_id that is non-empty text."""
+    kind = item.get("type")
+    if kind in CALL_OUTPUTS or kind in OUTPUT_CALLS:
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise InvalidEvent(
+                f"item {position}: a {kind} item needs a call_id of text, not {call_id!r}"
+            )
 
 
 def decode(role: str, content: str) -> Item:

@@ -22,6 +22,7 @@ import eventstore
 import reducers
 from eventstore.cli import build_parser, main
 from tests.helpers import fill, new_session
+from tests.tampers import behind
 from tests.targets import SqliteTarget, Target, on_both
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -936,3 +937,167 @@ class TestImportChecksTheChain:
         code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
         assert code == 2
         assert "line 4: some lines of this session carry hash" in err
+
+
+class TestReadersReportBreaks:
+    @on_both
+    @pytest.mark.parametrize(
+        "argv",
+        [["log", "DB", "s"], ["state", "DB", "s", "--at", "6"], ["diff", "DB", "s", "1", "6"]],
+        ids=["log", "state --at", "diff"],
+    )
+    def test_a_reader_that_walks_a_break_exits_1(
+        self, capsys: pytest.CaptureFixture[str], target: Target, argv: list[str]
+    ) -> None:
+        """log shows every row and names the break; state and diff name it; each exits 1."""
+        with target.open() as journal:
+            fill(new_session(journal), 6)
+        behind(target, [("UPDATE events SET recorded_at = ? WHERE version = ?", ("x", 4))])
+        code, out, err = run(capsys, *[target.location if a == "DB" else a for a in argv])
+        assert code == 1
+        assert "does not verify: its hash chain breaks at v4" in err
+        if argv[0] == "log":
+            assert len(out.splitlines()) == 7  # every row, the bad one included
+
+    def test_state_of_a_session_without_a_snapshot_exits_1(
+        self, capsys: pytest.CaptureFixture[str], db_path: Path
+    ) -> None:
+        """state reads every row when no snapshot stands for them: a break is exit 1."""
+        with eventstore.open(db_path, snapshot_every=0) as journal:
+            fill(new_session(journal), 6)
+        behind(SqliteTarget(db_path), [("UPDATE events SET payload = ? WHERE version = ?",
+                                        ('{"at":0}', 3))])  # fmt: skip
+        code, out, err = run(capsys, "state", str(db_path), "s")
+        assert (code, out) == (1, "")
+        assert "breaks at v3" in err
+
+
+class TestNothingCreatedOnBadArguments:
+    @pytest.mark.parametrize(
+        "extra",
+        [["--session", "ghost"], ["--chunk", "0"], ["--chunk", "99999999999"], ["--chunk", "x"]],
+    )
+    def test_ship_validates_before_it_creates_dest(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: list[str]
+    ) -> None:
+        """A bad --session or --chunk exits 2 and DEST is not created."""
+        src, dest = tmp_path / "src.db", tmp_path / "dest.db"
+        with eventstore.open(src) as journal:
+            fill(new_session(journal), 2)
+        code, _, err = run(capsys, "ship", str(src), str(dest), *extra)
+        assert code == 2
+        assert err
+        assert not dest.exists()
+
+    @pytest.mark.parametrize("command", ["sessions", "import", "ship", "verify", "sql"])
+    def test_a_url_of_another_scheme_is_refused_with_its_secret_hidden(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:  # fmt: skip
+        """mysql:// and friends are exit 2, named without their password, nothing created."""
+        monkeypatch.chdir(tmp_path)
+        url = "postgresql+psycopg://admin:hunter2@db/fleet"
+        rest = {"import": ["x.jsonl"], "ship": [str(tmp_path / "d.db")], "sql": ["SELECT 1"]}
+        code, out, err = run(capsys, command, url, *rest.get(command, []))
+        assert code == 2
+        assert "hunter2" not in out + err
+        assert "admin:***@db" in err
+        assert list(tmp_path.iterdir()) == []
+
+
+class TestTrailer:
+    def test_a_cut_export_is_refused(
+        self, capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path
+    ) -> None:
+        """An export cut at a line boundary has no trailer: import exits 2 naming the
+        last line, creates nothing, and says how a 0.2 file is read."""
+        with eventstore.open(db_path) as journal:
+            fill(new_session(journal), 9)
+        dump = tmp_path / "s.jsonl"
+        assert run(capsys, "export", str(db_path), "s", "-o", str(dump))[0] == 0
+        lines = dump.read_text().splitlines(keepends=True)
+        assert json.loads(lines[-1]) == {
+            "end_of_session": "s", "events": 10, "hash": json.loads(lines[-2])["hash"],
+        }  # fmt: skip
+        dump.write_text("".join(lines[:6]))
+        code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
+        assert code == 2
+        assert "no trailer after its last line (line 6)" in err
+        assert "--no-trailer" in err
+        assert not (tmp_path / "x.db").exists()
+
+    def test_a_file_without_trailer_imports_with_no_trailer_and_says_so(
+        self, capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path
+    ) -> None:
+        """A 0.2 export (no trailer) imports with --no-trailer, and the output says what
+        that cannot tell."""
+        with eventstore.open(db_path) as journal:
+            fill(new_session(journal), 3)
+        dump = tmp_path / "s.jsonl"
+        run(capsys, "export", str(db_path), "s", "-o", str(dump))
+        dump.write_text("".join(dump.read_text().splitlines(keepends=True)[:-1]))
+        code, out, _ = run(capsys, "import", str(tmp_path / "x.db"), str(dump), "--no-trailer")
+        assert code == 0
+        assert "read without a trailer (--no-trailer)" in out
+
+    @pytest.mark.parametrize(
+        ("edit", "message"),
+        [
+            (lambda t: {**t, "events": 3}, "the trailer counts 3 events, the file holds 4"),
+            (lambda t: {**t, "hash": "0" * 64}, "the trailer's head hash is not the last line's"),
+            (lambda t: {**t, "extra": 1}, "a trailer has"),
+        ],
+    )
+    def test_a_trailer_that_does_not_match_is_refused(
+        self, capsys: pytest.CaptureFixture[str], db_path: Path, tmp_path: Path,
+        edit: Any, message: str,
+    ) -> None:  # fmt: skip
+        """A trailer counting other lines or naming another head is an edited file."""
+        with eventstore.open(db_path) as journal:
+            fill(new_session(journal), 3)
+        dump = tmp_path / "s.jsonl"
+        run(capsys, "export", str(db_path), "s", "-o", str(dump))
+        *lines, trailer = dump.read_text().splitlines()
+        dump.write_text("\n".join([*lines, json.dumps(edit(json.loads(trailer)))]) + "\n")
+        code, _, err = run(capsys, "import", str(tmp_path / "x.db"), str(dump))
+        assert (code, message in err) == (2, True)
+
+
+class TestCleanNeverFollowsASymlink:
+    def test_a_symlinked_spill_root_is_not_cleaned(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """With the spill root a symlink to another folder, --clean removes nothing there."""
+        db = tmp_path / "agent.db"
+        with eventstore.open(db) as journal:
+            fill(new_session(journal), 2)
+        elsewhere = tmp_path / "elsewhere"
+        (elsewhere / "ee").mkdir(parents=True)
+        victim = elsewhere / "ee" / f"ee{'1' * 62}.spill"
+        victim.write_bytes(b"someone else's file")
+        Path(f"{db}.spills").symlink_to(elsewhere)
+        code, _, err = run(capsys, "verify", str(db), "--clean")
+        assert code == 2
+        assert "is a symlink: nothing is removed through it" in err
+        assert victim.read_bytes() == b"someone else's file"
+
+
+class TestSqlCaps:
+    @on_both
+    @pytest.mark.parametrize(
+        ("caps", "said"),
+        [(["--max-rows", "5"], "stopped after 5 rows (--max-rows)"),
+         (["--max-bytes", "0.0001"], "(--max-bytes)")],
+    )  # fmt: skip
+    def test_a_cap_stops_the_rows_with_a_message(
+        self, capsys: pytest.CaptureFixture[str], target: Target, caps: list[str], said: str
+    ) -> None:
+        """At a cap the rows stop (the JSON array closed), exit 2, and stderr says why."""
+        sql = "SELECT 1 AS n, 'x' AS pad FROM events, events AS e2"
+        with target.open() as journal:
+            fill(new_session(journal), 10)
+        code, out, err = run(capsys, "sql", target.location, sql, "--json", *caps)
+        assert code == 2
+        assert said in err
+        rows = json.loads(out)
+        assert 0 < len(rows) <= 5

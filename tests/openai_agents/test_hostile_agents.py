@@ -320,3 +320,62 @@ class TestKeepItems:
         assert session.keep_items == 2
         assert asyncio.run(session.compact(force=True)) is not None
         session.close()
+
+
+def _deep(levels: int) -> Any:
+    item: Any = "bottom"
+    for _ in range(levels):
+        item = [item]
+    return {"role": "user", "content": item}
+
+
+class TestStrictItems:
+    @pytest.mark.parametrize(
+        ("item", "problem"),
+        [
+            ({"role": "user", "content": "x", "score": float("nan")}, "nan is not a JSON number"),
+            ({"role": "user", "content": "x", "score": float("inf")}, "inf is not a JSON number"),
+            ({"role": "user", "content": "bad \ud800 text"}, "lone surrogate"),
+            ({"role": "user", "content": {1: "x"}}, "key is not text"),
+            ({"role": "user", "content": b"bytes"}, "a bytes is not JSON"),
+            (_deep(5_000), "nested deeper than 200 levels"),
+            ({**_call("c1"), "call_id": None}, "function_call item needs a call_id"),
+            ({**_output("c1"), "call_id": ""}, "function_call_output item needs a call_id"),
+        ],
+        ids=["nan", "inf", "surrogate", "int key", "bytes", "deep", "call_id None", "empty id"],
+    )
+    def test_an_item_that_is_not_strict_json_is_refused(
+        self, tmp_path: Path, item: Any, problem: str
+    ) -> None:
+        """Anything get_items could not hand back exactly is InvalidEvent, naming the item
+        and what is wrong; nothing of the batch is written."""
+        with TierlogSession(SID, tmp_path / "a.db") as session:
+            before = _types(session)
+            with pytest.raises(eventstore.InvalidEvent, match=f"item 1.*{problem}"):
+                asyncio.run(session.add_items([_msg("user", "fine"), item]))
+            assert _types(session) == before
+
+    def test_an_item_200_deep_round_trips(self, tmp_path: Path) -> None:
+        """An item nested as deep as allowed comes back from get_items as it went in."""
+        with TierlogSession(SID, tmp_path / "a.db") as session:
+            asyncio.run(session.add_items([_deep(199)]))
+            assert asyncio.run(session.get_items()) == [_deep(199)]
+
+    @pytest.mark.parametrize("limit", ["a", 1.5, True])
+    def test_a_limit_that_is_not_a_number_is_invalid_argument(
+        self, tmp_path: Path, limit: Any
+    ) -> None:
+        """get_items("a") is InvalidArgument (also a ValueError), not a TypeError."""
+        with (
+            TierlogSession(SID, tmp_path / "a.db") as session,
+            pytest.raises(eventstore.InvalidArgument, match="limit must be"),
+        ):
+            asyncio.run(session.get_items(limit))
+
+    def test_read_spill_of_none_is_invalid_argument(self, tmp_path: Path) -> None:
+        """read_spill(None) is InvalidArgument, not an AttributeError."""
+        with (
+            TierlogSession(SID, tmp_path / "a.db") as session,
+            pytest.raises(eventstore.InvalidArgument, match="Spill or its handle"),
+        ):
+            session.run(lambda s: s.read_spill(None))  # type: ignore[arg-type]

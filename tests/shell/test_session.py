@@ -20,6 +20,7 @@ import reducers
 from eventstore import Session
 from tests import strategies
 from tests.helpers import fill, new_session
+from tests.tampers import behind, forge_chain
 from tests.targets import Target, on_both
 
 pytestmark = on_both
@@ -236,6 +237,8 @@ BAD: list[tuple[str, Callable[[Session], object]]] = [
     ("negative tokens", lambda s: _compact(s, tokens=-1)),
     ("bad disposition", lambda s: s.dispose("x", "forgotten", "")),
     ("call opened twice", lambda s: _open_twice(s)),
+    ("empty spill", lambda s: s.spill(2, 2)),
+    ("compaction carrying an unknown constraint", lambda s: _compact(s, constraints=["nope"])),
 ]
 
 
@@ -270,6 +273,70 @@ class TestBadInput:
             new_session(journal, "../escape")
         with pytest.raises(eventstore.InvalidEvent, match="no session"):
             journal.session("ghost")
+
+
+class TestChainBreaks:
+    """Readers report a chain break they walk over; a writer never appends onto one."""
+
+    def _edit(self, target: Target, version: int) -> None:
+        behind(
+            target,
+            [("UPDATE events SET recorded_at = ? WHERE session_id = ? AND version = ?",
+              ("2020-01-01T00:00:00.000000+00:00", "s", version))],
+        )  # fmt: skip
+
+    def test_events_stop_at_the_break_with_its_version(self, target: Target) -> None:
+        """events() yields the rows before the break, then IntegrityError naming it."""
+        with eventstore.open(target.location, snapshot_every=0) as journal:
+            fill(new_session(journal), 6)
+            self._edit(target, 4)
+            s = journal.session("s")
+            seen: list[object] = []
+            with pytest.raises(eventstore.IntegrityError, match=r"breaks at v4 \(hash does not"):
+                seen.extend(s.events())
+            assert len(seen) == 3
+            assert s.state_at(3).version == 3  # before the break: still readable
+            with pytest.raises(eventstore.IntegrityError, match="v4"):
+                s.state_at(5)
+            assert list(s.events(start=5)) == list(s.events(start=5, stop=7))  # after it, too
+
+    def test_a_writer_does_not_append_onto_a_broken_chain(self, target: Target) -> None:
+        """A session reopened over a broken chain refuses to commit; nothing is written."""
+        with eventstore.open(target.location, snapshot_every=0) as journal:
+            fill(new_session(journal), 6)
+            self._edit(target, 4)
+            before = target.rows()
+            with pytest.raises(eventstore.IntegrityError, match="breaks at v4"):
+                journal.session("s").append_turn("user", "on top", 1)
+            assert target.rows() == before
+
+    def test_a_live_writer_sees_its_head_replaced(self, target: Target) -> None:
+        """The row a live session wrote last, edited and its hash forged behind its
+        back: the next commit is refused, naming that version."""
+        with eventstore.open(target.location) as journal:
+            s = new_session(journal)
+            fill(s, 3)
+            self._edit(target, 4)
+            forge_chain(target)
+            with pytest.raises(eventstore.IntegrityError, match="breaks at v4"):
+                s.append_turn("user", "on top", 1)
+        assert len(target.rows()) == 4
+
+    def test_read_spill_of_none_is_invalid_argument(self, s: Session) -> None:
+        """read_spill(None) is InvalidArgument (a ValueError), not an AttributeError."""
+        with pytest.raises(eventstore.InvalidArgument, match="a Spill or its handle"):
+            s.read_spill(None)  # type: ignore[arg-type]
+
+    def test_a_constraint_a_node_carries_may_be_carried_again(self, s: Session) -> None:
+        """Known keys are the pending ones and those a node carries (a lifted one too)."""
+        s.state_constraint("k", "keep it")
+        _compact(s, constraints=["k"])
+        s.lift_constraint("k")
+        fill(s, 2)
+        end = s.state.end
+        node = s.compact(tier=2, input=(0, end), covers=(0, end), tail_start=end,
+                         summary="again", tokens=1, constraints=["k"])  # fmt: skip
+        assert node.constraints == ("k",)
 
 
 class TestSnapshots:

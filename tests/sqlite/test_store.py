@@ -51,6 +51,20 @@ class TestSchema:
             "retells",
         }
 
+    def test_a_dropped_view_is_a_finding(self, db_path: Path) -> None:
+        """A view every journal has (obligations), dropped, is an integrity finding of
+        verify; a view added since (withdrawals) is not, as older journals lack it."""
+        eventstore.open(db_path).close()
+        conn = sqlite3.connect(db_path)
+        conn.executescript("DROP VIEW obligations; DROP VIEW withdrawals;")
+        conn.close()
+        with eventstore.open(db_path, readonly=True) as journal:
+            found = [f.problem for f in verify(journal)]
+        assert found == [
+            "view obligations is missing (dropped?): audits that read it fail until a writer"
+            " opens the journal and creates it again"
+        ]
+
     def test_views_added_later_appear_in_older_journals(self, db_path: Path) -> None:
         """A journal made before the withdrawals view gets it when it is next opened."""
         eventstore.open(db_path).close()
