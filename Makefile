@@ -12,7 +12,7 @@ CODEX_VERSION := $(shell cat tests/codex/codex.version)
 CODEX_STAMP   := .tools/codex/.installed-$(CODEX_VERSION)
 
 .PHONY: install demo test lint bench fuzz clean
-.PHONY: soak claude-code fixtures-claude-code evidence-claude-code
+.PHONY: soak claude-code fixtures-claude-code evidence-claude-code sql-memory
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -63,8 +63,11 @@ bench: install  ## benchmarks against raw SQLite and the eventsourcing library; 
 	$(BIN)/python -m bench.ceiling
 	$(BIN)/python -m bench.hook_latency
 
-fuzz: install  ## the long campaigns: many more Hypothesis examples and crash loops
-	TIERLOG_CAMPAIGN=long $(BIN)/python -m pytest -q tests/shell/test_properties.py tests/invariants/test_context_model.py tests/shell/test_crash.py
+fuzz: install  ## the long campaigns: Hypothesis, crash loops, tampers carried, FIFOs, full disks, URLs, restarts
+	TIERLOG_CAMPAIGN=long $(BIN)/python -m pytest -q tests/shell/test_properties.py tests/invariants/test_context_model.py tests/shell/test_crash.py tests/test_campaign.py
+
+sql-memory: install  ## tierlog sql of 20,000,000 PostgreSQL rows: peak RSS (<= 200 MB) and --timeout
+	$(BIN)/python -m tests.sql_memory --rows 20000000
 
 soak: install  ## 30 s of 12 writer processes on a throwaway PostgreSQL cluster
 	$(BIN)/python -m tests.pg_soak --seconds 30

@@ -84,9 +84,11 @@ def _journal(target: Target) -> Iterator[eventstore.Journal]:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print the kill -9 campaign's counts when it ran."""
+    """Print the kill -9 campaign's counts, and the reliability campaign's, when they ran."""
     from tests.shell.test_crash import TALLY
+    from tests.test_campaign import TALLY as RELIABILITY
 
-    if TALLY:
-        counts = ", ".join(f"{name}: {n}" for name, n in sorted(TALLY.items()))
-        terminalreporter.write_line(f"kill -9 campaign: {counts}")
+    for title, tally in (("kill -9 campaign", TALLY), ("reliability campaign", RELIABILITY)):
+        if tally:
+            counts = ", ".join(f"{name}: {n}" for name, n in sorted(tally.items()))
+            terminalreporter.write_line(f"{title}: {counts}")
