@@ -28,31 +28,42 @@ class Links:
         self._rows = rows
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
+        """The rows' ``(type, payload)``: the fast path written out (the hashed bytes a
+        commit's rows share encoded once, each type's text once); on any doubt
+        ``check_row`` decides, and words the problem."""
         version, prev = self.head
-        sha, key, middle = _sha256, None, ""
-        rows = iter(self._rows)
-        while True:
-            try:
-                row = next(rows, None)
-            except UnreadableRow as exc:
-                problem = "a stored text is not UTF-8"
-                raise ChainBroken(self.session_id, exc.version, problem) from None
-            if row is None:
-                return
-            _, session_id, number, type_name, schema, payload, at, prev_hash, digest = row
-            try:
-                if key != (at, schema):
-                    key, middle = (at, schema), _middle(session_id, at, schema)
-                body = f'{prev}{{"payload":{payload}{middle}{_text(type_name)},"version":{number}}}'
-                linked = number == version + 1 and prev_hash == prev
-                linked = linked and sha(body.encode()).hexdigest() == digest
-            except Exception:  # a value of another type than its column's: check_row words it
-                linked = False
-            if not linked:
-                self._check(row, prev, version + 1)
-            version, prev = version + 1, digest
+        sha, key, middle, types = _sha256, None, "", dict[str, str]()
+        try:
+            for row in self._rows_read():
+                _, session_id, number, type_name, schema, payload, at, prev_hash, digest = row
+                try:
+                    if key != (at, schema):
+                        key, middle = (at, schema), _middle(session_id, at, schema)
+                    typed = types.get(type_name)
+                    if typed is None:
+                        typed = types[type_name] = _text(type_name)
+                    body = f'{prev}{{"payload":{payload}{middle}{typed},"version":{number}}}'
+                    linked = (
+                        number == version + 1
+                        and prev_hash == prev
+                        and sha(body.encode()).hexdigest() == digest
+                    )
+                except Exception:  # a value of another type than its column's
+                    linked = False
+                if not linked:
+                    self._check(row, prev, version + 1)
+                version, prev = version + 1, digest
+                yield type_name, payload
+        finally:  # where the walk got to, however it ended
             self.head = Head(version, prev)
-            yield type_name, payload
+
+    def _rows_read(self) -> Iterator[Recorded]:
+        """The rows; one the database cannot hand over is where the chain breaks."""
+        try:
+            yield from self._rows
+        except UnreadableRow as exc:
+            problem = "a stored text is not UTF-8"
+            raise ChainBroken(self.session_id, exc.version, problem) from None
 
     def _check(self, row: Recorded, prev: str, expected: int) -> None:
         """ChainBroken unless ``row`` links after ``prev`` (the slow path words why)."""
