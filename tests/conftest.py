@@ -34,6 +34,17 @@ def _pg_cluster() -> Iterator[pgcluster.Cluster | None]:
     cluster.stop()
 
 
+@pytest.fixture(name="restartable", scope="session")
+def _restartable() -> Iterator[pgcluster.Cluster]:
+    """A second throwaway cluster, for the tests that restart it under a journal:
+    restarting it cuts no other test's connection."""
+    if pgcluster.missing() is not None:
+        pytest.skip(f"no PostgreSQL: {pgcluster.missing()}")
+    cluster = pgcluster.Cluster.start()
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture(name="pg_url")
 def _pg_url(pg_cluster: pgcluster.Cluster | None) -> str:
     """A fresh, empty schema of the throwaway cluster, as a URL (skips without one)."""

@@ -145,7 +145,8 @@ class SessionAudit:
     # ingested transcripts: each compaction and what its summary evidences. Not a
     # finding and not totalled: what it does not evidence is a marker refusal already.
     compaction_reviews: tuple[Review, ...] = attrs.field(default=(), metadata={"total": False})
-    # where the session's hash chain breaks (the sections come from its rows as stored)
+    # where the session's hash chain breaks (the sections come from its rows as stored,
+    # and no integration reviews it: a review reads the session, which refuses to)
     chain: str | None = attrs.field(default=None, metadata={"total": False})
 
     @property
@@ -204,7 +205,7 @@ def _audit_session(journal: Journal, session_id: str) -> SessionAudit:
         raw_fallbacks=rows.raw_fallbacks,
         notes=rows.notes,
         evicted_obligations=evicted_obligations(state),
-        compaction_reviews=review(journal, session_id),
+        compaction_reviews=review(journal, session_id) if chain is None else (),
     )
 
 

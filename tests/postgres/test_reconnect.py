@@ -3,8 +3,6 @@ transaction the restart cut fails typed, with nothing of it written."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 import eventstore
@@ -14,14 +12,9 @@ from tests import pgcluster
 from tests.helpers import fill, new_session
 
 
-@pytest.fixture(name="cluster", scope="module")
-def _cluster() -> Iterator[pgcluster.Cluster]:
-    """A cluster of this module's own: restarting it cuts no other test's connection."""
-    if pgcluster.missing() is not None:
-        pytest.skip(f"no PostgreSQL: {pgcluster.missing()}")
-    cluster = pgcluster.Cluster.start()
-    yield cluster
-    cluster.stop()
+@pytest.fixture(name="cluster")
+def _cluster(restartable: pgcluster.Cluster) -> pgcluster.Cluster:
+    return restartable
 
 
 @pytest.fixture(name="url")
