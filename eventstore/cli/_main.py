@@ -338,9 +338,9 @@ def _owed(args: argparse.Namespace) -> int:
         told = s.retell(limit, dry_run=not args.record)
         found = () if told is None else told.told + told.still_owed
     if args.json:
-        print(json.dumps(owed_json(found, told), indent=2, ensure_ascii=False))
+        print(json_safe(json.dumps(owed_json(found, told), indent=2, ensure_ascii=False)))
     elif told is not None:
-        print(told.content)
+        say(told.content)
     return 1 if found else 0
 
 

@@ -35,6 +35,7 @@ def _db(tmp_path: Path) -> str:
         s.append_turn("user", HOSTILE, 3)
         s.state_constraint(f"key{HOSTILE}", HOSTILE)
         s.append_turn("user", "postgresql://admin:hunter2@db/prod", 3)
+        s.truncate(0, 2, "budget")  # the constraint is owed: tierlog owed re-tells it
     return str(tmp_path / "agent.db")
 
 
@@ -64,8 +65,9 @@ class TestEscaping:
             ["sql", "DB", "SELECT content, content AS 'x\x1b[2J' FROM turns"],
             ["sessions", "DB"],
             ["audit", "DB"],
+            ["owed", "DB", "s"],
         ],
-        ids=["log", "state", "diff", "sql", "sessions", "audit"],
+        ids=["log", "state", "diff", "sql", "sessions", "audit", "owed"],
     )
     def test_text_output_has_no_raw_control_character(
         self, capsys: pytest.CaptureFixture[str], db: str, argv: list[str]
