@@ -12,6 +12,7 @@ import pytest
 
 import eventstore
 import reducers as r
+from eventstore._ops import NotVerified
 from eventstore._ops._audit import verify
 from eventstore._ops._predates import CLAIMS, LIVE_OBLIGATIONS, MARKER_SPILLS
 from eventstore._ops._transfer import export_lines, import_file
@@ -69,14 +70,24 @@ class TestJournal02:
         assert not any(LIVE_OBLIGATIONS in p for p in problems.values())
 
     def test_import_re_decides_them(self, legacy: Path, tmp_path: Path) -> None:
-        """Imported, each predating session is re-decided; the honest one is not."""
+        """A predating session does not verify, so it travels only with its findings
+        allowed; imported, each is re-decided and its findings noted; the honest one is
+        neither."""
         with eventstore.open(legacy) as journal:
-            lines = [line for sid in EXPECTED for line in export_lines(journal, sid)]
+            for sid in DIVERGES:
+                with pytest.raises(NotVerified, match=f"session '{sid}' does not verify"):
+                    next(export_lines(journal, sid))
+            lines = [
+                line for sid in EXPECTED for line in export_lines(journal, sid, allow_findings=True)
+            ]
         with eventstore.open(tmp_path / "new.db") as fresh:
-            done = {i.session_id: i for i in import_file(fresh, lines)}
+            with pytest.raises(NotVerified):
+                import_file(fresh, lines)
+            done = {i.session_id: i for i in import_file(fresh, lines, allow_findings=True)}
             assert verify(fresh) == []
-        assert done["honest"].redecided == 0
+        assert (done["honest"].redecided, done["honest"].findings) == (0, ())
         assert all(done[sid].redecided > 0 for sid in DIVERGES)
+        assert all(done[sid].findings for sid in DIVERGES)  # noted where it now lives
         assert done["false-closure"].skipped  # its marker was on the refused node
 
 
