@@ -220,6 +220,23 @@ class Wire:
         except errors.ReadOnlySqlTransaction:
             raise JournalError(f"{self.location} is open read-only") from None
         except self.pg.Error as exc:
-            if self.lost():
+            if self.lost() or (isinstance(exc, self.pg.OperationalError) and self._dead()):
                 raise self.lost_error(first_line(exc)) from None
             raise JournalError(f"{self.location}: {first_line(exc)}") from None
+
+    def _dead(self) -> bool:
+        """After an operational error on a connection not yet known broken (a pipeline
+        cut mid-flight): whether the server still answers; if not, the connection is
+        closed, so that the next call reconnects."""
+        try:
+            self.conn.execute("SELECT 1")
+        except self.pg.DatabaseError as exc:
+            if exc.sqlstate is not None and not self.lost():  # the server answered
+                return False
+        except Exception:  # any other failure: the connection is unusable
+            pass
+        else:
+            return False
+        with contextlib.suppress(Exception):
+            self.conn.close()
+        return True
