@@ -21,8 +21,18 @@ from reducers import ItemDisposed
 
 QUOTE_CHARS = 300
 WHAT_CHARS = 100
+EXCERPT_LINES = 3
 _EXIT = re.compile(r"^(?:Exit code -?\d+|Error|<tool_use_error>)$", re.IGNORECASE)
 _TAGS = re.compile(r"</?tool_use_error>")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_BARE = re.compile(r"^(?:[\s\u2500-\u257f\u2190-\u21ff>*\u2022\u00b7]|-\s)+")  # boxes, arrows
+_PROGRESS = re.compile(r"\.\.\.$|^\[?[\d/ %=#>.-]*\]?$")  # "Checking 88 files ...", bars
+_SAYS = re.compile(
+    r"\b(?:error|errors|fail\w*|fatal|warning|denied|refused|rejected|cannot|can't|unable"
+    r"|not found|no such|not a|ignored|invalid|undefined|never match\w*|blocked|missing"
+    r"|exception|traceback|timed? ?out)\b|^\[[A-Z]\]|^\[[A-Z_ -]{3,}\]$",
+    re.IGNORECASE,
+)
 CORRECTION = re.compile(
     r"^\s*(?:no\b|nope\b|stop\b|wait\b|wrong\b|not that\b|that'?s (?:not|wrong)\b"
     r"|don'?t\b|do not\b|nein\b|falsch\b|halt\b|non\b|arr[êe]te\b)",
@@ -45,11 +55,25 @@ def what(tool: str, key: str, input_json: str) -> str:
 
 
 def error_line(text: str) -> str:
-    """The line of a tool's error output that says what went wrong."""
-    lines = [" ".join(_TAGS.sub("", x).split()) for x in text.splitlines()]
-    lines = [x for x in lines if x]
-    said = next((x for x in lines if not _EXIT.match(x)), lines[0] if lines else "(no output)")
-    return said if len(said) <= QUOTE_CHARS else said[: QUOTE_CHARS - 3] + "..."
+    """What a tool's error output says went wrong, short and on one line: its first line
+    that says so (error, fatal, denied, a ``[F]`` or ``[CREDO]`` tag, ...), then up to
+    two more such lines, joined by `` | `` and cut at ``QUOTE_CHARS``. Exit-code lines,
+    progress lines (``Checking 88 files ...``) and box drawing are skipped, and a literal
+    ``\\n`` (output a hook escaped) is a line break. Without such a line, the first
+    meaningful line."""
+    lines = _lines(text)
+    said = [x for x in lines if _SAYS.search(x) and not _EXIT.match(x)]
+    plain = [x for x in lines if not _EXIT.match(x) and not _PROGRESS.search(x)]
+    picked = list(dict.fromkeys(said))[:EXCERPT_LINES] or plain[:1] or lines[:1]
+    quote = " | ".join(picked) or "(no output)"
+    return quote if len(quote) <= QUOTE_CHARS else quote[: QUOTE_CHARS - 3] + "..."
+
+
+def _lines(text: str) -> list[str]:
+    """The non-empty lines of ``text``, without tags, colours and box drawing."""
+    text = _ANSI.sub("", _TAGS.sub("", text.replace("\\n", "\n")))
+    lines = (" ".join(_BARE.sub("", x).split()) for x in text.splitlines())
+    return [x for x in lines if x]
 
 
 def keyed(subject: str, line: int) -> str:

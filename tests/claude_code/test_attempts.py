@@ -68,3 +68,52 @@ class TestErrorLine:
     def test_the_line_that_says_what_went_wrong(self, output: str, line: str) -> None:
         """The exit-code line and the error tags are not what went wrong."""
         assert error_line(output) == line
+
+    HOOK = (
+        "Pre-commit validation failed:\\n\\n[LINT]\\nChecking 88 source files ...\n\n"
+        "  Refactoring opportunities          \n\u2503 \n"
+        "\u2503 [F] \u2192 Function is too complex (cyclomatic complexity is 13, max is 9).\n"
+        "\u2503       lib/app/hooks.py:144:7\n"
+        + "[:a, :b, :c, :d]\n" * 200
+        + "\\n\\nFix these first."
+    )
+
+    def test_an_escaped_hook_output_is_quoted_by_its_first_lines_that_say_so(self) -> None:
+        """A literal backslash-n is a line break; the quote is short and on one line."""
+        assert error_line(self.HOOK) == (
+            "Pre-commit validation failed: | [LINT] | [F] \u2192 Function is too complex"
+            " (cyclomatic complexity is 13, max is 9)."
+        )
+
+    @pytest.mark.parametrize(
+        ("output", "line"),
+        [
+            ("Exit code 1", "Exit code 1"),
+            ("(eval):1: permission denied: ./run.sh", "(eval):1: permission denied: ./run.sh"),
+            ("Checking 3 files ...\nAll good otherwise", "All good otherwise"),
+            ("x" * 500, "x" * 297 + "..."),
+        ],
+    )
+    def test_without_such_a_line_the_first_that_reads(self, output: str, line: str) -> None:
+        """No line says what went wrong: the first meaningful one, bounded."""
+        assert error_line(output) == line
+
+    def test_the_audit_quotes_it_without_escapes(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """The audit's line for the failed commit holds no literal "\\n" and stays short."""
+        s = Script()
+        s.user("Commit it.")
+        s.assistant(s.tool_use("t1", "Bash", command='git commit -m "wip"'), prompt=1_000)
+        s.result("t1", self.HOOK, error=True)
+        s.boundary(1_050, "Worked on the hooks.")
+        s.user("go on")
+        db = tmp_path / "a.db"
+        assert main(["ingest", str(db), str(s.write(tmp_path / "a.jsonl"))]) == 0
+        assert main(["audit", str(db)]) == 1
+        (line,) = [x for x in capsys.readouterr().out.splitlines() if "NOT evidenced" in x]
+        assert "\\n" not in line
+        assert line.endswith(
+            "line 3: Pre-commit validation failed: | [LINT] | [F] \u2192 Function"
+            " is too complex (cyclomatic complexity is 13, max is 9)."
+        )
