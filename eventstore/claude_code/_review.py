@@ -15,10 +15,14 @@ import attrs
 
 from eventstore._journal import Journal
 from eventstore._ops import Carried, ReviewLine, resolved_later
+from eventstore.claude_code._verdicts import GivenBack as GivenBack
+from eventstore.claude_code._verdicts import ObligationReview as ObligationReview
+from eventstore.claude_code._verdicts import plural
 from invariants import carries_call
 from reducers import (
     Compacted,
     CompactionRefused,
+    ConstraintStated,
     Event,
     MarkerEmitted,
     MarkerInvalidated,
@@ -112,57 +116,6 @@ def kept_by_claude_code(state: SessionState, kept: int) -> Carried:
 
 
 @attrs.frozen(kw_only=True)
-class GivenBack:
-    """A re-tell turn that stated an obligation a compaction's summary dropped."""
-
-    version: int  # of its Retold event
-    turn: int
-    turns_after: int  # turns between the compaction's boundary note and it
-
-    def __str__(self) -> str:
-        when = "right" if not self.turns_after else _n(self.turns_after, "turn")
-        return f"given back at v{self.version} (turn {self.turn}, {when} after the compaction)"
-
-
-@attrs.frozen(kw_only=True)
-class ObligationReview:
-    """One obligation live at a compaction, and whether the summary evidences it."""
-
-    kind: str  # open_call, constraint, negative_fact
-    key: str
-    detail: str  # the call's name, the rule, or the disposition
-    raised_at_turn: int
-    quote: str
-    evidenced: bool
-    resolved_later: bool = False  # an attempt a later success of the same call resolved
-    kept_verbatim: bool = False  # raised in a turn Claude Code kept after the summary
-    given_back: GivenBack | None = None  # the re-tell that gave it back, when one did
-
-    @property
-    def verdict(self) -> str:
-        """``evidenced``, ``resolved later`` (no obligation any more), ``kept verbatim``
-        (the summary need not state it) or ``NOT evidenced`` (and, when a re-tell gave it
-        back before the next compaction, where)."""
-        if self.resolved_later:
-            return "resolved later"
-        if self.kept_verbatim:
-            return "kept verbatim"
-        if self.evidenced:
-            return "evidenced"
-        return "NOT evidenced" + (f", {self.given_back}" if self.given_back else "")
-
-    def line(self) -> ReviewLine:
-        """This judgement as a line of the review."""
-        detail = "" if self.kind == "constraint" else f" ({self.detail})"
-        return ReviewLine(
-            ok=self.evidenced or self.resolved_later or self.kept_verbatim,
-            verdict=self.verdict,
-            subject=f"{self.kind} {self.key!r}{detail} at turn {self.raised_at_turn}",
-            quote=self.quote,
-        )
-
-
-@attrs.frozen(kw_only=True)
 class CompactionReview:
     """One compaction of an ingested session, as a reviewer reads it."""
 
@@ -184,8 +137,9 @@ class CompactionReview:
 
     @property
     def not_evidenced(self) -> tuple[ObligationReview, ...]:
-        """The obligations the summary does not evidence (an attempt resolved later is none)."""
-        return tuple(o for o in self.obligations if not o.evidenced and not o.resolved_later)
+        """The obligations the resumed context does not hold: neither the summary nor the
+        turns Claude Code kept or re-sent (an attempt resolved later is owed no more)."""
+        return tuple(o for o in self.obligations if not o.carried)
 
     def headline(self) -> str:
         """Where the compaction stood, what it replaced, and what became of its marker."""
@@ -194,7 +148,8 @@ class CompactionReview:
         where = f" at line {self.line} ({self.trigger})" if self.line is not None else ""
         return (
             f"{self.node_id}{where}: preTokens {'unknown' if pre is None else format(pre, ',')},"
-            f" occupancy {self.occupancy:,}{drift}; compacted {_n(self.turns_compacted, 'turn')},"
+            f" occupancy {self.occupancy:,}{drift};"
+            f" compacted {plural(self.turns_compacted, 'turn')},"
             f" {self.tokens_compacted:,} tokens; summary {self.summary_chars:,} chars,"
             f" {self.summary_tokens:,} tokens; {self._marker()}{self._given()}"
         )
@@ -241,10 +196,6 @@ COLUMNS = (
 )
 
 
-def _n(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
-
-
 def review_session(journal: Journal, session_id: str) -> tuple[CompactionReview, ...]:
     """Every compaction of an ingested session (none for any other session)."""
     first = next(journal.recorder.turn_payloads(session_id, 1, 3), None)
@@ -267,6 +218,9 @@ class _Open:
     marker_status: str = "none"
     marker_rules: list[str] = attrs.field(factory=list)
     retold: list[tuple[int, Retold]] = attrs.field(factory=list)  # before the next compaction
+    resent: dict[str, int] = attrs.field(factory=dict)  # rules re-sent before the first reply
+    replied: bool = False  # an assistant turn came after the compaction
+    instructions: bool = False  # the last turn holds files Claude Code sent (CLAUDE.md)
 
 
 def _reviews(events: Iterable[Event]) -> Iterator[CompactionReview]:
@@ -290,17 +244,18 @@ def _reviews(events: Iterable[Event]) -> Iterator[CompactionReview]:
             proposal = event.proposal if isinstance(event, CompactionRefused) else event
             reviews.append(_Open(proposal=proposal, version=version, before=state, refused=refused))
         elif reviews:
-            _follow(reviews, event)
+            _follow(reviews, event, version)
         pending.append(event)
     for r in reviews:
         yield _finish(r, turns)
 
 
-def _follow(reviews: list[_Open], event: Event) -> None:
+def _follow(reviews: list[_Open], event: Event, version: int) -> None:
     last = reviews[-1]
     if isinstance(event, TurnAppended) and not last.looked:  # the note is the next turn
         last.looked = True
         last.note = read_boundary_note(event.content) if event.role == "system" else None
+    _resend(last, event, version)
     by_node = {r.proposal.node_id: r for r in reviews}
     if isinstance(event, MarkerEmitted | MarkerRefused) and event.node_id in by_node:
         r = by_node[event.node_id]
@@ -313,6 +268,16 @@ def _follow(reviews: list[_Open], event: Event) -> None:
             if r.marker_id == event.marker_id:
                 r.marker_status = "invalidated"
                 r.marker_rules.append(event.rule)
+
+
+def _resend(r: _Open, event: Event, version: int) -> None:
+    """Note the rules of files Claude Code re-sent after the compaction, before the
+    first reply (its ``instructions`` attachment: CLAUDE.md, memory files)."""
+    if isinstance(event, TurnAppended):
+        r.replied = r.replied or event.role == "assistant"
+        r.instructions = event.role != "assistant" and event.content.startswith("Contents of ")
+    elif isinstance(event, ConstraintStated) and r.instructions and not r.replied:
+        r.resent.setdefault(event.key, version)
 
 
 def _finish(r: _Open, turns: dict[int, str]) -> CompactionReview:
@@ -333,14 +298,17 @@ def _finish(r: _Open, turns: dict[int, str]) -> CompactionReview:
         marker_status=r.marker_status,
         marker_rules=tuple(r.marker_rules),
         obligations=tuple(
-            _given_back(r, o) for o in _obligations(before, p, turns, r.note.kept if r.note else 0)
+            _given_back(r, attrs.evolve(o, resent=r.resent.get(o.key)))
+            if o.kind == "constraint"
+            else _given_back(r, o)
+            for o in _obligations(before, p, turns, r.note.kept if r.note else 0)
         ),
     )
 
 
 def _given_back(r: _Open, o: ObligationReview) -> ObligationReview:
     """``o`` with the first re-tell after its compaction that stated it, if it is dropped."""
-    if o.evidenced or o.resolved_later or o.kept_verbatim:
+    if o.carried:
         return o
     for version, told in r.retold:
         named = {

@@ -118,3 +118,55 @@ class TestReviewSession:
         )
         (rule,) = review.not_evidenced
         assert (rule.kind, rule.raised_at_turn, review.occupancy) == ("constraint", 1, 10)
+
+
+def _with_claude_md(*, resent_before_reply: bool) -> Script:
+    """A session whose CLAUDE.md Claude Code re-sends after the boundary: before its
+    first reply, or (``False``) only after it."""
+    s = Script()
+    claude_md = {
+        "type": "instructions",
+        "files": [
+            {"path": "/home/u/proj/CLAUDE.md", "type": "Project", "content": "- Never push."}
+        ],
+    }
+    s.entry("attachment", attachment=claude_md)
+    s.user("Tidy the readme.")
+    s.assistant(s.text("Done."), prompt=1_000)
+    s.boundary(1_020, "The readme was tidied.")
+    if resent_before_reply:
+        s.entry("attachment", attachment=claude_md)
+    s.user("thanks")
+    s.assistant(s.text("You're welcome."), prompt=300)
+    if not resent_before_reply:
+        s.entry("attachment", attachment=claude_md)
+    return s
+
+
+class TestResent:
+    def test_a_rule_claude_code_re_sent_is_not_lost_and_the_review_says_so(
+        self, tmp_path: Path
+    ) -> None:
+        """CLAUDE.md's rule, back before the first reply, is "re-sent by Claude Code"."""
+        path = _with_claude_md(resent_before_reply=True).write(tmp_path / "t.jsonl")
+        with eventstore.open(tmp_path / "j.db") as journal:
+            sid = eventstore.ingest(journal, path).session_id
+            (review,) = review_session(journal, sid)
+        (rule,) = review.obligations
+        assert (rule.key, rule.evidenced, review.not_evidenced) == (
+            "CLAUDE.md: Never push.",
+            False,
+            (),
+        )
+        assert rule.line().ok
+        assert rule.verdict.startswith("re-sent by Claude Code at v")
+
+    def test_a_copy_sent_after_the_first_reply_is_no_evidence(self, tmp_path: Path) -> None:
+        """The reply was written without the rule: it stays NOT evidenced."""
+        path = _with_claude_md(resent_before_reply=False).write(tmp_path / "t.jsonl")
+        with eventstore.open(tmp_path / "j.db") as journal:
+            sid = eventstore.ingest(journal, path).session_id
+            (review,) = review_session(journal, sid)
+        assert [(o.key, o.verdict) for o in review.not_evidenced] == [
+            ("CLAUDE.md: Never push.", "NOT evidenced")
+        ]
