@@ -5,24 +5,32 @@ judges summaries with it, so their reviews agree on what "evidenced" means.
 
 A summary is free text, so what it carries is judged from its words, read across the
 whole summary (not one line), sentence by sentence. Words are lower-cased, split on
-anything but letters, digits and ``_ . / -``, cut to their first five characters
-(``failed``, ``failure`` and ``fails`` match; ``repository`` and ``repo`` do not),
-and a path also counts by its last component (``notes.txt`` for ``docs/notes.txt``).
-Common words (``the``, ``to``, ``with``, ...) never count.
+anything but letters, digits and ``_ . / -``, lose one ending (``-ing``, ``-ed``,
+``-es``, ``-s``) and are cut to their first five characters (``pushed`` and ``push``,
+``committing`` and ``commit`` match; ``repository`` and ``repo`` do not); a path also
+counts by its last component (``notes.txt`` for ``docs/notes.txt``). Common words
+(``the``, ``to``, ``with``, ...) never count.
 
 - **A rule** (a pending constraint) is evidenced when one sentence holds at least
   60% of the rule's own words and, for a prohibition, a word of prohibition (never,
   not, don't, avoid, nie, instead, ...): "the user asked never to modify files under
   /etc" evidences "Never modify files under /etc.". Where two pending rules differ in
   a few words, the sentence must hold one of the words only this rule has.
-- **A failed or refused attempt** is evidenced when one sentence names what was
-  attempted (the command's words, or the path) *and* says it went wrong: a word of
-  failure or refusal (fail, error, refused, denied, interrupted, ...) or half the
-  words of the error line itself. A sentence naming the same file without saying
-  anything went wrong is no evidence ("edited notes.txt" does not carry a failed
-  Edit of notes.txt).
+- **A failed or refused attempt** is evidenced when one sentence, read with the
+  headings it sits under (a line ending in ``:`` such as "Errors encountered:", and
+  the list items it is nested in), names what was attempted *and* says it went wrong.
+  *Named*: 60% of the command's words and paths (quoted arguments such as a commit
+  message, redirections and one-letter flags left out), or a command's verb with its
+  program (``git push``; a verb of five letters or more alone: ``commit``, ``credo``),
+  or two words of its error that errors in general do not have: five letters or more
+  (``dialyzer``, ``cyclomatic complexity``), or the check a tag names (``[MYPY]``).
+  *Went wrong*: a word of failure or refusal (fail, error, blocked, denied, fixed,
+  interrupted, ...) or half the words of the error excerpt. A sentence naming the same
+  file without saying anything went wrong is no evidence ("edited notes.txt" does not
+  carry a failed Edit of notes.txt).
 - **A user correction** or **interruption** is evidenced when one sentence holds half
-  the words the user typed, or names what was interrupted with a word of refusal.
+  the words the user typed, or names what was interrupted (or says the user
+  interrupted) with a word of refusal.
 - **An attempt resolved later** (a later success of the same call) is not an
   obligation: it counts as carried, with its ``superseded`` disposition.
 - **An open call** is evidenced when the summary names its call id, or one sentence
@@ -33,44 +41,48 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 import attrs
 
+from eventstore._ops._words import (
+    FAILURE,
+    GENERIC_STEMS,
+    INTERRUPTED,
+    OBLIGED,
+    PROHIBITION,
+    REFUSAL,
+    REPEATED,
+    STEM,
+    TAG,
+    cued,
+    names,
+    says,
+    sentences_of,
+    share,
+    stem,
+    units_of,
+    words,
+)
 from reducers import SessionState
 
+
+class _Raised(Protocol):
+    @property
+    def position(self) -> int: ...
+
+
+_F = TypeVar("_F", bound=_Raised)
+
 RESOLVED = "resolved later"  # the reason of an attempt a later success resolved
-STEM = 5
 RULE_SHARE = 0.6
 ERROR_SHARE = 0.5
-_WORD = re.compile(r"[a-z0-9_./-]+|[^\W\d_]+")
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+|(?<=:)\s+(?=[-*\d])")
+VERB_ALONE = 5  # a command verb this long names the command without its program
 _LINE = re.compile(r"\(line \d+\)$")
-
-
-def _vocab(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-STOP = _vocab(
-    "a an and are as at be been by do does for from had has have i if in into is it its"
-    " of on or so that the their them then there these this to was were which will with"
-    " you your we our me my he she they what when where who why how all any can could"
-    " should would may might also just first before after up out over more most set use"
-    " used using please bitte die der das den und ich mir zeig le la les un une et de du"
-    " des"
-)
-# A word ending in * is a stem (``fail*``: failed, failure); any other must be the word.
-PROHIBITION = _vocab(  # instead, rather, only: a rule said as its alternative
-    "never not dont avoid* without forbid* prohib* must no nie niemals nicht kein keine"
-    " jamais pas nunca instead rather only nothing none"
-)
-FAILURE = _vocab(
-    "fail* error* exit couldnt cannot cant unable broke crash* missing found exist*"
-    " denied refus* reject* declin* interr* stopp* block* permi* abort* timeout"
-)
-REFUSAL = _vocab(
-    "refus* reject* declin* denied interr* stopp* block* permi* abort* didnt wrong correct*"
-)
+_QUOTED = re.compile(r"\"[^\"]*(?:\"|$)|'[^']*(?:'|$)|`[^`]*(?:`|$)")
+_SHELL_SPLIT = re.compile(r"&&|\|\||[;|]")
+_NOISE = re.compile(r"^(?:\d*[<>]&?\S*|-\w{1,2}|\w+=\S*)$")  # redirects, -A, env settings
+_VERB = re.compile(r"^[a-z][a-z-]*$")
 
 
 @attrs.frozen(kw_only=True)
@@ -85,6 +97,10 @@ class Carried:
 def carried_by(state: SessionState, summary: str) -> Carried:
     """The open calls, pending rules and negative facts of ``state`` the summary states."""
     sentences = sentences_of(summary)
+    kept = facts_kept(
+        units_of(summary),
+        [(k, d.disposition, d.reason) for k, d in sorted_by_position(state.dispositions)],
+    )
     text = summary.lower()
     return Carried(
         calls=tuple(
@@ -98,8 +114,7 @@ def carried_by(state: SessionState, summary: str) -> Carried:
         dispositions={
             k: d.disposition
             for k, d in sorted(state.dispositions.items())
-            if resolved_later(d.disposition, d.reason)
-            or fact_kept(sentences, k, d.disposition, d.reason)
+            if resolved_later(d.disposition, d.reason) or k in kept
         },
     )
 
@@ -109,24 +124,6 @@ def resolved_later(disposition: str, reason: str) -> bool:
     return disposition == "superseded" and reason.startswith(RESOLVED)
 
 
-def sentences_of(summary: str) -> list[frozenset[str]]:
-    """The summary's sentences (and list items), each as its words."""
-    return [words(s) for s in _SENTENCE.split(summary) if s.strip()]
-
-
-def words(text: str) -> frozenset[str]:
-    """The words of ``text`` as the matcher compares them (see the module doc)."""
-    out: set[str] = set()
-    for raw in _WORD.findall(text.lower().replace("'", "").replace("\u2019", "")):
-        w = raw.strip("./-")
-        if not w or w in STOP:
-            continue
-        out.add(w[:STEM])
-        if "/" in w:
-            out.add(w.rsplit("/", 1)[-1][:STEM])
-    return frozenset(out)
-
-
 def subject_of(key: str) -> str:
     """What an attempt or call attempted: its key without the tool, the kind of fact and
     the line (``Bash: git add -A (line 34)`` -> ``git add -A``)."""
@@ -134,6 +131,20 @@ def subject_of(key: str) -> str:
     for prefix in ("interrupted: ", "corrected: "):
         key = key.removeprefix(prefix)
     return key.split(": ", 1)[-1] if ": " in key else ""
+
+
+def commands(subject: str) -> list[list[str]]:
+    """The simple commands of a shell line, each as its words: quoted arguments (a
+    commit message), redirections, one-letter flags and a word cut short (``pr...``)
+    left out."""
+    if subject.endswith("..."):
+        subject = subject[:-3].rsplit(None, 1)[0] if " " in subject else ""
+    out = []
+    for part in _SHELL_SPLIT.split(_QUOTED.sub(" ", subject)):
+        tokens = [t for t in part.split() if not _NOISE.match(t)]
+        if tokens:
+            out.append(tokens)
+    return out
 
 
 def _rules(sentences: Sequence[frozenset[str]], rules: Mapping[str, str]) -> tuple[str, ...]:
@@ -151,54 +162,114 @@ def _rules(sentences: Sequence[frozenset[str]], rules: Mapping[str, str]) -> tup
 def rule_kept(
     sentences: Sequence[frozenset[str]], rule: str, distinct: frozenset[str] = frozenset()
 ) -> bool:
-    """Whether one sentence holds most of the rule's words, its prohibition (if it has
-    one) and one of its ``distinct`` words (if given)."""
+    """Whether one sentence holds the rule (most of its words, or every path and code
+    span it names with a word of obligation), its prohibition (if it has one) and one
+    of its ``distinct`` words (if given)."""
     own = words(rule)
-    banned = {w for w in own if _cued(w, PROHIBITION)}
-    needed = own - banned
+    banned = {w for w in own if cued(w, PROHIBITION)}
+    needed, named = own - banned, names(rule)
     if not needed:
         return False
     return any(
-        _share(needed, s) >= RULE_SHARE
-        and (not banned or _says(s, PROHIBITION))
+        (share(needed, s) >= RULE_SHARE or (bool(named) and named <= s and says(s, OBLIGED)))
+        and (not banned or says(s, PROHIBITION))
         and (not distinct or bool(distinct & s))
         for s in sentences
     )
 
 
-def fact_kept(sentences: Sequence[frozenset[str]], key: str, disposition: str, reason: str) -> bool:
-    """Whether one sentence states the failed attempt (see the module doc)."""
+def fact_kept(units: Sequence[frozenset[str]], key: str, disposition: str, reason: str) -> bool:
+    """Whether one sentence (with its headings: :func:`units_of`) states the failed
+    attempt (see the module doc)."""
+    return bool(_stating(units, key, disposition, reason))
+
+
+def facts_kept(
+    units: Sequence[frozenset[str]], facts: Iterable[tuple[str, str, str]]
+) -> frozenset[str]:
+    """The keys of ``facts`` (key, disposition, reason; in the order they happened) the
+    summary states. Attempts at the same thing share the sentences that state them: a
+    sentence that says it happened more than once (twice, both, again, multiple, ...)
+    states them all, any other states one (the earliest not stated yet)."""
+    kept: set[str] = set()
+    used: dict[str, set[int]] = {}
+    for key, disposition, reason in facts:
+        hits = _stating(units, key, disposition, reason)
+        taken = used.setdefault(_LINE.sub("", key).strip(), set())
+        if any(says(units[i], REPEATED) for i in hits):
+            kept.add(key)
+        elif free := [i for i in hits if i not in taken]:
+            kept.add(key)
+            taken.add(free[0])
+    return frozenset(kept)
+
+
+def _stating(units: Sequence[frozenset[str]], key: str, disposition: str, reason: str) -> list[int]:
+    """The indexes of the units that state the fact."""
     quote = reason.split(": ", 1)[-1]
     if key.startswith("corrected: "):
-        return any(_share(words(quote), s) >= ERROR_SHARE for s in sentences)
-    subject = words(subject_of(key))
+        return [i for i, s in enumerate(units) if share(words(quote), s) >= ERROR_SHARE]
+    attempt = Attempt.of(key, quote)
     cues = REFUSAL if disposition == "rejected" else FAILURE | REFUSAL
-    error = words(quote)
-    for s in sentences:
-        named = subject and _share(subject, s) >= RULE_SHARE
-        if key.startswith("interrupted: ") and not subject:
-            named = True
-        said = _says(s, cues) or (bool(error) and _share(error, s) >= ERROR_SHARE)
-        if named and said:
+    return [
+        i
+        for i, s in enumerate(units)
+        if attempt.named(s) and (says(s, cues) or attempt.error_said(s))
+    ]
+
+
+def sorted_by_position(facts: Mapping[str, _F]) -> list[tuple[str, _F]]:
+    """``facts`` in the order they were raised."""
+    return sorted(facts.items(), key=lambda kv: (kv[1].position, kv[0]))
+
+
+@attrs.frozen(kw_only=True)
+class Attempt:
+    """A failed attempt as the matcher reads it: what it ran and what its error said."""
+
+    subject: frozenset[str]  # the command's words and paths
+    verbs: tuple[tuple[str, str], ...]  # (program, verb) of each simple command
+    error: frozenset[str]  # the error excerpt's words
+    own: frozenset[str]  # its words no error in general has
+    interrupted: bool
+
+    @classmethod
+    def of(cls, key: str, quote: str) -> Attempt:
+        """The attempt a fact's key and quoted error describe."""
+        parts = commands(subject_of(key))
+        verbs = tuple(
+            (stem(p), stem(v)) for p, v, *_ in (c for c in parts if len(c) > 1) if _VERB.match(v)
+        )
+        error = words(quote)
+        return cls(
+            subject=words(" ".join(" ".join(c) for c in parts)),
+            verbs=verbs,
+            error=error,
+            own=frozenset(w for w in error if len(w) == STEM and not _said_by_any(w))
+            | words(" ".join(TAG.findall(quote))),
+            interrupted=key.startswith("interrupted: "),
+        )
+
+    def named(self, unit: frozenset[str]) -> bool:
+        """Whether ``unit`` names this attempt (see the module doc)."""
+        if self.subject and share(self.subject, unit) >= RULE_SHARE:
             return True
-    return False
+        if any(v in unit and (p in unit or len(v) >= VERB_ALONE) for p, v in self.verbs):
+            return True
+        if self.interrupted and "user" in unit and says(unit, INTERRUPTED):
+            return True
+        return len(self.own & unit) >= 2
+
+    def error_said(self, unit: frozenset[str]) -> bool:
+        """Whether ``unit`` holds half the words of the error excerpt."""
+        return bool(self.error) and share(self.error, unit) >= ERROR_SHARE
+
+
+def _said_by_any(word: str) -> bool:
+    """Whether an error's word says nothing of which attempt it was (file, failed, ...)."""
+    return word in GENERIC_STEMS or cued(word, FAILURE)
 
 
 def _names(sentences: Iterable[frozenset[str]], subject: str) -> bool:
     own = words(subject)
-    return bool(own) and any(_share(own, s) >= ERROR_SHARE for s in sentences)
-
-
-def _share(own: frozenset[str], sentence: frozenset[str]) -> float:
-    return len(own & sentence) / len(own) if own else 0.0
-
-
-def _cued(word: str, cues: frozenset[str]) -> bool:
-    """Whether a (cut) word is one of ``cues`` (a stem, ``fail*``, or a whole word)."""
-    return any(
-        word.startswith(c[:-1][:STEM]) if c.endswith("*") else word == c[:STEM] for c in cues
-    )
-
-
-def _says(sentence: frozenset[str], cues: frozenset[str]) -> bool:
-    return any(_cued(w, cues) for w in sentence)
+    return bool(own) and any(share(own, s) >= ERROR_SHARE for s in sentences)

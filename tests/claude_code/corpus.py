@@ -1,19 +1,28 @@
 """The labelled evidence corpus, and the precision and recall of "not evidenced" against it.
 
-Each case is one compaction of a transcript the project made itself (the CLI
-fixtures of ``tests/data/claude-code``) with a summary: the one Claude Code resumed
-from (``summary=None``), or one written by hand for the case. For every obligation
-live at that compaction the case holds a verdict a person gave by reading the
-summary: ``kept`` (it states the rule or the failed attempt in substance),
-``partial`` (it mentions the thing but not what matters: a command without its
-failure, a file without the rule) or ``absent``. An attempt resolved later is no
-obligation and has no label.
+Each case is one compaction with a summary: the one Claude Code resumed from
+(``summary=None``), or one written by hand for the case. The transcripts are the
+project's own (the CLI fixtures of ``tests/data/claude-code``) and, where they are
+beside the clone, the real sessions of ``../shared/data/claude-code`` (never
+committed; their labels, in ``corpus_real``, name an attempt by its line). For every
+obligation live at that compaction the case holds a verdict a person gave by reading
+the transcript and the summary:
 
-The matcher's "not evidenced" is right when the verdict is ``partial`` or ``absent``
-(the summary does not carry it), wrong when it is ``kept``. Run it with
-``make evidence-claude-code`` (``python -m tests.claude_code.corpus``): it prints the
-table published in docs/claude-code.md, then, where the real transcripts are beside
-the clone, what the matcher flags in them (they have no labels).
+- ``kept``: the summary states the rule or the failed attempt in substance;
+- ``re-sent``: it does not, but Claude Code re-sent the file the rule comes from
+  (CLAUDE.md) right after the boundary, before its first reply;
+- ``verbatim``: it does not, but the turn that raised it is one Claude Code kept
+  verbatim after the summary;
+- ``partial``: it mentions the thing but not what matters (a command without its
+  failure, a file without the rule);
+- ``absent``.
+
+An attempt resolved later is no obligation and has no label. The review's "not
+evidenced" is right when the verdict is ``partial`` or ``absent`` (the context Claude
+Code resumed from does not hold it), wrong otherwise. A case we still get wrong keeps
+its honest label and counts as an error. Run it with ``make evidence-claude-code``
+(``python -m tests.claude_code.corpus``): it prints the table published in
+docs/claude-code.md and every case it gets wrong.
 """
 
 from __future__ import annotations
@@ -28,11 +37,13 @@ import attrs
 
 import eventstore
 from eventstore._ops import carried_by
-from eventstore.claude_code._review import CompactionReview
+from eventstore.claude_code._review import CompactionReview, ObligationReview
 from reducers import SessionState
 from tests import transcripts
+from tests.claude_code import corpus_real
 
 KEPT, PARTIAL, ABSENT = "kept", "partial", "absent"
+RESENT, VERBATIM = "re-sent", "verbatim"  # not in the summary, but in the resumed context
 
 # The obligations of the notes fixtures, by key; an attempt's "(line N)" reads as its
 # rank among the attempts at the same thing ("#1", "#2"), so a regenerated fixture whose
@@ -49,6 +60,7 @@ WRITE = "Write: /etc/notes-app.conf #1"
 STATUS = "Bash: git status #1"
 CORRECTED = "corrected: Bash: git status #1"
 _LINE = re.compile(r" \(line \d+\)$")
+_AT = re.compile(r"\((line \d+)\)$")
 
 
 @attrs.frozen(kw_only=True)
@@ -60,6 +72,8 @@ class Case:
     boundary: int
     summary: str | None
     labels: Mapping[str, str]
+    reasons: Mapping[str, str] = attrs.field(factory=dict)  # why, for a transcript's own
+    by_line: bool = False  # an attempt's label is named "line N" (a real session's)
 
 
 _AUTO_REAL = {
@@ -84,6 +98,21 @@ _MANUAL_REAL = {
     WRITE: ABSENT,
     STATUS: ABSENT,
     CORRECTED: KEPT,
+}
+_AUTO_WHY = {
+    ETC: "the summary says the user asked never to modify files under /etc",
+    CHECK: "the summary has no word of CLAUDE.md",
+    MAIN: "the summary has no word of CLAUDE.md",
+    PASSWORDS: "the summary quotes the spec's rule on passwords in notes.txt",
+    README: "the German rule typed just before the boundary is not in the summary",
+    ADD_1: "'git add -A failed twice because the folder is not a git repository'",
+    ADD_2: "the same sentence: failed twice",
+    WRITE: "'Writing /etc/notes-app.conf was refused'",
+}
+_MANUAL_WHY = {
+    **dict.fromkeys(_MANUAL_REAL, "the three-sentence summary says nothing of it"),
+    LS: "'The user wants ls used instead of git here'",
+    CORRECTED: "the same sentence carries the user's correction",
 }
 _HAND_AUTO = {
     "paraphrased": (
@@ -118,6 +147,58 @@ _HAND_AUTO = {
         {**dict.fromkeys(_AUTO_REAL, ABSENT), ETC: KEPT, ADD_1: KEPT, ADD_2: ABSENT},
     ),
 }
+_HAND_AUTO.update(  # written and labelled before the matcher was run on them
+    {
+        "terse log": (
+            "Tried `git add -A` - no repo. Tried again, same. /etc/notes-app.conf: permission"
+            " not granted. Keep /etc untouched. No passwords in notes.txt (spec).",
+            {
+                **dict.fromkeys(_AUTO_REAL, ABSENT),
+                ETC: KEPT,
+                PASSWORDS: KEPT,
+                ADD_1: KEPT,
+                ADD_2: KEPT,
+                WRITE: KEPT,
+            },
+        ),
+        "the failures told as successes": (
+            "The user asked to create notes.txt. git add -A succeeded after the repository"
+            " was initialised. The agent wrote /etc/notes-app.conf as planned. Passwords are"
+            " stored in notes.txt for convenience.",
+            dict.fromkeys(_AUTO_REAL, ABSENT),
+        ),
+        "mentions under headings": (
+            "Errors encountered:\n- None.\nFiles touched:\n- notes.txt created\n"
+            "- /etc/notes-app.conf read for reference\n- ran git add -A to stage",
+            {**dict.fromkeys(_AUTO_REAL, ABSENT), ADD_1: PARTIAL, ADD_2: PARTIAL, WRITE: PARTIAL},
+        ),
+    }
+)
+_HAND_MANUAL_BLIND = {  # written and labelled before the matcher was run on them
+    "negations": (
+        "The user did not correct anything. git status was not run. Nothing was refused."
+        " README.md may be edited freely.",
+        dict.fromkeys(_MANUAL_REAL, ABSENT),
+    ),
+    "in French": (
+        "L'utilisateur a interdit toute modification sous /etc. Ne jamais écrire de mots de"
+        " passe dans notes.txt. git add -A a échoué deux fois : pas de dépôt git. Utiliser"
+        " ls, pas git.",
+        {
+            **dict.fromkeys(_MANUAL_REAL, ABSENT),
+            ETC: KEPT,
+            PASSWORDS: KEPT,
+            ADD_1: KEPT,
+            ADD_2: KEPT,
+            LS: KEPT,
+            CORRECTED: PARTIAL,
+        },
+    ),
+    "one of two, and half a rule": (
+        "`git add -A` failed once; afterwards the user said to use ls.",
+        {**dict.fromkeys(_MANUAL_REAL, ABSENT), ADD_1: KEPT, LS: PARTIAL, CORRECTED: PARTIAL},
+    ),
+}
 _HAND_MANUAL = {
     "everything, in other words": (
         "Setup of notes.txt is complete. Rules: never touch /etc; passwords never go into"
@@ -146,10 +227,29 @@ _HAND_MANUAL = {
 }
 
 
-def _v20(labels: Mapping[str, str]) -> dict[str, str]:
+def _v20(labels: Mapping[str, str], boundary: int) -> dict[str, str]:
     """The labels without CLAUDE.md's rules: 2.0.77 does not put CLAUDE.md in the
-    transcript."""
+    transcript (nor keeps turns verbatim after its summary)."""
     return {k: v for k, v in labels.items() if not k.startswith("CLAUDE.md: ")}
+
+
+def _v21(labels: Mapping[str, str], boundary: int) -> dict[str, str]:
+    """The labels of the 2.1.332 fixture: what its summaries drop of CLAUDE.md, Claude
+    Code re-sent after each boundary; the German rule, typed in the last turn before
+    the auto compaction, is one of the turns it kept verbatim."""
+    out = dict(labels)
+    for k, v in labels.items():
+        if v != KEPT and k.startswith("CLAUDE.md: "):
+            out[k] = RESENT
+        elif v != KEPT and k == README and boundary == 0:
+            out[k] = VERBATIM
+    return out
+
+
+_CONTEXT_WHY = {
+    RESENT: "Claude Code re-sent CLAUDE.md after the boundary, before its first reply",
+    VERBATIM: "raised in a turn Claude Code kept verbatim after the summary",
+}
 
 
 def ranked(keys: Iterable[str]) -> dict[str, str]:
@@ -167,49 +267,54 @@ def ranked(keys: Iterable[str]) -> dict[str, str]:
 
 
 def cases() -> list[Case]:
-    """Every labelled case."""
-    out = []
-    for fixture, shift in ((transcripts.NOTES, dict), (transcripts.NOTES_2_0, _v20)):
+    """Every labelled case (the real sessions' where they are beside the clone)."""
+    return [*_fixture_cases(), *_hand_cases(), *real_cases()]
+
+
+def real_cases() -> Iterator[Case]:
+    """The real sessions' cases, for those beside the clone (see ``corpus_real``)."""
+    for path in transcripts.real_sessions():
+        labels = corpus_real.LABELS.get(path.name)
+        if labels is not None:
+            yield Case(
+                name=f"real {path.name[:8]}",
+                fixture=path,
+                boundary=0,
+                summary=None,
+                labels={k: v for k, (v, _) in labels.items()},
+                reasons={k: why for k, (_, why) in labels.items()},
+                by_line=True,
+            )
+
+
+def _fixture_cases() -> Iterator[Case]:
+    for fixture, shift in ((transcripts.NOTES, _v21), (transcripts.NOTES_2_0, _v20)):
         tag = fixture.name.removesuffix("-notes.jsonl")
-        out.append(
-            Case(
-                name=f"{tag} auto",
+        for boundary, (what, labels, why) in enumerate(
+            (("auto", _AUTO_REAL, _AUTO_WHY), ("manual", _MANUAL_REAL, _MANUAL_WHY))
+        ):
+            shifted = shift(labels, boundary)
+            yield Case(
+                name=f"{tag} {what}",
                 fixture=fixture,
-                boundary=0,
+                boundary=boundary,
                 summary=None,
-                labels=shift(_AUTO_REAL),
+                labels=shifted,
+                reasons={k: _CONTEXT_WHY.get(v, why.get(k, "")) for k, v in shifted.items()},
             )
-        )
-        out.append(
-            Case(
-                name=f"{tag} manual",
-                fixture=fixture,
-                boundary=1,
-                summary=None,
-                labels=shift(_MANUAL_REAL),
-            )
-        )
-    for name, (text, labels) in _HAND_AUTO.items():
-        out.append(
-            Case(
-                name=f"hand auto: {name}",
+
+
+def _hand_cases() -> Iterator[Case]:
+    manual = {**_HAND_MANUAL, **_HAND_MANUAL_BLIND}
+    for boundary, (what, table) in enumerate((("auto", _HAND_AUTO), ("manual", manual))):
+        for name, (text, labels) in table.items():
+            yield Case(
+                name=f"hand {what}: {name}",
                 fixture=transcripts.NOTES,
-                boundary=0,
+                boundary=boundary,
                 summary=text,
-                labels=labels,
+                labels=_v21(labels, boundary),
             )
-        )
-    for name, (text, labels) in _HAND_MANUAL.items():
-        out.append(
-            Case(
-                name=f"hand manual: {name}",
-                fixture=transcripts.NOTES,
-                boundary=1,
-                summary=text,
-                labels=labels,
-            )
-        )
-    return out
 
 
 # -- judging -------------------------------------------------------------------------------
@@ -255,9 +360,14 @@ def _summary(event: object) -> str:
 
 
 def judge(case: Case, live: Live) -> Iterator[Judged]:
-    """The case's obligations (none resolved later), judged by the matcher."""
+    """The case's obligations (none resolved later), judged as the review does: by the
+    matcher on the case's summary, then by what Claude Code kept or re-sent."""
     carried = carried_by(live.state, live.summary if case.summary is None else case.summary)
-    names = ranked(o.key for o in live.review.obligations)
+    names = (
+        by_line(live.review.obligations)
+        if case.by_line
+        else ranked(o.key for o in live.review.obligations)
+    )
     for o in live.review.obligations:
         if o.resolved_later:
             continue
@@ -268,7 +378,13 @@ def judge(case: Case, live: Live) -> Iterator[Judged]:
         )
         key = names[o.key]
         label = case.labels.get(key, "unlabelled")
-        yield Judged(case=case.name, kind=o.kind, key=key, label=label, flagged=not held)
+        flagged = not (held or o.kept_verbatim or o.resent)
+        yield Judged(case=case.name, kind=o.kind, key=key, label=label, flagged=flagged)
+
+
+def by_line(obligations: Iterable[ObligationReview]) -> dict[str, str]:
+    """Each obligation as a real session's labels name it: an attempt by ``line N``."""
+    return {o.key: m.group(1) if (m := _AT.search(o.key)) else o.key for o in obligations}
 
 
 def judge_all() -> list[Judged]:
@@ -326,28 +442,20 @@ def table(judged: list[Judged]) -> str:
     return "\n".join(rows)
 
 
-def real_lines() -> Iterator[str]:
-    """What the matcher flags in the real transcripts beside the clone (unlabelled)."""
-    for path in transcripts.real_sessions():
-        for i, live in enumerate(compactions(path)):
-            obligations = [o for o in live.review.obligations if not o.resolved_later]
-            flagged = len(live.review.not_evidenced)
-            yield (
-                f"{path.name[:8]} compaction {i + 1}: {len(obligations)} live obligations,"
-                f" {flagged} flagged not evidenced"
-            )
-
-
 def main() -> int:
-    """Print the table, the mistakes, and the real transcripts' counts."""
+    """Print the table, the project's own cases alone, and every case it gets wrong."""
     judged = judge_all()
     print(table(judged))
+    real = {c.name for c in real_cases()}
+    if real:
+        print("\nwithout the real sessions (a clone without ../shared):")
+        print(table([j for j in judged if j.case not in real]))
+    else:
+        print("(the real sessions are not beside the clone: their cases are left out)")
     for j in judged:
         if j.flagged != j.dropped:
-            wrong = "flagged but kept" if j.flagged else f"not flagged but {j.label}"
+            wrong = f"flagged but {j.label}" if j.flagged else f"not flagged but {j.label}"
             print(f"  {wrong}: {j.case}: {j.key}")
-    for line in real_lines():
-        print(line)
     return 0
 
 

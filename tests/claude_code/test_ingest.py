@@ -155,8 +155,7 @@ class TestRealSession:
         assert not any(isinstance(e, reducers.CompactionRefused) for e in events)
         assert (review.marker_status, review.refused_rules) == ("refused", ())
         assert [(o.key, o.evidenced) for o in review.not_evidenced] == [
-            ("interrupted: TaskOutput: bd0afab (line 495)", False),
-            ("Bash: git push 2>&1 (line 615)", False),
+            ("Bash: git push 2>&1 (line 615)", False),  # the interruption is in the summary
         ]
         resolved = [o.key for o in review.obligations if o.resolved_later]
         assert len(resolved) == 5  # the refused TaskOutput, four mix test runs, later done
@@ -400,7 +399,7 @@ class TestCommandLine:
         out = capsys.readouterr().out
         assert f"{LONG_ID}: ingested, 735 events" in out
         assert "preTokens 167,094, occupancy 167,104 (+0.01%)" in out
-        assert "not evidenced: interrupted: TaskOutput: bd0afab (line 495) (rejected);" in out
+        assert "not evidenced: Bash: git push 2>&1 (line 615) (failed) (tierlog" in out
         assert main(["ingest", db, str(long_file)]) == 0
         assert "unchanged (already ingested)" in capsys.readouterr().out
         assert main(["audit", db]) == 1

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from eventstore._ops._evidence import fact_kept, rule_kept, sentences_of
-from tests.claude_code import corpus
+from eventstore._ops._evidence import commands, fact_kept, facts_kept, rule_kept
+from eventstore._ops._words import sentences_of, units_of
+from tests.claude_code import corpus, corpus_real
+from tests.transcripts import REAL_DIR
 
 
 class TestRules:
@@ -33,6 +35,22 @@ class TestRules:
         """The words without their prohibition, or spread over sentences, are no rule."""
         assert not rule_kept(sentences_of(summary), "Never modify files under /etc.")
 
+    @pytest.mark.parametrize(
+        ("summary", "kept"),
+        [
+            ("The user also said, in German, never to change README.md.", True),
+            ("Rules: do not edit README.md; keep the tests green.", True),
+            ("README.md and docs/spec.md were opened.", False),
+            ("Never touch the docs.", False),
+        ],
+    )
+    def test_a_rule_in_another_language_is_kept_by_the_file_it_names(
+        self, summary: str, kept: bool
+    ) -> None:
+        """Every path the rule names, with a word of prohibition, carries it across languages."""
+        rule = "Bitte ändere niemals die Datei README.md."
+        assert rule_kept(sentences_of(summary), rule) is kept
+
 
 class TestAttempts:
     KEY = "Edit: lib/parser.ex (line 40)"
@@ -54,6 +72,109 @@ class TestAttempts:
         assert fact_kept(sentences_of(text), self.KEY, "failed", self.REASON)
 
 
+class TestOtherWords:
+    """Failures a real summary kept in other words (the shapes of three real sessions)."""
+
+    HOOK = (
+        "line 40: Pre-commit validation failed: | [MYPY] | Found 2 errors in 1 file"
+        " (checked 9 source files)"
+    )
+    NESTED = (
+        "4. **Task 3: wire the tracer into the handlers**\n"
+        "   - Added the span helper\n"
+        "   - **Multiple errors**:\n"
+        "     - **Persistent mypy complaint**: `span_id()` may return None, mypy says it"
+        " never does. Tried several approaches:\n"
+        "       - Adding a cast\n"
+        "       - Using `--no-verify`\n"
+        "       - None worked: the pre-commit hook blocks even with --no-verify\n"
+        "   - Committed successfully, closed the task\n"
+    )
+    AFTER = (
+        "   - **Multiple errors**:\n"
+        "     - Tried a cast, then `--no-verify`\n"
+        "     - None worked because the hook blocks even with --no-verify\n"
+        "\n"
+        "The blocker: the pre-commit hook enforces mypy and cannot be bypassed.\n"
+    )
+
+    @pytest.mark.parametrize("summary", [NESTED, AFTER])
+    @pytest.mark.parametrize("n", [40, 52, 61])
+    def test_a_hook_that_blocked_every_commit_is_kept_in_other_words(
+        self, summary: str, n: int
+    ) -> None:
+        """Each failed commit is kept by "the pre-commit hook blocks" under "Multiple errors",
+        or by a sentence naming the hook and the check that failed."""
+        key = (
+            f'Bash: git add -A && git commit -m "feat: wire the tracer into the handl... (line {n})'
+        )
+        assert fact_kept(units_of(summary), key, "failed", self.HOOK)
+
+    def test_a_sibling_of_the_errors_heading_is_not_under_it(self) -> None:
+        """ "Committed successfully" beside the errors list says nothing went wrong."""
+        summary = (
+            "   - **Errors**:\n     - a typo in the config\n   - git commit done, task closed\n"
+        )
+        key = 'Bash: git commit -m "wip" (line 9)'
+        assert not fact_kept(units_of(summary), key, "failed", "line 9: [LINT] | E501 too long")
+
+    def test_the_fix_of_a_failed_add_names_it(self) -> None:
+        """ "Git ignored build/static → used git add -f" keeps the failed ``git add``."""
+        summary = (
+            "Key errors encountered:\n"
+            "1. Mypy nesting warning → extracted helpers\n"
+            "2. Git ignored `build/static/` → used `git add -f`\n"
+        )
+        key = "Bash: git add src/app.py src/views/page.html build/st... (line 50)"
+        reason = "line 50: The following paths are ignored by one of your .gitignore files:"
+        assert fact_kept(units_of(summary), key, "failed", reason)
+
+    def test_a_linter_run_is_kept_by_what_the_linter_said(self) -> None:
+        """A credo run is kept by "credo/compiler conflict over an alias", its finding."""
+        summary = (
+            "- Hit a credo/compiler conflict over an alias in a rescue block - solved with"
+            " `credo:disable-for-next-line`"
+        )
+        key = "Bash: mix credo --strict lib/app/registry.ex lib/app_web/controllers/pa... (line 60)"
+        reason = "line 60: [D] ↘ Nested modules could be aliased at the top of the invoking module."
+        assert fact_kept(units_of(summary), key, "failed", reason)
+
+    def test_the_same_files_named_under_another_heading_are_not(self) -> None:
+        """A failed add, its files listed under "Files touched:", is not kept."""
+        summary = "Errors encountered:\n- None.\nFiles touched:\n- ran git add -A to stage\n"
+        key = "Bash: git add -A (line 7)"
+        assert not fact_kept(
+            units_of(summary), key, "failed", "line 7: fatal: not a git repository"
+        )
+
+
+class TestOneFindingPerAttempt:
+    FACTS = (
+        ("Bash: git add -A (line 3)", "failed", "line 3: fatal: not a git repository"),
+        ("Bash: git add -A (line 5)", "failed", "line 5: fatal: not a git repository"),
+    )
+
+    @pytest.mark.parametrize(
+        ("summary", "kept"),
+        [
+            ("The first `git add -A` failed: not a git repository.", {"line 3"}),
+            ("`git add -A` failed twice: not a git repository.", {"line 3", "line 5"}),
+            ("`git add -A` failed. Then `git add -A` failed again.", {"line 3", "line 5"}),
+        ],
+    )
+    def test_one_sentence_states_one_attempt_unless_it_says_more(
+        self, summary: str, kept: set[str]
+    ) -> None:
+        """A sentence stands for one of two like attempts, both when it says twice or again."""
+        got = facts_kept(units_of(summary), self.FACTS)
+        assert {k.rsplit("(", 1)[1].rstrip(")") for k in got} == kept
+
+    def test_a_commit_message_is_not_what_was_attempted(self) -> None:
+        """A quoted commit message, redirections and one-letter flags are left out."""
+        got = commands('git add -A && git commit -m "fix: the parser" 2>&1 | tail -5')
+        assert got == [["git", "add"], ["git", "commit"], ["tail"]]
+
+
 @pytest.fixture(name="judged", scope="module")
 def _judged() -> list[corpus.Judged]:
     return corpus.judge_all()
@@ -66,6 +187,19 @@ class TestCorpus:
         used = {(j.case, j.key) for j in judged}
         labelled = {(c.name, k) for c in corpus.cases() for k in c.labels}
         assert labelled == used
+
+    def test_a_transcript_s_own_summary_has_a_reason_for_each_verdict(self) -> None:
+        """Every label of a case judged on a transcript's own summary says why."""
+        own = [c for c in corpus.cases() if c.summary is None]
+        assert [(c.name, k) for c in own for k in c.labels if not c.reasons.get(k)] == []
+
+    def test_the_real_sessions_are_judged_as_labelled(self, judged: list[corpus.Judged]) -> None:
+        """The hostile review's cases (summaries that kept failures in other words) hold."""
+        if not REAL_DIR.is_dir():
+            pytest.skip("real transcripts not beside the clone (../shared/data/claude-code)")
+        real = [j for j in judged if j.case.startswith("real ")]
+        assert len(real) == sum(len(v) for v in corpus_real.LABELS.values())
+        assert [(j.case, j.key, j.label) for j in real if j.flagged != j.dropped] == []
 
     def test_precision_and_recall_hold_what_the_docs_publish(
         self, judged: list[corpus.Judged]
