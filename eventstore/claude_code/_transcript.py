@@ -152,14 +152,18 @@ def _items(
     return iter(settle(items, warnings))
 
 
+_MEMORY = frozenset({"instructions", "nested_memory"})  # attachments holding CLAUDE.md
+
+
 def _instructions(e: Entry, warnings: Warnings) -> list[RawItem]:
-    """An ``instructions`` attachment (CLAUDE.md, memory files) as one message of role
+    """An ``instructions`` attachment (CLAUDE.md, memory files), or a ``nested_memory``
+    one (a CLAUDE.md of a folder the agent read in), as one message of role
     ``instructions``: each file's ``Contents of <path> (...):`` and its text. A file it
     names without a text path and content is skipped with a note (its rules are lost)."""
     attachment = e.raw.get("attachment")
-    if not isinstance(attachment, dict) or attachment.get("type") != "instructions":
+    if not isinstance(attachment, dict) or attachment.get("type") not in _MEMORY:
         return []
-    files = attachment.get("files")
+    files = attachment.get("files" if attachment.get("type") == "instructions" else "content")
     files = files if isinstance(files, list) else [files]
     read = [f for f in files if isinstance(f, dict) and _strings(f, "path", "content")]
     if len(read) < len(files):

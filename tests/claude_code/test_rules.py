@@ -47,6 +47,30 @@ class TestCarried:
         assert got["CLAUDE.md: Never push to the main branch."] == "Never push to the main branch."
         assert "CLAUDE.md: Always run `make check` before you say a change is done." in got
 
+    def test_a_nested_claude_md_gives_its_rules(self, tmp_path: Path) -> None:
+        """A ``nested_memory`` attachment (a subfolder's CLAUDE.md, loaded when the agent
+        read a file there) is a memory file the transcript carries."""
+        s = Script()
+        s.user("Fix the api.")
+        s.entry(
+            "attachment",
+            attachment={
+                "type": "nested_memory",
+                "path": "/home/u/proj/api/CLAUDE.md",
+                "displayPath": "api/CLAUDE.md",
+                "content": {
+                    "path": "/home/u/proj/api/CLAUDE.md",
+                    "type": "Project",
+                    "content": "# API\n- Never change the public routes.\n",
+                },
+            },
+        )
+        s.assistant(s.text("On it."))
+        got = _constraints(s.write(tmp_path / "s.jsonl"), tmp_path)
+        assert got == {
+            "CLAUDE.md: Never change the public routes.": "Never change the public routes."
+        }
+
     def test_a_contents_block_gives_its_files_rules(self) -> None:
         """``Contents of <path> (...):`` blocks, as older versions write them."""
         text = "Contents of /p/CLAUDE.md (project instructions):\n\n- Always use uv.\n- Hi.\n"
