@@ -97,10 +97,8 @@ class Carried:
 def carried_by(state: SessionState, summary: str) -> Carried:
     """The open calls, pending rules and negative facts of ``state`` the summary states."""
     sentences = sentences_of(summary)
-    kept = facts_kept(
-        units_of(summary),
-        [(k, d.disposition, d.reason) for k, d in sorted_by_position(state.dispositions)],
-    )
+    facts = [(k, d.disposition, d.reason) for k, d in sorted_by_position(state.dispositions)]
+    kept = facts_kept(units_of(summary), facts) if facts else frozenset()
     text = summary.lower()
     return Carried(
         calls=tuple(

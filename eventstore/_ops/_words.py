@@ -5,6 +5,7 @@ See ``_evidence`` for what the matcher makes of them.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import attrs
@@ -25,6 +26,7 @@ def _vocab(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """``word`` without one ending (``-ing``, ``-ed``, ``-es``, ``-s``) and cut to ``STEM``."""
     for ending in _ENDINGS:
@@ -150,7 +152,15 @@ def share(own: frozenset[str], sentence: frozenset[str]) -> float:
 
 def cued(word: str, cues: frozenset[str]) -> bool:
     """Whether a (stemmed) word is one of ``cues`` (a stem, ``fail*``, or a whole word)."""
-    return any(word.startswith(c[:-1][:STEM]) if c.endswith("*") else word == stem(c) for c in cues)
+    stems, whole = _compiled(cues)
+    return word in whole or word.startswith(stems)
+
+
+@functools.cache
+def _compiled(cues: frozenset[str]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """``cues`` as the prefixes of its stems and its whole words, stemmed."""
+    stems = tuple(c[:-1][:STEM] for c in cues if c.endswith("*"))
+    return stems, frozenset(stem(c) for c in cues if not c.endswith("*"))
 
 
 def says(sentence: frozenset[str], cues: frozenset[str]) -> bool:
