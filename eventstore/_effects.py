@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from eventstore._files import render_turns
 from reducers import InvalidEvent, SessionState, Spill, Spilled
@@ -53,6 +53,15 @@ class SpillStore(Protocol):
         """Remove items ``orphans`` named."""
 
 
+@runtime_checkable
+class Extends(Protocol):
+    """A spill store that can add to a spill it wrote or read back without reading it
+    again (``FolderSpills``): what keeps a refusal's cost off the log's length."""
+
+    def write_after(self, base: Spill, tail: bytes, *, lo: int, hi: int) -> Spilled | None:
+        """The spill of ``base``'s bytes then ``tail``, or ``None``: write it whole."""
+
+
 class Effects(Protocol):
     """What ``decide`` may do beyond computing: read turns, write and check spills."""
 
@@ -85,6 +94,7 @@ class SessionEffects:
         self.recorder = recorder
         self.session_id = session_id
         self.spills = spills
+        self._last: tuple[Spilled, int, int] | None = None  # a spill written, its turns
 
     def turns(
         self, state: SessionState, ranges: Iterable[tuple[int, int]]
@@ -99,9 +109,37 @@ class SessionEffects:
                 yield from map(json.loads, payloads)
 
     def write_spill(self, state: SessionState, lo: int, hi: int) -> Spilled:
-        """Write the turns of ``[lo, hi)`` (those at the log's end included) as a spill."""
-        data = render_turns(self.turns(state, [(state.turn_index(lo), state.turn_stop(hi))]))
-        return self.spills.write(data, lo=lo, hi=hi, earlier=state.spills)
+        """Write the turns of ``[lo, hi)`` (those at the log's end included) as a spill.
+
+        When the session's newest spill is the last one written here, from the same
+        turn, and this range holds its turns, only the turns after them are read and
+        rendered (a refusal that spills the transcript again costs what it adds).
+        """
+        first, stop = state.turn_index(lo), state.turn_stop(hi)
+        spilled = self._write_after(state, lo, hi, first, stop)
+        if spilled is None:
+            data = render_turns(self.turns(state, [(first, stop)]))
+            spilled = self.spills.write(data, lo=lo, hi=hi, earlier=state.spills)
+        self._last = (spilled, first, stop)
+        return spilled
+
+    def _write_after(
+        self, state: SessionState, lo: int, hi: int, first: int, stop: int
+    ) -> Spilled | None:
+        """The spill written on the last one, or ``None`` where it cannot be.
+
+        Sound because the newest spill is committed (it is in ``state``): its bytes are
+        the rendering of the turns ``[first, done)`` of this log, which never change.
+        """
+        last, spills = self._last, state.spills
+        if last is None or not spills or not isinstance(self.spills, Extends):
+            return None
+        written, start, done = last
+        newest = spills[-1]
+        if (newest.handle, newest.lo, start) != (written.handle, lo, first) or done > stop:
+            return None
+        tail = render_turns(self.turns(state, [(done, stop)]))
+        return self.spills.write_after(newest, tail, lo=lo, hi=hi)
 
     def spill_problem(self, spill: Spill | Spilled) -> str | None:
         """Why the spill's bytes are missing or changed, or ``None``."""

@@ -43,6 +43,7 @@ HEADER_MAX = 4096  # bytes of a header line, newline included
 _LEGACY_ROOT = ".spills"  # the first part of a 0.1 handle: "<db file>.spills"
 
 Undo = Callable[[], None]
+Sig = tuple[int, int, int, int, int]  # what os.stat says of a file: device, inode, size, times
 
 
 class SpillProblem(Exception):
@@ -78,6 +79,19 @@ def is_legacy(handle: str) -> bool:
     return bool(sep) and first.endswith(_LEGACY_ROOT)
 
 
+@attrs.frozen
+class _Known:
+    """A spill file this journal object wrote or read back whole: the running sha256 of
+    its bytes (its bases' included), where it is, what ``stat`` said of it then, and
+    what is known of the file of its base (``None`` for none; a base not known leaves
+    the file out of ``_known``)."""
+
+    hasher: Any
+    path: str
+    sig: Sig
+    base: _Known | None
+
+
 class FolderSpills:
     """The spill root of one SQLite journal: a folder beside it.
 
@@ -90,6 +104,7 @@ class FolderSpills:
     def __init__(self, root: Path, on_write: Callable[[Undo], None] | None = None) -> None:
         self.root = root
         self._on_write = on_write
+        self._known: dict[Ref, _Known] = {}
 
     @classmethod
     def beside(cls, db: Path, on_write: Callable[[Undo], None] | None = None) -> FolderSpills:
@@ -110,16 +125,81 @@ class FolderSpills:
         :class:`JournalError` naming the cause if the file cannot be written; then
         nothing is left on disk.
         """
-        digest = hashlib.sha256(data).hexdigest()
+        hasher = hashlib.sha256(data)
+        digest = hasher.hexdigest()
         spilled = Spilled(lo=lo, hi=hi, handle=handle_for(digest), sha256=digest, bytes=len(data))
         check = self.checker()
         if check(spilled) is None:
+            self._learn(check)
             return spilled
         base = self._base(data, lo, earlier, check)
-        header = {"format": FORMAT, "base": attrs.asdict(base) if base else None}
+        self._learn(check)
         body = data[base.bytes :] if base else data
-        self._store(spilled.handle, canonical_json(header) + b"\n" + body)
+        self._put(Ref.of(spilled), hasher, base, body)
         return spilled
+
+    def write_after(self, base: Spill, tail: bytes, *, lo: int, hi: int) -> Spilled | None:
+        """Store the raw range ``[lo, hi)`` whose bytes are ``base``'s followed by
+        ``tail``, without reading ``base`` again: ``None`` (write the whole instead)
+        unless this object wrote or read back every file of ``base``'s chain and
+        ``stat`` says none has changed since, or when the result is stored already.
+
+        The caller vouches that ``base``'s bytes start the range's: the spill's sha256
+        continues ``base``'s running hash over ``tail``, the file holds ``tail`` alone.
+        """
+        ref = Ref.of(base)
+        known = self._fresh(ref)
+        if known is None:
+            return None
+        hasher = known.copy()
+        hasher.update(tail)
+        digest = hasher.hexdigest()
+        size = base.bytes + len(tail)
+        spilled = Spilled(lo=lo, hi=hi, handle=handle_for(digest), sha256=digest, bytes=size)
+        if not tail:
+            return spilled
+        if os.path.lexists(self.checker().resolve(spilled.handle)):
+            return None  # stored before: whether it reads back is the whole write's check
+        self._put(Ref.of(spilled), hasher, ref, tail)
+        return spilled
+
+    def _put(self, ref: Ref, hasher: Any, base: Ref | None, body: bytes) -> None:
+        """Write the file of ``ref`` (its header naming ``base``) and remember it."""
+        header = {"format": FORMAT, "base": attrs.asdict(base) if base else None}
+        path = self._store(ref.handle, canonical_json(header) + b"\n" + body)
+        sig = _sig(path)
+        if sig is not None:
+            self._remember(ref, hasher.copy(), path, sig, base)
+
+    def _learn(self, check: Checker) -> None:
+        """Remember the files ``check`` read back whole, each chain from its first file."""
+        done: set[Ref] = set()
+        for ref in check.seen:
+            chain: list[Ref] = []
+            cur: Ref | None = ref
+            while cur is not None and cur not in done and cur in check.seen:
+                chain.append(cur)
+                cur = check.seen[cur][2]
+            done.update(chain)
+            for one in reversed(chain):
+                self._remember(one, check.verified(one), *check.seen[one])
+
+    def _remember(self, ref: Ref, hasher: Any, path: str, sig: Sig, base: Ref | None) -> None:
+        """Know ``ref``'s file if it read back whole and its base is known."""
+        below = self._known.get(base) if base else None
+        if hasher is not None and (base is None or below is not None):
+            self._known[ref] = _Known(hasher, path, sig, below)
+
+    def _fresh(self, ref: Ref) -> Any | None:
+        """The running hash of ``ref`` if every file of its chain is known and unchanged
+        since (same device, inode, size, mtime and ctime), else ``None``: one ``stat``
+        a file, no read."""
+        top = known = self._known.get(ref)
+        while known is not None:
+            if _sig(known.path) != known.sig:
+                return None
+            known = known.base
+        return None if top is None else top.hasher
 
     def adopt(self, spill: Spill | Spilled, data: bytes, earlier: Iterable[Spill] = ()) -> None:
         """Store bytes recorded elsewhere under their recorded handle (``tierlog ship``);
@@ -147,8 +227,9 @@ class FolderSpills:
             return None
         return Ref.of(best)
 
-    def _store(self, handle: str, content: bytes) -> None:
-        """Write ``content`` durably at ``handle``: temp file, fsync, rename, fsync."""
+    def _store(self, handle: str, content: bytes) -> str:
+        """Write ``content`` durably at ``handle``: temp file, fsync, rename, fsync; the
+        path written."""
         try:
             path = Path(self.checker().resolve(handle))
         except SpillProblem as exc:
@@ -166,6 +247,7 @@ class FolderSpills:
             ) from None
         if not existed and self._on_write is not None:
             self._on_write(lambda: _remove(path, made))
+        return str(path)
 
     # -- read back and check ------------------------------------------------------------
     def read(self, spill: Spill | Spilled) -> bytes:
@@ -227,6 +309,12 @@ class Checker:
         self.root = root  # every symlink resolved
         self._folders: dict[str, str] = {}
         self._memo: dict[Ref, Any] = {}
+        self.seen: dict[Ref, tuple[str, Sig, Ref | None]] = {}  # each file read: where, stat
+
+    def verified(self, ref: Ref) -> Any | None:
+        """A copy of the running hash of ``ref`` if this pass read it back whole."""
+        hasher = self._memo.get(ref)
+        return None if hasher is None else hasher.copy()
 
     def __call__(self, spill: Spill | Spilled) -> str | None:
         """Why the spill does not read back as its recorded bytes, or ``None``."""
@@ -304,22 +392,23 @@ class Checker:
     def _level(self, ref: Ref) -> tuple[Ref | None, bytes]:
         """One file of a chain: the base it names and the bytes it adds, sizes checked."""
         path = self.resolve(ref.handle)
-        if is_legacy(ref.handle):
-            base, body = None, self._read(ref.handle, path, ref.bytes + 1)
-        else:
-            base, body = _parse(ref, self._read(ref.handle, path, HEADER_MAX + ref.bytes + 1))
+        limit = ref.bytes + 1 if is_legacy(ref.handle) else HEADER_MAX + ref.bytes + 1
+        data, sig = self._read(ref.handle, path, limit)
+        base, body = (None, data) if is_legacy(ref.handle) else _parse(ref, data)
+        self.seen[ref] = (path, sig, base)
         added = ref.bytes - (base.bytes if base else 0)
         if len(body) != added:
             got = len(body) + (base.bytes if base else 0)
             raise SpillProblem(f"spill {ref.handle} has {got} bytes, {ref.bytes} recorded")
         return base, body
 
-    def _read(self, handle: str, path: str, limit: int) -> bytes:
-        """At most ``limit`` bytes of the file; a symlink is followed only inside the root."""
+    def _read(self, handle: str, path: str, limit: int) -> tuple[bytes, Sig]:
+        """At most ``limit`` bytes of the file, and its ``stat``; a symlink is followed
+        only inside the root."""
         try:
-            return _read_bounded(path, limit)
+            return _read_signed(path, limit)
         except _Symlink:
-            return _read_bounded(self._open_path(handle, path), limit)
+            return _read_signed(self._open_path(handle, path), limit)
 
     def _open_path(self, handle: str, path: str) -> str:
         """``path``, or where it links to when that stays inside the root."""
@@ -393,6 +482,24 @@ def _files(root: str) -> Iterator[tuple[str, str]]:
 
 def _read_bounded(path: str | Path, limit: int) -> bytes:
     """At most ``limit`` bytes of the regular file at ``path`` (no FIFO, device, link)."""
+    return _read_signed(path, limit)[0]
+
+
+def _sig(path: str) -> Sig | None:
+    """What ``stat`` says of the file at ``path`` (links followed), ``None`` if nothing."""
+    try:
+        return _signature(os.stat(path))
+    except OSError:
+        return None
+
+
+def _signature(st: os.stat_result) -> Sig:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _read_signed(path: str | Path, limit: int) -> tuple[bytes, Sig]:
+    """At most ``limit`` bytes of the regular file at ``path`` (no FIFO, device, link),
+    and what ``fstat`` said of it."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
@@ -400,7 +507,8 @@ def _read_bounded(path: str | Path, limit: int) -> bytes:
         kind = _Symlink if exc.errno == errno.ELOOP else SpillProblem
         raise kind(f"cannot read {path}: {exc.strerror}") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise SpillProblem(f"{path} is not a regular file")
         chunks, left = [], limit
         while left > 0:
@@ -409,7 +517,7 @@ def _read_bounded(path: str | Path, limit: int) -> bytes:
                 break
             chunks.append(chunk)
             left -= len(chunk)
-        return b"".join(chunks)
+        return b"".join(chunks), _signature(st)
     except OSError as exc:
         raise SpillProblem(f"cannot read {path}: {exc.strerror}") from None
     finally:

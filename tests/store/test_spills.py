@@ -8,12 +8,14 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import eventstore
 import reducers
+from eventstore._files import render_turns
 from eventstore._ops._audit import clean_spills, orphan_spills, verify
 from eventstore._ops._transfer import export_lines, import_file
 from eventstore._sqlite._recorder import SqliteRecorder
@@ -271,6 +273,67 @@ class TestCheckedReads:
         header = {"base": {"bytes": spill.bytes, "handle": spill.handle, "sha256": spill.sha256}}
         path.write_bytes(json.dumps({**header, "format": "tierlog-spill/1"}).encode() + b"\n")
         assert "base" in (s.effects.spill_problem(spill) or "")
+
+
+class TestRefusalCost:
+    """A refusal that spills the transcript again costs what it adds, not the log."""
+
+    def test_only_the_new_turns_are_read(
+        self, journal: eventstore.Journal, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """After a first refusal, the next reads back only the turns appended since."""
+        s = refusing_session(journal)
+        refuse(s)
+        read: list[str] = []
+        real = s.effects.recorder.turn_payloads
+
+        def counting(session_id: str, first: int, last: int) -> Iterator[str]:
+            for payload in real(session_id, first, last):
+                read.append(payload)
+                yield payload
+
+        monkeypatch.setattr(s.effects.recorder, "turn_payloads", counting)
+        fill(s, 30)
+        refuse(s)
+        fill(s, 3)
+        refuse(s)
+        assert len(read) == 33
+
+    def test_each_spill_is_the_whole_transcript(self, journal: eventstore.Journal) -> None:
+        """Spills written on the last one hold exactly the rendering of every turn."""
+        s = refusing_session(journal)
+        for n in range(6):
+            fill(s, n)
+            spill = refuse(s)
+            whole = journal.effects("r").turns(s.state, [(0, s.state.turns)])
+            assert s.read_spill(spill) == render_turns(whole)
+        assert verify(journal) == []
+
+    def test_another_spill_in_between_is_no_base(self, journal: eventstore.Journal) -> None:
+        """When the newest spill is not the last refusal's, the refusal renders it all."""
+        s = refusing_session(journal)
+        refuse(s)
+        fill(s, 2)
+        s.spill(2, 4)
+        fill(s, 2)
+        spill = refuse(s)
+        whole = journal.effects("r").turns(s.state, [(0, s.state.turns)])
+        assert s.read_spill(spill) == render_turns(whole)
+
+    def test_a_base_changed_in_place_is_not_built_on(self, journal: eventstore.Journal) -> None:
+        """A file deep in the chain changed since it was written (its size and mtime put
+        back) is noticed: the next refusal writes a spill that reads back whole."""
+        s = refusing_session(journal)
+        first = refuse(s)
+        for _ in range(3):
+            fill(s, 2)
+            refuse(s)
+        path = Path(journal.spills.location) / first.handle
+        data, st = path.read_bytes(), path.stat()
+        path.write_bytes(data[:-2] + (b"X" if data[-2:-1] != b"X" else b"Y") + data[-1:])
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        fill(s, 2)
+        assert s.effects.spill_problem(refuse(s)) is None
 
 
 def _insert_raw(store: SqliteRecorder, row: tuple[str, int, str, int, str, str]) -> None:
