@@ -8,10 +8,7 @@ is never taken for a file name, created, or printed whole.
 
 from __future__ import annotations
 
-import difflib
 import re
-
-from reducers import InvalidArgument
 
 SCHEMES = ("postgresql://", "postgres://")
 
@@ -33,6 +30,8 @@ def check_location(location: object) -> None:
     if found is None:
         return
     scheme = found.group(1)
+    from reducers import InvalidArgument  # here: the CLI checks locations before it loads them
+
     raise InvalidArgument(
         f"{redact(location)}: tierlog opens a journal file or a postgresql:// URL,"
         f" not a {scheme}:// URL{_hint(scheme)}"
@@ -45,6 +44,8 @@ def _hint(scheme: str) -> str:
         return " (write the scheme in lower case: postgresql://)"
     if lower.startswith(("postgresql+", "postgres+")):
         return " (write postgresql://: tierlog picks the driver itself)"
+    import difflib  # only for a mistyped scheme
+
     close = difflib.get_close_matches(lower, ["postgresql", "postgres"], n=1, cutoff=0.7)
     return f" (did you mean {close[0]}://?)" if close else ""
 

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
-import structlog
 
 from eventstore._commands import (
     AppendTurn,
@@ -32,7 +31,16 @@ from eventstore._decide import decide
 from eventstore._decision import Decision
 from eventstore._effects import Effects
 from eventstore._errors import ChainBroken, IntegrityError
-from eventstore._store import GENESIS, Head, Links, Recorder, Snapshots, expect_version, from_rows
+from eventstore._logging import bound
+from eventstore._store import (
+    GENESIS,
+    Head,
+    Links,
+    Recorder,
+    Snapshots,
+    expect_version,
+    from_rows,
+)
 from eventstore._values import Context, Retelling, Turn
 from invariants import Owed, owed
 from reducers import (
@@ -87,9 +95,6 @@ class Session:
         self._snapshot_version = state.version
         self._snapshot_lengths = snapshot_lengths  # None: the next snapshot rewrites every chunk
         self._logger = logger
-        self._log = structlog.wrap_logger(logger, wrapper_class=structlog.stdlib.BoundLogger).bind(
-            session_id=session_id
-        )
 
     def __repr__(self) -> str:
         return f"Session({self.id!r}, version={self._state.version})"
@@ -248,7 +253,7 @@ class Session:
         debug = self._logger.isEnabledFor(logging.DEBUG)
         if decision.error is None and not invalidated and not debug:
             return  # the hot path: rendering a dropped log line is not free
-        log = self._log.bind(version=decision.state.version)
+        log = bound(self._logger, session_id=self.id, version=decision.state.version)
         if decision.error is not None:
             log.warning(
                 "refused",

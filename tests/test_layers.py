@@ -51,8 +51,8 @@ ALLOWED: dict[str, set[str]] = {
     **{name: {SHELL, "_ops"} for name in INTEGRATIONS},
     "cli": {SHELL, "_store", "_ops", "_report", *INTEGRATIONS},
 }
-# The shell modules that the parts below the shell may use: errors and locations.
-BELOW_SHELL = {"eventstore._errors", "eventstore._location"}
+# The shell modules that the parts below the shell may use: errors, locations, logging.
+BELOW_SHELL = {"eventstore._errors", "eventstore._location", "eventstore._logging"}
 CONNECTION = {"conn", "execute", "executemany", "executescript", "cursor"}
 
 
@@ -157,7 +157,8 @@ class TestLayers:
 
     @pytest.mark.parametrize("package", ["reducers", "invariants", "eventstore"])
     def test_each_package_imports_alone(self, package: str) -> None:
-        """A fresh interpreter imports each package by itself, loading no upper layer."""
+        """A fresh interpreter imports each package by itself, loading no upper layer
+        (eventstore loads nothing at all until a name of it is used)."""
         code = (
             f"import sys, {package}; "
             "print(sorted(m for m in ('reducers', 'invariants', 'eventstore') if m in sys.modules))"
@@ -166,7 +167,7 @@ class TestLayers:
             [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
         ).stdout
         below = {"reducers": ["reducers"], "invariants": ["invariants", "reducers"]}
-        assert ast.literal_eval(out) == below.get(package, ["eventstore", "invariants", "reducers"])
+        assert ast.literal_eval(out) == below.get(package, ["eventstore"])
 
     def test_no_import_cycles_in_eventstore_or_bench(self) -> None:
         """No module of eventstore or bench imports, even for type checking, one that
@@ -229,8 +230,8 @@ class TestFolders:
         assert deep == []
 
     def test_below_the_shell_only_errors_and_locations(self) -> None:
-        """The store and the backends use the shell's errors and locations, nothing that
-        decides or opens a journal."""
+        """The store and the backends use the shell's errors, locations and lazy logging,
+        nothing that decides or opens a journal."""
         up = [
             f"{name} imports {dep}"
             for name, dep, _ in _crossings()
@@ -251,18 +252,18 @@ class TestFolders:
 
     def test_import_eventstore_loads_no_integration_backend_or_tool(self) -> None:
         """``import eventstore`` and opening a SQLite journal load no integration, no
-        PostgreSQL, no report, operation or CLI module."""
-        code = (
-            "import sys, tempfile, os, eventstore;"
-            "eventstore.open(os.path.join(tempfile.mkdtemp(), 'j.db')).close();"
-            "print(sorted(m for m in sys.modules if m.startswith(('eventstore.', 'psycopg'))))"
+        PostgreSQL, no report, operation or CLI module, and neither structlog nor cattrs
+        (loaded when a line is logged, a snapshot or an uncommon event is decoded)."""
+        loaded = _loaded(
+            "import eventstore, tempfile, os;"
+            "eventstore.open(os.path.join(tempfile.mkdtemp(), 'j.db')).close()"
         )
-        out = subprocess.run(
-            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout
-        loaded = {_part(m) for m in ast.literal_eval(out) if m.startswith("eventstore.")}
-        assert loaded == {SHELL, "_store", "_sqlite"}
-        assert "psycopg" not in out
+        assert {_part(m) for m in loaded if m.startswith("eventstore.")} == {
+            SHELL,
+            "_store",
+            "_sqlite",
+        }
+        assert {m.split(".")[0] for m in loaded} & LAZY_THIRD_PARTY == {"attrs", "orjson"}
 
     def test_the_root_holds_the_shell_only(self) -> None:
         """eventstore's root holds at most 15 modules: the shell; the rest are folders."""
@@ -279,6 +280,92 @@ class TestFolders:
         assert _part("eventstore._sqlite._recorder") == "_sqlite"
         assert _part("eventstore._journal") == SHELL
         assert "_sqlite" not in ALLOWED["claude_code"]
+
+
+LAZY_THIRD_PARTY = {"attrs", "cattrs", "orjson", "psycopg", "sqlite_utils", "structlog"}
+# What a cold start may load of tierlog (a test of modules, not of time: bench/startup.py
+# times them). ``tierlog --help`` and a hook with nothing to do load the CLI's frame
+# and the hook alone: no reducer, no store, no third-party package.
+CLI_FRAME = {
+    "eventstore",
+    "eventstore._location",
+    "eventstore._logging",
+    "eventstore.cli",
+    "eventstore.cli._claude_code",
+    "eventstore.cli._main",
+    "eventstore.cli._terminal",
+}
+HOOK = CLI_FRAME | {"eventstore.claude_code", "eventstore.claude_code._hook"}
+OURS = ("eventstore", "reducers", "invariants", *LAZY_THIRD_PARTY, "attr", "asyncio")
+
+
+def _loaded(code: str, stdin: str = "") -> set[str]:
+    """The modules of tierlog, its layers and its heavier dependencies that ``code``
+    leaves loaded in a fresh interpreter."""
+    tail = f"sorted(m for m in sys.modules if m.split('.')[0] in {OURS!r})"
+    code += f"\nimport sys\nprint('loaded:', {tail})"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (line,) = (x for x in out.splitlines() if x.startswith("loaded: "))
+    return set(ast.literal_eval(line.removeprefix("loaded: ")))
+
+
+class TestColdStart:
+    def test_import_eventstore_loads_nothing_else(self) -> None:
+        """``import eventstore`` loads the package's face alone: every name is imported
+        when first used."""
+        assert _loaded("import eventstore") == {"eventstore"}
+
+    def test_a_name_loads_its_module_on_first_use(self) -> None:
+        """``eventstore.Turn`` imports the module it lives in, and is that module's class."""
+        loaded = _loaded(
+            "import eventstore, eventstore._values as v; assert eventstore.Turn is v.Turn"
+        )
+        assert "eventstore._values" in loaded
+        assert "eventstore._journal" not in loaded
+
+    def test_an_unknown_name_is_an_attribute_error(self) -> None:
+        """A name eventstore does not have is an AttributeError, as for any module."""
+        with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+            eventstore.Nope
+
+    def test_every_public_name_resolves(self) -> None:
+        """Each name of ``__all__`` is found where the facade says it lives."""
+        assert all(getattr(eventstore, name) is not None for name in eventstore.__all__)
+
+    def test_help_loads_the_cli_frame_alone(self) -> None:
+        """``tierlog --help`` builds every subcommand's parser from the CLI's frame: no
+        reducer, store, integration or third-party module."""
+        code = "from eventstore.cli import main\ntry: main(['--help'])\nexcept SystemExit: pass"
+        assert _loaded(code) == CLI_FRAME
+
+    def test_a_hook_with_nothing_to_do_loads_the_hook_alone(self, tmp_path: Path) -> None:
+        """``tierlog claude-code hook`` on a prompt with nothing queued loads the CLI's
+        frame and the standard-library hook, nothing of the journal."""
+        journal = str(tmp_path / "j.db")
+        argv = ["claude-code", "hook", "--journal", journal]
+        code = f"from eventstore.cli import main; main({argv!r})"
+        stdin = '{"hook_event_name": "UserPromptSubmit", "session_id": "s1"}'
+        assert _loaded(code, stdin) == HOOK
+
+    def test_the_cli_names_the_ingest_formats_without_loading_them(self) -> None:
+        """``tierlog ingest --format`` offers the Claude Code integration's formats and
+        Codex's, written out in the CLI's frame so that its parser loads neither."""
+        from eventstore import claude_code
+        from eventstore.cli import _main
+
+        assert _main.INGEST_FORMATS == (*claude_code.FORMATS, "codex")
+
+    def test_the_rule_can_fail(self) -> None:
+        """The module list is what ran: a command that uses the store loads it."""
+        code = "from eventstore.cli import main\nmain(['sessions', '/nonexistent/j.db'])"
+        assert "eventstore._store" in _loaded(code)
 
 
 class TestPublicNames:

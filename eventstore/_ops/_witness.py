@@ -18,7 +18,7 @@ import cattrs
 
 from eventstore._journal import Journal
 from eventstore._ops._audit import Finding
-from eventstore._store import converter
+from eventstore._store import strict_converter
 from reducers import InvalidArgument
 
 
@@ -52,7 +52,7 @@ def read_witness(text: str, source: str) -> list[SessionHead]:
     if not isinstance(data, list):
         raise InvalidArgument(f"{source}: a witness is the list `tierlog head --json` prints")
     try:
-        return converter.structure(data, list[SessionHead])
+        return strict_converter().structure(data, list[SessionHead])
     except cattrs.BaseValidationError as exc:
         why = "; ".join(cattrs.transform_error(exc))
         raise InvalidArgument(

@@ -20,9 +20,9 @@ from eventstore._store._chain import (
 from eventstore._store._clock import utc_now
 from eventstore._store._codec import (
     SCHEMA_VERSION,
-    converter,
     from_payload,
     from_rows,
+    strict_converter,
     to_payload,
 )
 from eventstore._store._links import Links
@@ -93,7 +93,6 @@ __all__ = [
     "chain_hash",
     "check_chain",
     "check_session_id",
-    "converter",
     "expect_version",
     "from_payload",
     "from_rows",
@@ -103,6 +102,7 @@ __all__ = [
     "read_range",
     "render",
     "seconds",
+    "strict_converter",
     "to_payload",
     "utc_now",
 ]

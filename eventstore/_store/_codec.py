@@ -7,13 +7,12 @@ event type and the offending fields.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import cattrs
-from cattrs.gen import make_dict_structure_fn
 
 from reducers import (
     EVENT_TYPES,
@@ -25,6 +24,9 @@ from reducers import (
     canonical_bytes,
 )
 from reducers._json import FAST, fast_loads
+
+if TYPE_CHECKING:
+    import cattrs
 
 SCHEMA_VERSION = 1
 
@@ -38,7 +40,14 @@ def _strict(kind: type[Any]) -> Any:
     return hook
 
 
-def _make_converter() -> cattrs.Converter:
+@functools.cache
+def strict_converter() -> cattrs.Converter:
+    """The strict converter, made on first use: cattrs and its generated structure
+    functions cost more than the rest of ``import eventstore``, and replaying or
+    appending the common events never needs them."""
+    import cattrs
+    from cattrs.gen import make_dict_structure_fn
+
     conv = cattrs.Converter(forbid_extra_keys=True)
     for kind in (int, str, bool):
         conv.register_structure_hook(kind, _strict(kind))
@@ -47,9 +56,6 @@ def _make_converter() -> cattrs.Converter:
             cls, make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True)
         )
     return conv
-
-
-converter = _make_converter()
 
 
 def _is_flat(cls: type[Any]) -> bool:
@@ -79,9 +85,13 @@ def _flat_fields(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
 
 # the unstructure function of every event type: flat ones read their fields directly
 # (what cattrs does for them, without its generic dispatch); the others go through cattrs
+def _unstructure(event: Any) -> Any:
+    """An event that is not flat as JSON data, through cattrs."""
+    return strict_converter().unstructure(event)
+
+
 _UNSTRUCTURE: dict[type[Any], Callable[[Any], Any]] = {
-    cls: _flat_fields(cls) if name in _FLAT else converter.unstructure
-    for name, cls in EVENT_TYPES.items()
+    cls: _flat_fields(cls) if name in _FLAT else _unstructure for name, cls in EVENT_TYPES.items()
 }
 
 
@@ -225,20 +235,27 @@ def _structure(type_name: str, data: object) -> Event:
         raise InvalidEvent(f"unknown event type {type_name!r}")
     if not isinstance(data, dict):
         raise InvalidEvent(f"{type_name}: payload must be a JSON object")
+    conv = strict_converter()
+    import cattrs  # loaded by strict_converter
+
     try:
-        event: Event = converter.structure(data, cls)
+        event: Event = conv.structure(data, cls)
     except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
         raise InvalidEvent(f"{type_name}: {'; '.join(_messages(exc))}") from None
     return event
 
 
 def _messages(exc: Exception) -> list[str]:
+    import cattrs  # loaded by strict_converter
+
     if isinstance(exc, cattrs.BaseValidationError):
         return cattrs.transform_error(exc, format_exception=_format)
     return [str(exc)]
 
 
 def _format(exc: BaseException, _: type | None) -> str:
+    import cattrs  # loaded by strict_converter
+
     if isinstance(exc, cattrs.ForbiddenExtraKeysError):
         return f"unknown field(s) {', '.join(sorted(exc.extra_fields))}"
     if isinstance(exc, KeyError):

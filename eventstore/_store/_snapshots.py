@@ -22,18 +22,18 @@ with the replay.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
-import cattrs
-import structlog
 
+from eventstore._logging import bound
 from eventstore._store._recorder import EventLog, ReplayReads, SnapshotStore
 from reducers import (
     JournalError,
@@ -52,6 +52,9 @@ from reducers import (
     merge_spans,
 )
 
+if TYPE_CHECKING:
+    import cattrs
+
 T = TypeVar("T")
 FORMAT = 2  # 2: obligations hold the version they were raised at; re-tells are kept
 SNAPSHOT_EVERY = 1000  # events between two snapshots of a session
@@ -67,19 +70,33 @@ _MAPPINGS: dict[str, type[Any]] = {
     "dispositions": NegativeFact,
     "retold": Told,
 }
-_conv = cattrs.Converter()
-# What decoding bytes of the wrong shape can raise; all of it means "not a snapshot".
-_UNDECODABLE = (
-    ValueError,
-    TypeError,
-    KeyError,
-    AttributeError,
-    IndexError,
-    OverflowError,
-    RecursionError,
-    cattrs.BaseValidationError,
-    JournalError,
-)
+
+
+@functools.cache
+def _conv() -> cattrs.Converter:
+    """The converter of ledger items (cattrs is imported when a snapshot is first used)."""
+    import cattrs
+
+    return cattrs.Converter()
+
+
+@functools.cache
+def _undecodable() -> tuple[type[BaseException], ...]:
+    """What decoding bytes of the wrong shape can raise; all of it means "not a snapshot"."""
+    import cattrs
+
+    return (
+        ValueError,
+        TypeError,
+        KeyError,
+        AttributeError,
+        IndexError,
+        OverflowError,
+        RecursionError,
+        cattrs.BaseValidationError,
+        JournalError,
+    )
+
 
 Chunk = tuple[str, int, bytes]
 
@@ -124,7 +141,7 @@ def decode(header: bytes, chunks: Mapping[str, Sequence[bytes]]) -> tuple[Sessio
     """
     try:
         return _decode(header, chunks)
-    except _UNDECODABLE as exc:
+    except _undecodable() as exc:
         raise SnapshotError(f"{type(exc).__name__}: {exc}") from None
 
 
@@ -176,7 +193,7 @@ def _encode_chunk(name: str, ledger: Ledger[Any], k: int) -> bytes:
         if sys.byteorder == "big":  # pragma: no cover - canonical bytes are little-endian
             out.byteswap()
         return out.tobytes()
-    return canonical_json([_conv.unstructure(item) for item in items])
+    return canonical_json([_conv().unstructure(item) for item in items])
 
 
 def _decode_ledger(name: str, chunks: Sequence[bytes], length: object) -> Ledger[Any]:
@@ -196,7 +213,7 @@ def _decode_ledger(name: str, chunks: Sequence[bytes], length: object) -> Ledger
             if not set(map(type, items)) <= {str}:
                 raise SnapshotError(f"ledger {name} holds a non-string")
         else:
-            items = [_conv.structure(item, cls) for item in items]
+            items = [_conv().structure(item, cls) for item in items]
         ledger = Ledger.of(items, indexed=name == "call_ids")
     if len(ledger) != length:
         raise SnapshotError(f"ledger {name} has {len(ledger)} items, the header says {length}")
@@ -204,11 +221,11 @@ def _decode_ledger(name: str, chunks: Sequence[bytes], length: object) -> Ledger
 
 
 def _dump(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _conv.unstructure(v) for k, v in sorted(values.items())}
+    return {k: _conv().unstructure(v) for k, v in sorted(values.items())}
 
 
 def _load(data: dict[str, Any], cls: type[T]) -> Mapping[str, T]:
-    return MappingProxyType({k: _conv.structure(v, cls) for k, v in data.items()})
+    return MappingProxyType({k: _conv().structure(v, cls) for k, v in data.items()})
 
 
 def chunk_rows(rows: Iterable[tuple[str, bytes]]) -> dict[str, list[bytes]]:
@@ -242,7 +259,7 @@ class Snapshots:
     def __init__(self, recorder: _Cached, every: int, logger: logging.Logger) -> None:
         self.recorder = recorder
         self.every = every
-        self._log = structlog.wrap_logger(logger, wrapper_class=structlog.stdlib.BoundLogger)
+        self._logger = logger
 
     def due(self, state: SessionState, last: int) -> bool:
         """Whether a commit reaching ``state`` takes a snapshot (the last was at ``last``)."""
@@ -315,7 +332,7 @@ class Snapshots:
             return SessionState(), None
         if checked.state is not None:
             return checked.state, ledger_lengths(checked.state)
-        log = self._log.bind(session_id=session_id, version=checked.version)
+        log = bound(self._logger, session_id=session_id, version=checked.version)
         if checked.problem is not None:
             log.warning("snapshot_ignored", problem=checked.problem)
         else:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import attrs
-
-from eventstore.claude_code import Change, hook_main, install, settings_file, uninstall
+if TYPE_CHECKING:  # each command imports what it runs: the hook, on every prompt, only itself
+    from eventstore.claude_code import Change
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -91,22 +91,30 @@ def _where(p: argparse.ArgumentParser, *, journal: bool) -> None:
 
 
 def _install(args: argparse.Namespace) -> int:
+    from eventstore.claude_code import install, settings_file
+
     where = settings_file(args.project, args.user, args.settings)
     _show(install(where, args.journal, tell_summarizer=args.tell_summarizer), args.json)
     return 0
 
 
 def _uninstall(args: argparse.Namespace) -> int:
+    from eventstore.claude_code import settings_file, uninstall
+
     _show(uninstall(settings_file(args.project, args.user, args.settings)), args.json)
     return 0
 
 
 def _hook(args: argparse.Namespace) -> int:
+    from eventstore.claude_code import hook_main
+
     argv = ["--journal", args.journal, "--wait", args.wait]
     return hook_main([*argv, "--tell-summarizer"] if args.tell_summarizer else argv)
 
 
 def _show(change: Change, as_json: bool) -> None:
+    import attrs
+
     if as_json:
         print(json.dumps(attrs.asdict(change, value_serializer=lambda _i, _a, v: _plain(v))))
         return

@@ -4,6 +4,11 @@ Exit codes: 0 fine, 1 findings (``verify``, ``audit``; a corrupt database is one
 2 usage or bad input (Ctrl-C included), 3 an internal error (a bug: one line, and
 the traceback with ``-vv``). No exception escapes as a traceback otherwise.
 The library never configures logging; this module does (``--log-format``, ``-v``).
+
+Start-up is part of the interface (a Claude Code hook runs ``tierlog`` on every prompt;
+``--help`` is the first thing a new user types): this module imports the standard
+library, the terminal helpers and nothing of the journal. Each command imports what it
+uses when it runs; ``tests/test_layers.py`` (``TestColdStart``) keeps it so.
 """
 
 from __future__ import annotations
@@ -18,42 +23,16 @@ import sys
 import traceback
 from collections.abc import Callable, MutableMapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import attrs
-import structlog
-
-from eventstore import codex
-from eventstore._errors import ChainBroken, IntegrityError, is_corruption, is_database_fault
-from eventstore._journal import Journal, check_session_id
 from eventstore._location import check_location, is_url, redact_text
-from eventstore._ops import (
-    Finding,
-    Import,
-    NotVerified,
-    SessionHead,
-    audit,
-    check_witness,
-    clean_spills,
-    created_journal,
-    export_lines,
-    heads,
-    read_file,
-    read_witness,
-    require_chunk,
-    ship,
-    verify,
-)
-from eventstore._report import collect, render
-from eventstore._retell import owed_json
-from eventstore.claude_code import FORMATS, IngestResult, Loaded, ingest_loaded, load
+from eventstore._logging import on_first_use
 from eventstore.cli import _claude_code
-from eventstore.cli import _output as out
-from eventstore.cli._demo import run_demo
-from eventstore.cli._files import check_regular, open_regular, read_text, written
 from eventstore.cli._terminal import json_safe, printable, say, warn
-from eventstore.cli._walk import checked_rows
-from reducers import InvalidArgument, InvalidEvent, JournalError
+
+if TYPE_CHECKING:
+    from eventstore._journal import Journal
+    from eventstore._ops import Finding, SessionHead
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -89,10 +68,13 @@ def arg(*names: str, **kwargs: Any) -> Callable[[Handler], Handler]:
 
 
 DB = "journal file, or a postgresql:// URL"
+INGEST_FORMATS = ("claude-code", "codex")  # claude_code.FORMATS and Codex's rollouts
 
 
 def open_journal(location: str, *, readonly: bool = False) -> Journal:
     """The one way the CLI opens a journal: a file path or a postgresql:// URL."""
+    from eventstore._journal import Journal
+
     return Journal(location, readonly=readonly)
 
 
@@ -105,6 +87,8 @@ def _session_ids(journal: Journal, session_id: str | None) -> list[str] | None:
     if session_id is None:
         return None
     if not journal.has_session(session_id):
+        from reducers import InvalidEvent
+
         raise InvalidEvent(f"no session {session_id!r} in {journal.recorder.location}")
     return [session_id]
 
@@ -140,6 +124,10 @@ def _amount(kind: type[int] | type[float]) -> Callable[[str], float]:
 
 def _corruption(exc: Exception) -> Finding:
     """``exc`` as a finding if it says the database is corrupt; else ``exc`` is re-raised."""
+    from eventstore._errors import IntegrityError, is_corruption
+    from eventstore._ops import Finding
+    from reducers import JournalError
+
     if not isinstance(exc, IntegrityError) and not is_corruption(exc):
         raise exc
     problem = str(exc) if isinstance(exc, JournalError) else f"database is corrupt: {exc}"
@@ -154,6 +142,8 @@ def _corruption(exc: Exception) -> Finding:
 )
 @arg("--db", default="tierlog-demo.db", help="journal to (re)create (default: %(default)s)")
 def _demo(args: argparse.Namespace) -> int:
+    from eventstore.cli._demo import run_demo
+
     if not args.verbose:  # the refusals are the point of the demo: no warning lines
         logging.getLogger("tierlog").setLevel(logging.ERROR)
     run_demo(args.db, print)
@@ -168,6 +158,10 @@ def _demo(args: argparse.Namespace) -> int:
 @arg("db", help=DB)
 @arg("--json", action="store_true", help="print JSON")
 def _sessions(args: argparse.Namespace) -> int:
+    import attrs
+
+    from eventstore.cli import _output as out
+
     with _reader(args) as journal:
         rows = [attrs.asdict(s) for s in journal.recorder.summaries()]
     out.emit(rows, args.json)
@@ -183,6 +177,9 @@ def _sessions(args: argparse.Namespace) -> int:
 @arg("--to", type=_version, dest="stop", metavar="V", help="last version")
 @arg("--json", action="store_true", help="print JSON Lines")
 def _log(args: argparse.Namespace) -> int:
+    from eventstore.cli import _output as out
+    from eventstore.cli._walk import checked_rows
+
     with _reader(args) as journal:
         journal.session(args.session)
         rows = checked_rows(journal, args.session, args.start, args.stop)
@@ -202,6 +199,8 @@ def _log(args: argparse.Namespace) -> int:
 @arg("--at", type=_version, metavar="V", help="state after version V (default: latest)")
 @arg("--json", action="store_true", help="print the canonical state as JSON")
 def _state(args: argparse.Namespace) -> int:
+    from eventstore.cli import _output as out
+
     with _reader(args) as journal:
         s = journal.session(args.session)
         state = s.state if args.at is None else s.state_at(args.at)
@@ -221,6 +220,8 @@ def _state(args: argparse.Namespace) -> int:
 @arg("v2", type=_version, help="later version")
 @arg("--json", action="store_true", help="print JSON")
 def _diff(args: argparse.Namespace) -> int:
+    from eventstore.cli import _output as out
+
     with _reader(args) as journal:
         s = journal.session(args.session)
         changes = out.diff(s.state_at(args.v1).to_json(), s.state_at(args.v2).to_json())
@@ -246,6 +247,13 @@ def _diff(args: argparse.Namespace) -> int:
     help="remove orphan spill files (a crash between writing a spill and committing it)",
 )
 def _verify(args: argparse.Namespace) -> int:
+    import attrs
+
+    from eventstore._errors import IntegrityError
+    from eventstore._journal import Journal
+    from eventstore._ops import clean_spills, read_witness
+    from eventstore.cli._files import read_text
+
     witness = read_witness(read_text(args.witness), args.witness) if args.witness else None
     try:
         with _reader(args) as journal:
@@ -271,6 +279,8 @@ def _verify_or_corrupt(
     journal: Journal, session_id: str | None, witness: list[SessionHead] | None
 ) -> list[Finding]:
     """verify's findings; on a corrupt page, what ``PRAGMA integrity_check`` says instead."""
+    import attrs
+
     try:
         return _verify_journal(journal, session_id, witness)
     except Exception as exc:  # re-raised unless it is corruption
@@ -286,6 +296,10 @@ def _verify_journal(
     journal: Journal, session_id: str | None, witness: list[SessionHead] | None
 ) -> list[Finding]:
     """verify's findings, then the witness's (a witnessed session may be missing altogether)."""
+    from eventstore._ops import check_witness, verify
+    from eventstore.cli import _output as out
+    from reducers import InvalidEvent
+
     if session_id is not None and witness is not None:
         witness = [w for w in witness if w.session_id == session_id]
         if not witness:
@@ -307,6 +321,10 @@ def _verify_journal(
 @arg("session", nargs="?", help="one session (default: all)")
 @arg("--json", action="store_true", help="print JSON (what `verify --witness` reads)")
 def _head(args: argparse.Namespace) -> int:
+    import attrs
+
+    from eventstore._ops import heads
+
     with _reader(args) as journal:
         found = heads(journal, _session_ids(journal, args.session))
     if args.json:
@@ -328,6 +346,8 @@ def _head(args: argparse.Namespace) -> int:
 @arg("--json", action="store_true", help="print JSON: every owed obligation and the block")
 @arg("--record", action="store_true", help="append the block as a re-tell turn (a write)")
 def _owed(args: argparse.Namespace) -> int:
+    from eventstore._retell import owed_json
+
     limit = int(args.max_chars) if args.max_chars else None
     if args.record:  # a missing journal or session is bad input: nothing is created
         with open_journal(args.db, readonly=True) as journal:
@@ -353,6 +373,11 @@ def _owed(args: argparse.Namespace) -> int:
 @arg("session", nargs="?", help="one session (default: all)")
 @arg("--json", action="store_true", help="print JSON")
 def _audit(args: argparse.Namespace) -> int:
+    import attrs
+
+    from eventstore._ops import audit
+    from eventstore.cli import _output as out
+
     try:
         with _reader(args) as journal:
             report = audit(journal, _session_ids(journal, args.session))
@@ -404,10 +429,13 @@ def _audit(args: argparse.Namespace) -> int:
     help="print at most this many MB, then stop with a message (0: no limit; default: %(default)s)",
 )
 def _sql(args: argparse.Namespace) -> int:
+    from eventstore._logging import bound
+    from eventstore.cli import _output as out
+
     limits = {"timeout": args.timeout or None, "heap_limit": int(args.max_memory * 2**20) or None}
     caps = out.Caps(rows=int(args.max_rows), bytes=int(args.max_bytes * 2**20))
     with _reader(args) as journal:
-        structlog.stdlib.get_logger("tierlog").debug("query", **limits)
+        bound(logging.getLogger("tierlog")).debug("query", **limits)
         with journal.recorder.query(args.query, **limits) as result:
             stopped = out.stream(result, args.json, caps=caps)
     if stopped is not None:
@@ -429,6 +457,9 @@ ALLOW_FINDINGS = "carry a session that does not verify, its findings recorded wi
 @arg("-o", "--output", metavar="FILE", help="file to write, whole or not at all (default: stdout)")
 @arg("--allow-findings", action="store_true", help=f"{ALLOW_FINDINGS} (in the trailer)")
 def _export(args: argparse.Namespace) -> int:
+    from eventstore._ops import export_lines
+    from eventstore.cli._files import written
+
     with _reader(args) as journal:
         lines = export_lines(journal, args.session, allow_findings=args.allow_findings)
         first = next(lines)  # the session is checked before anything is written
@@ -457,6 +488,12 @@ def _export(args: argparse.Namespace) -> int:
     " cannot be told from a whole one",
 )
 def _import(args: argparse.Namespace) -> int:
+    from eventstore._journal import check_session_id
+    from eventstore._ops import Import, created_journal, read_file
+    from eventstore.cli import _output as out
+    from eventstore.cli._files import open_regular
+    from reducers import InvalidArgument
+
     if args.rename is not None:
         check_session_id(args.rename)
     try:
@@ -494,6 +531,9 @@ def _import(args: argparse.Namespace) -> int:
 @arg("--at", type=_version, metavar="V", help="the version shown first (default: latest)")
 @arg("-o", "--output", metavar="FILE", help="file to write (default: DB stem.html; - for stdout)")
 def _report(args: argparse.Namespace) -> int:
+    from eventstore._report import collect, render
+    from eventstore.cli._files import written
+
     with _reader(args) as journal:
         if args.session is not None:
             _session_ids(journal, args.session)
@@ -529,6 +569,8 @@ def _report(args: argparse.Namespace) -> int:
 @arg("session", help="session id")
 @arg("handle", help="the spill's handle (tierlog sql DB 'SELECT handle FROM spills')")
 def _spill(args: argparse.Namespace) -> int:
+    from eventstore._errors import IntegrityError
+
     with _reader(args) as journal:
         try:
             data = journal.read_spill(args.session, args.handle)
@@ -549,78 +591,27 @@ def _spill(args: argparse.Namespace) -> int:
 @arg("files", nargs="+", metavar="FILE", help="transcripts, one session each")
 @arg(
     "--format",
-    choices=(*FORMATS, "codex"),
+    choices=INGEST_FORMATS,
     help="transcript format (default: detected; a Codex rollout starts with session_meta)",
 )
 @arg("--json", action="store_true", help="print JSON")
 def _ingest(args: argparse.Namespace) -> int:
+    from eventstore.cli._ingest import ingest
+
     if not args.verbose:  # refused markers are the point: they are reported below
         logging.getLogger("tierlog").setLevel(logging.ERROR)
-    loaded, bad = _load_transcripts(args.files, args.format)  # before the journal is touched
-    results = []
-    if loaded:
-        with open_journal(args.db) as journal:
-            for item in loaded:
-                try:
-                    results.append(_write_transcript(journal, item))
-                except InvalidEvent as exc:
-                    warn("ingest", f"error: {item.path}: {exc}")
-                    bad += 1
-    for r in results:
-        for warning in r.warnings:
-            warn("ingest", f"warning: {r.path}: {warning}")
-    if args.json:
-        print(
-            json_safe(json.dumps([attrs.asdict(r) for r in results], indent=2, ensure_ascii=False))
-        )
-    else:
-        say("\n".join(_ingest_text(r) for r in results) or "nothing ingested")
-    return 2 if bad else 0
-
-
-@attrs.frozen
-class _Rollout:
-    """A Codex rollout read and mapped, not yet written."""
-
-    path: str
-    mapped: codex.Mapped
-
-
-Transcript = Loaded | _Rollout
-
-
-def _load_transcripts(paths: list[str], fmt: str | None) -> tuple[list[Transcript], int]:
-    """Each file read and mapped; an unreadable one reported. Returns them and the bad count."""
-    loaded: list[Transcript] = []
-    bad = 0
-    for path in paths:
-        try:
-            if fmt == "codex" or (fmt is None and codex.is_rollout(path)):
-                loaded.append(_Rollout(path, codex.load(path)))
-            else:
-                loaded.append(load(path, fmt or "claude-code"))
-        except InvalidEvent as exc:
-            warn("ingest", f"error: {path}: {exc}")
-            bad += 1
-    return loaded, bad
+    return ingest(args.db, args.files, args.format, args.json)
 
 
 def _chunk(text: str) -> int:
     """An argparse type: events per transaction (``require_chunk``)."""
+    from eventstore._ops import require_chunk
+    from reducers import InvalidArgument
+
     try:
         return require_chunk(int(text))
     except (ValueError, InvalidArgument) as exc:
         raise argparse.ArgumentTypeError(f"{text[:40]!r}: {exc}") from None
-
-
-def _write_transcript(journal: Journal, item: Transcript) -> IngestResult | codex.IngestResult:
-    if isinstance(item, _Rollout):
-        return codex.ingest_loaded(journal, item.mapped, item.path)
-    return ingest_loaded(journal, item)
-
-
-def _ingest_text(r: IngestResult | codex.IngestResult) -> str:
-    return r.text() if isinstance(r, codex.IngestResult) else out.ingest_text(r)
 
 
 @command(
@@ -635,6 +626,11 @@ def _ingest_text(r: IngestResult | codex.IngestResult) -> str:
 @arg("--allow-findings", action="store_true", help=f"{ALLOW_FINDINGS} (verbatim)")
 @arg("--json", action="store_true", help="print JSON")
 def _ship(args: argparse.Namespace) -> int:
+    import attrs
+
+    from eventstore._ops import ship
+    from eventstore.cli import _output as out
+
     with open_journal(args.src, readonly=True) as src:
         ids = _session_ids(src, args.session)  # checked before DEST is created
         with open_journal(args.dest) as dest, out.Progress("shipping") as show:
@@ -679,18 +675,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def configure_logging(fmt: str, verbose: int) -> None:
-    """Route structlog through stdlib logging to standard error."""
+    """Route structlog through stdlib logging to standard error (structlog itself is
+    configured when the first line is logged: a command that logs nothing never loads it)."""
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
-    renderer: Any = (
-        structlog.processors.JSONRenderer()
-        if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=False)
-    )
     handler = logging.StreamHandler(sys.stderr)
     root = logging.getLogger("tierlog")
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False
+    on_first_use(lambda: _configure_structlog(fmt))
+
+
+def _configure_structlog(fmt: str) -> None:
+    """structlog's processors: level, time, scrubbed texts, then console or JSON."""
+    import structlog
+
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if fmt == "json"
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
@@ -751,11 +755,17 @@ def _check_locations(args: argparse.Namespace) -> None:
         if isinstance(location, str):
             check_location(location)
             if not is_url(location):
+                from eventstore.cli._files import check_regular
+
                 check_regular(location, "open")
 
 
 def _failed(args: argparse.Namespace, exc: BaseException) -> int:
     """One line on standard error for ``exc``, and the exit code it means."""
+    from eventstore._errors import ChainBroken, is_corruption, is_database_fault
+    from eventstore._ops import NotVerified
+    from reducers import JournalError
+
     if isinstance(exc, BrokenPipeError):  # `tierlog log ... | head`: the reader has had enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
