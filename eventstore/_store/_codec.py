@@ -58,6 +58,14 @@ def strict_converter() -> cattrs.Converter:
     return conv
 
 
+def __getattr__(name: str) -> Any:
+    """``converter``: ``strict_converter()``, under the name it had when it was made at
+    import."""
+    if name == "converter":
+        return strict_converter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _is_flat(cls: type[Any]) -> bool:
     """Whether every field of ``cls`` is a scalar its validators fully check."""
     return all(f.type in _SCALARS for f in attrs.fields(attrs.resolve_types(cls)))
