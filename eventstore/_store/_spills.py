@@ -158,8 +158,11 @@ class FolderSpills:
         spilled = Spilled(lo=lo, hi=hi, handle=handle_for(digest), sha256=digest, bytes=size)
         if not tail:
             return spilled
-        if os.path.lexists(self.checker().resolve(spilled.handle)):
-            return None  # stored before: whether it reads back is the whole write's check
+        try:
+            if os.path.lexists(self.checker().resolve(spilled.handle)):
+                return None  # stored before: whether it reads back is the whole write's check
+        except SpillProblem:
+            return None  # the whole write says why it cannot be stored
         self._put(Ref.of(spilled), hasher, ref, tail)
         return spilled
 
