@@ -360,7 +360,7 @@ class TestColdStart:
         from eventstore import claude_code
         from eventstore.cli import _main
 
-        assert _main.INGEST_FORMATS == (*claude_code.FORMATS, "codex")
+        assert (*claude_code.FORMATS, "codex") == _main.INGEST_FORMATS
 
     def test_the_rule_can_fail(self) -> None:
         """The module list is what ran: a command that uses the store loads it."""

@@ -285,14 +285,14 @@ class TestRefusalCost:
         s = refusing_session(journal)
         refuse(s)
         read: list[str] = []
-        real = s.effects.recorder.turn_payloads
+        real = journal.recorder.turn_payloads
 
         def counting(session_id: str, first: int, last: int) -> Iterator[str]:
             for payload in real(session_id, first, last):
                 read.append(payload)
                 yield payload
 
-        monkeypatch.setattr(s.effects.recorder, "turn_payloads", counting)
+        monkeypatch.setattr(journal.recorder, "turn_payloads", counting)
         fill(s, 30)
         refuse(s)
         fill(s, 3)
