@@ -28,6 +28,7 @@ from eventstore._errors import ChainBroken, IntegrityError, is_corruption, is_da
 from eventstore._journal import Journal, check_session_id
 from eventstore._location import check_location, is_url, redact_text
 from eventstore._ops import (
+    CHUNK,
     Finding,
     Import,
     NotVerified,
@@ -631,7 +632,7 @@ def _ingest_text(r: IngestResult | codex.IngestResult) -> str:
 @arg("src", help=f"{DB} to read")
 @arg("dest", help=f"{DB} to append to (created if missing)")
 @arg("--session", metavar="ID", help="ship only this session")
-@arg("--chunk", type=_chunk, default=1000, metavar="N", help="events per transaction (%(default)s)")
+@arg("--chunk", type=_chunk, default=CHUNK, metavar="N", help="events a transaction (%(default)s)")
 @arg("--allow-findings", action="store_true", help=f"{ALLOW_FINDINGS} (verbatim)")
 @arg("--json", action="store_true", help="print JSON")
 def _ship(args: argparse.Namespace) -> int:
