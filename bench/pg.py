@@ -285,10 +285,14 @@ def render(rows: dict[str, Any] | str) -> list[str]:
         for name, row in rows.items()
         if "floor_autocommit" in row
     ]
-    check = rows["pg_ship"]["check_share"]
+    check = [
+        f"{name:<16} of which the check of what verify checks: {row['check_share']:.0%} of the time"
+        for name, row in rows.items()
+        if "check_share" in row
+    ]
     return [
         *auto,
-        f"pg_ship          of which verify's check of the session: {check:.0%} of the time",
+        *check,
         "",
         f"writers on PostgreSQL (commits/s, {scale['seconds']:g} s each, one session each)",
         f"  {per}   1 -> 4: {scale['vs_one']['4']}x (target {scale['target'][3:]})"
