@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
 
 import eventstore  # noqa: E402
 from bench.common import CONFIG, plain_events  # noqa: E402
-from eventstore._ops._ship import ship  # noqa: E402
+from eventstore._ops import ship  # noqa: E402
 from tests.pgcluster import Cluster, missing  # noqa: E402
 
 SHIPPERS = (1, 2, 4, 8)
