@@ -72,6 +72,10 @@ sql-memory: install  ## tierlog sql of 20,000,000 PostgreSQL rows: peak RSS (<= 
 soak: install  ## 30 s of 12 writer processes on a throwaway PostgreSQL cluster
 	$(BIN)/python -m tests.pg_soak --seconds 30
 
+.PHONY: fleet
+fleet: install  ## 16 hosts' journals shipped by 1, 2, 4, 8 concurrent shippers to a throwaway PostgreSQL cluster, then audited
+	$(BIN)/python -m bench.fleet
+
 clean:
 	rm -rf $(VENV) .tools tierlog-demo.db tierlog-demo.db-* tierlog-demo.db.spills .pytest_cache .mypy_cache .ruff_cache
 

@@ -5,21 +5,27 @@ the server's durable defaults (``fsync``, ``synchronous_commit = on``), on a Uni
 socket. Floors are raw psycopg on the same server and row shape: per commit, one
 transaction per row (``BEGIN; INSERT; COMMIT``, as the SQLite floor), and for bulk
 one ``COPY``, into a plain table ("floor") and into tierlog's own ``events`` table
-("schema floor"). Per commit also reports one autocommitted ``INSERT`` per row
-(one round trip: ``floor_autocommit``). Scaling runs 1, 2, 4 and 8 writer
-processes, each appending turns to a session of its own, and reports the
-aggregate commits per second.
+("schema floor"), binary as tierlog's own. Shipping a SQLite session
+(``tierlog ship``, which first checks what ``verify`` checks of it) is measured
+against the raw way to carry the same rows: read them with ``sqlite3``, ``COPY``
+them in. Per commit also reports one autocommitted ``INSERT`` per row (one round
+trip: ``floor_autocommit``). Scaling runs 1, 2, 4 and 8 writer processes, each
+appending turns to a session of its own, and reports the aggregate commits per
+second; ``bench/fleet.py`` does the same for shippers.
+
+``rows(tmp, quick)`` gives the rows of ``make bench``'s table (issue 26's shape).
 """
 
 from __future__ import annotations
 
 import itertools
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +35,12 @@ if str(ROOT) not in sys.path:
 
 import eventstore  # noqa: E402
 from bench.common import CONFIG, content, median_rates, plain_events, result, rows_for  # noqa: E402
+from eventstore._ops import session_findings, ship  # noqa: E402
 from tests.pgcluster import Cluster, missing  # noqa: E402
 
 COLUMNS = "session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"
+COPY = f"COPY events ({COLUMNS}) FROM STDIN (FORMAT BINARY)"
+TYPES = ["text", "int8", "text", "int4", "text", "text", "text", "text"]
 INSERT = f"INSERT INTO events ({COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
 PLAIN_DDL = (
     "CREATE TABLE events (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
@@ -53,10 +62,44 @@ def run_pg(quick: bool, reps: int) -> dict[str, Any] | str:
             "pg_commit_full": per_commit(cluster, "full", n, reps),
             "pg_commit_normal": per_commit(cluster, "normal", n, reps),
             "pg_bulk": bulk(cluster, bulk_n, reps),
+            "pg_ship": shipping(cluster, Path(cluster.root), bulk_n, reps),
             "pg_scaling": scaling(cluster, seconds, max(2, reps // 2)),
         }
     finally:
         cluster.stop()
+
+
+def rows(tmp: Path, quick: bool) -> list[dict[str, Any]]:
+    """The PostgreSQL rows of ``make bench``'s table (none without a cluster)."""
+    if missing() is not None:
+        return []
+    from bench.fleet import scaling_row
+
+    n, big, reps = (100, 3_000, 1) if quick else (500, 100_000, 5)
+    cluster = Cluster.start(settings=())
+    try:
+        found = [
+            _row("PostgreSQL bulk: extend vs raw COPY", bulk(cluster, big, reps)),
+            _row("PostgreSQL ship (with its verify check) vs read + raw COPY",
+                 shipping(cluster, tmp, big, reps)),
+            _row("PostgreSQL NORMAL commits vs raw floor", per_commit(cluster, "normal", n, reps)),
+        ]  # fmt: skip
+        return [*found, scaling_row(cluster, tmp, quick)]
+    finally:
+        cluster.stop()
+
+
+def _row(name: str, measured: dict[str, Any], least: float = 0.5) -> dict[str, Any]:
+    """A measured ratio as a row of the bench table (higher is better)."""
+    return {
+        "row": name,
+        "floor": measured["floor"],
+        "tierlog": measured["tierlog"],
+        "unit": measured["unit"],
+        "ratio": measured["ratio"],
+        "target": f">= {least}x",
+        "met": measured["ratio"] >= least,
+    }
 
 
 def _conn(url: str, sync: str) -> Any:
@@ -127,17 +170,55 @@ def bulk(cluster: Cluster, n: int, reps: int) -> dict[str, Any]:
     def raw(conn: Any) -> Callable[[], int]:
         def go() -> int:
             sid = f"s{next(count)}"
-            copy_sql = f"COPY events ({COLUMNS}) FROM STDIN"
-            with conn.transaction(), conn.cursor() as cur, cur.copy(copy_sql) as copy:
-                for row in rows:
-                    copy.write_row((sid, *row[1:]))
-            return n
+            return copy_rows(conn, ((sid, *row[1:]) for row in rows))
 
         return go
 
     rates = median_rates(ours, raw(plain), raw(schema), reps=reps)
     journal.close()
     return result(*rates, unit="events/s")
+
+
+def copy_rows(conn: Any, rows: Iterable[Sequence[object]]) -> int:
+    """One transaction, one binary COPY of ``rows``; how many."""
+    count = 0
+    with conn.transaction(), conn.cursor() as cur, cur.copy(COPY) as copy:
+        copy.set_types(TYPES)
+        for row in rows:
+            copy.write_row(row)
+            count += 1
+    return count
+
+
+def shipping(cluster: Cluster, tmp: Path, n: int, reps: int) -> dict[str, Any]:
+    """``ship`` of one SQLite session of n events (verify's check first) vs reading
+    its rows with sqlite3 and COPYing them; and what the check alone costs."""
+    source = tmp / "ship-source.db"
+    with eventstore.open(str(source), synchronous="normal") as journal:
+        journal.start_session("s", CONFIG).extend(plain_events(n))
+    src = eventstore.open(str(source), readonly=True)
+    plain = _conn(cluster.create_schema("shipplain"), "full")
+    plain.execute(PLAIN_DDL)
+    dests = iter([eventstore.open(cluster.create_schema("ship")) for _ in range(reps)])
+
+    def ours() -> int:
+        with next(dests) as dest:  # a journal of its own each time, opened beforehand
+            return sum(r.events for r in ship(src, dest))
+
+    def raw() -> int:
+        lite = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+        try:
+            return copy_rows(plain, lite.execute(f"SELECT {COLUMNS} FROM events ORDER BY seq"))
+        finally:
+            lite.close()
+
+    def check() -> int:
+        session_findings(src, "s")
+        return n
+
+    ship_rate, floor, check_rate = median_rates(ours, raw, check, reps=reps)
+    src.close()
+    return {**result(ship_rate, floor, unit="events/s"), "check_share": ship_rate / check_rate}
 
 
 def scaling(cluster: Cluster, seconds: float, reps: int) -> dict[str, Any]:
@@ -204,8 +285,14 @@ def render(rows: dict[str, Any] | str) -> list[str]:
         for name, row in rows.items()
         if "floor_autocommit" in row
     ]
+    check = [
+        f"{name:<16} of which the check of what verify checks: {row['check_share']:.0%} of the time"
+        for name, row in rows.items()
+        if "check_share" in row
+    ]
     return [
         *auto,
+        *check,
         "",
         f"writers on PostgreSQL (commits/s, {scale['seconds']:g} s each, one session each)",
         f"  {per}   1 -> 4: {scale['vs_one']['4']}x (target {scale['target'][3:]})"
@@ -220,10 +307,11 @@ def main() -> None:
     if isinstance(rows, dict):
         for name, row in rows.items():
             if "ratio" in row:
+                schema = row.get("schema_floor")
+                schema = f"  schema floor {schema:>8,}" if schema else ""
                 print(
                     f"{name:<16} tierlog {row['tierlog']:>8,}  floor {row['floor']:>8,}"
-                    f"  schema floor {row['schema_floor']:>8,}  ratio {row['ratio']:.3f}"
-                    f"  {row['unit']}"
+                    f"{schema}  ratio {row['ratio']:.3f}  {row['unit']}"
                 )
     print("\n".join(render(rows)))
 

@@ -141,6 +141,14 @@ class Cluster:
         self.stop_server()
         self.start_server()
 
+    def server_cpu(self) -> float:
+        """CPU seconds the server's processes have used: the postmaster's own and those
+        of its children that have exited (each backend, once its client disconnects)."""
+        pid = (self.data / "postmaster.pid").read_text().split()[0]
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+        return ticks / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         """Stop the server (fast shutdown) and remove its folder."""
         try:

@@ -362,6 +362,13 @@ class TestColdStart:
 
         assert (*claude_code.FORMATS, "codex") == _main.INGEST_FORMATS
 
+    def test_ship_chunk_is_the_librarys(self) -> None:
+        """The ship default the CLI writes out is the library's ``CHUNK``."""
+        from eventstore import _ops
+        from eventstore.cli import _main
+
+        assert _main.SHIP_CHUNK == _ops.CHUNK
+
     def test_the_rule_can_fail(self) -> None:
         """The module list is what ran: a command that uses the store loads it."""
         code = "from eventstore.cli import main\nmain(['sessions', '/nonexistent/j.db'])"

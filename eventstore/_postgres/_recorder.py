@@ -52,7 +52,9 @@ LOCK_TIMEOUT = 30.0  # seconds a writer waits for a session's lock (SQLite's bus
 
 _COLUMNS = "session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"
 _INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-_COPY = f"COPY events ({_COLUMNS}) FROM STDIN"
+# binary: the server parses no text (about 1.25x the events/s of text, bench/pg.py)
+_COPY = f"COPY events ({_COLUMNS}) FROM STDIN (FORMAT BINARY)"
+_COPY_TYPES = ("text", "int8", "text", "int4", "text", "text", "text", "text")
 _SELECT = f"seq, {_COLUMNS}"
 _HEAD = "SELECT version, hash FROM events WHERE session_id = %s ORDER BY version DESC LIMIT 1"
 _LOCK = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
@@ -200,7 +202,7 @@ class PostgresRecorder(AuditQueries, AppendPath):
         if len(rows) < COPY_MIN:
             self.wire.defer(*[(_INSERT, row) for row in rows])
         else:
-            self.wire.copy(_COPY, rows)
+            self.wire.copy(_COPY, rows, _COPY_TYPES)
 
     def _run(self, sql: str, params: Sequence[object] = ()) -> Any:
         return self.wire.send((sql, params))

@@ -197,11 +197,14 @@ class Wire:
         self.closed = True
         self.conn.close()
 
-    def copy(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
-        """``COPY ... FROM STDIN`` the rows, after whatever waits."""
+    def copy(self, sql: str, rows: Sequence[Sequence[object]], types: Sequence[str] = ()) -> None:
+        """``COPY ... FROM STDIN`` the rows, after whatever waits; ``types``: the
+        columns' types, which a ``(FORMAT BINARY)`` copy needs."""
         self.send()
         self.live()
         with self.mapped(), self.conn.cursor() as cur, cur.copy(sql) as copy:
+            if types:
+                copy.set_types(list(types))
             for row in rows:
                 copy.write_row(row)
 

@@ -69,6 +69,7 @@ def arg(*names: str, **kwargs: Any) -> Callable[[Handler], Handler]:
 
 DB = "journal file, or a postgresql:// URL"
 INGEST_FORMATS = ("claude-code", "codex")  # claude_code.FORMATS and Codex's rollouts
+SHIP_CHUNK = 10_000  # _ops.CHUNK, written out: the frame imports no journal code
 
 
 def open_journal(location: str, *, readonly: bool = False) -> Journal:
@@ -622,7 +623,7 @@ def _chunk(text: str) -> int:
 @arg("src", help=f"{DB} to read")
 @arg("dest", help=f"{DB} to append to (created if missing)")
 @arg("--session", metavar="ID", help="ship only this session")
-@arg("--chunk", type=_chunk, default=1000, metavar="N", help="events per transaction (%(default)s)")
+@arg("--chunk", type=_chunk, default=SHIP_CHUNK, metavar="N", help="events a commit (%(default)s)")
 @arg("--allow-findings", action="store_true", help=f"{ALLOW_FINDINGS} (verbatim)")
 @arg("--json", action="store_true", help="print JSON")
 def _ship(args: argparse.Namespace) -> int:
