@@ -187,14 +187,22 @@ def _first_difference(
     src: Journal, dest: Journal, session_id: str, version: int, digest: str
 ) -> int | None:
     """``None`` if ``dest``'s history (``version``, hash ``digest`` at its head) is a
-    prefix of ``src``'s, else the first version where the two differ."""
+    prefix of ``src``'s, else the first version where the two differ. The head row
+    itself must be the source's, not only its hash: a head edited behind tierlog's
+    back (its hash kept) no longer links, and nothing is appended onto it."""
     if version == 0:
         return None
     mine = next(src.recorder.read(session_id, start=version, stop=version), None)
-    if mine is not None and mine.hash == digest:
+    if mine is not None and mine.hash == digest and _same_row(dest, mine):
         return None  # the hash chains agree up to here
     theirs = dest.recorder.read(session_id)
     for a, b in zip_longest(src.recorder.read(session_id, stop=version), theirs):
         if a is None or b is None or a[1:] != b[1:]:
             return a.version if a is not None else b.version if b is not None else version
     return version
+
+
+def _same_row(journal: Journal, row: Recorded) -> bool:
+    """Whether ``journal`` holds ``row`` at its version, every column alike."""
+    stored = next(journal.recorder.read(row.session_id, start=row.version, stop=row.version), None)
+    return stored is not None and stored[1:] == row[1:]

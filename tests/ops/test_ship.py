@@ -167,6 +167,25 @@ class TestShipRefuses:
         assert "session 's' v4: hash does not match" in out
         assert [v for (v,) in target.rows("SELECT version FROM events ORDER BY version")] == [1, 2]
 
+    def test_a_destination_head_edited_behind_its_back_is_not_appended_onto(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path, target: Target
+    ) -> None:
+        """A DEST head whose content was edited (its hash kept, so it no longer links) is
+        a differing history at that version: nothing is appended onto it."""
+        source = SqliteTarget(tmp_path / "host.db")
+        with source.open() as src:
+            fill(new_session(src, "s"), 3)
+        assert run(capsys, "ship", source.location, target.location)[0] == 0
+        target.tamper(
+            "UPDATE events SET payload = replace(payload, 'turn', 'TURN') WHERE version = 4"
+        )
+        with source.open() as src:
+            fill(src.session("s"), 2)
+        code, out, _ = run(capsys, "ship", source.location, target.location, "--json")
+        (result,) = json.loads(out)
+        assert (code, result["events"], result["differs_at"]) == (1, 0, 4)
+        assert target.rows("SELECT max(version) FROM events") == [(4,)]
+
 
 class TestShipBackwards:
     def test_postgres_to_sqlite(
