@@ -9,6 +9,7 @@ import pytest
 
 import eventstore
 from eventstore._location import check_location, redact, redact_text
+from eventstore.cli import main
 
 URLS = [
     "mysql://admin:hunter2@db.internal/fleet",
@@ -47,6 +48,33 @@ class TestOtherSchemes:
         with pytest.raises(eventstore.InvalidArgument, match=hint):
             check_location(url)
 
+    @pytest.mark.parametrize(
+        "location",
+        [
+            " postgresql://admin:hunter2@db.internal/fleet",
+            "file:postgresql://admin:hunter2@db.internal/fleet",
+            "./postgresql://admin:hunter2@db.internal/fleet",
+            "host=db.internal password=hunter2",
+        ],
+    )
+    def test_a_secret_inside_a_file_name_is_refused_hidden(
+        self, location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """A location that is no URL but holds one with a password (a space or a prefix
+        before the scheme, a libpq keyword string) is refused with the password hidden,
+        by the library and by every command, and creates nothing."""
+        monkeypatch.chdir(tmp_path)
+        with pytest.raises(eventstore.InvalidArgument) as refused:
+            eventstore.open(location)
+        assert "hunter2" not in str(refused.value)
+        for argv in (["sessions", location], ["demo", "--db", location], ["verify", location]):
+            assert main(argv) == 2
+            _, err = capsys.readouterr()
+            assert "***" in err
+            assert "hunter2" not in err
+        assert list(tmp_path.iterdir()) == []
+
     @pytest.mark.parametrize("path", ["agent.db", "C:\\journals\\a.db", "a:b.db", "./x://y"])
     def test_paths_pass(self, path: str) -> None:
         """Paths, a drive letter and a colon in a name are left to the backends."""
@@ -62,6 +90,7 @@ class TestRedaction:
             ("cannot reach mysql://root:p%40ss@h:3306/x: refused", "mysql://root:***@h:3306/x:"),
             ("dsn host=h password=pw user=u", "password=*** user=u"),
             ("two: a://x:1@h and b://y:2@h", "a://x:***@h and b://y:***@h"),
+            ("cannot write x/postgresql:/u:pw@h/d: no folder", "x/postgresql:/u:***@h/d:"),
         ],
     )
     def test_every_url_in_a_text_loses_its_secret(self, text: str, shown: str) -> None:
