@@ -1,4 +1,5 @@
-"""Are the journal's audit views tierlog's? The server's rendering decides.
+"""Are the journal's audit views tierlog's, and do they see every row? The server's
+rendering decides the first; row-level security on a journal table denies the second.
 
 A view's stored definition is the server's deparse of its parse tree, not the text
 it was created with, so comparing texts would need tierlog to guess how this server
@@ -31,10 +32,20 @@ AND c.relname LIKE 'tierlog\\_expected\\_%'
 """
 
 
+_ROW_SECURITY = """
+SELECT c.relname, array(SELECT p.polname::text FROM pg_policy p WHERE p.polrelid = c.oid
+                        ORDER BY 1)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relrowsecurity
+ORDER BY 1
+"""
+
+
 def view_problems(conn: Any, views: Mapping[str, str]) -> list[str]:
-    """What is wrong with the journal's audit views (``views``: tierlog's SQL of each)."""
+    """What is wrong with the journal's audit views (``views``: tierlog's SQL of each),
+    and row-level security on a table they read (a policy can hide rows from them)."""
     stored = dict(conn.execute(_STORED).fetchall())
-    problems = [
+    problems = _row_security(conn) + [
         f"view {name} is missing (dropped?): audits that read it fail until a writer"
         " opens the journal and creates it again"
         for name in REQUIRED
@@ -67,3 +78,19 @@ def _rendered(conn: Any, views: Mapping[str, str]) -> dict[str, str]:
             "the audit views were not compared with tierlog's: %s", str(exc).splitlines()[0]
         )
         return {}
+
+
+def _row_security(conn: Any) -> list[str]:
+    """Row-level security on a journal table: its policies decide which rows a query
+    sees, so an audit (or a role other than the owner) may see fewer than are logged."""
+    return [
+        f"row-level security is enabled on {table} ({_policies(names)}): queries may"
+        " see fewer rows than the log holds (a policy can hide refusals from audits)"
+        for table, names in conn.execute(_ROW_SECURITY).fetchall()
+    ]
+
+
+def _policies(names: list[str]) -> str:
+    if not names:
+        return "no policy: every row hidden from roles other than its owner"
+    return f"polic{'y' if len(names) == 1 else 'ies'} {', '.join(names)}"

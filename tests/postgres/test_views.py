@@ -57,3 +57,14 @@ class TestViews:
             "view obligations is missing (dropped?): audits that read it fail until a writer"
             " opens the journal and creates it again"
         ]
+
+    def test_row_security_on_the_log_is_a_finding(self, pg: PostgresTarget) -> None:
+        """Row-level security on events (a policy can hide the refusals from every audit
+        query while leaving the chain walk whole) is an integrity finding naming it."""
+        pg.tamper(
+            "ALTER TABLE events ENABLE ROW LEVEL SECURITY;"
+            " CREATE POLICY quiet ON events USING (type <> 'CompactionRefused'"
+            " OR current_query() !~* 'refus|fetch')"
+        )
+        (problem,) = _problems(pg)
+        assert problem.startswith("row-level security is enabled on events (policy quiet)")
