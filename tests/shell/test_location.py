@@ -58,7 +58,10 @@ class TestOtherSchemes:
         ],
     )
     def test_a_secret_inside_a_file_name_is_refused_hidden(
-        self, location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        self,
+        location: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str],
     ) -> None:
         """A location that is no URL but holds one with a password (a space or a prefix
