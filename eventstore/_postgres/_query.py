@@ -4,7 +4,10 @@ The statement runs in a ``READ ONLY`` transaction that is always rolled back (ne
 committed: ``lo_from_bytea()`` and ``pg_notify()`` ignore ``READ ONLY``, and only a
 COMMIT would keep their large object or send the NOTIFY). Its rows come through a
 server-side cursor, ``FETCH`` by ``FETCH``: the client holds one batch at a time,
-whatever the result's size. ``DECLARE`` takes exactly one ``SELECT``/``VALUES``
+however many rows the result has, and a FETCH brings fewer of them the wider they
+are (``BATCH_BYTES``: rows as wide as the widest yet fit in it; one value is held
+whole, so a single 1 GB value still needs 1 GB). ``DECLARE`` takes exactly one
+``SELECT``/``VALUES``
 statement (an ``EXPLAIN``, whose output is small, is fetched whole instead).
 
 ``timeout`` holds twice: ``statement_timeout`` on the server for each statement, and
@@ -27,7 +30,9 @@ from eventstore._postgres._wire import Wire, first_line
 from eventstore._store import QueryResult
 from reducers import InvalidArgument, JournalError
 
-FETCH = 1_000  # rows a FETCH brings: the most the client holds at once
+FETCH = 1_000  # the most rows a FETCH brings
+FIRST = 64  # the first FETCH's rows, before anything is known of their width
+BATCH_BYTES = 16 * 2**20  # about the most text a FETCH brings: wide rows come fewer at a time
 _EXPLAIN = re.compile(r"\s*(\(\s*)*explain\b", re.I)
 HINT = " (tierlog sql is read-only: SELECT and WITH queries only)"
 
@@ -41,6 +46,7 @@ class Streamed:
         self.timer: threading.Timer | None = None
         self.cursor: Any = None
         self.closed = False
+        self.count, self.widest = FIRST, 0  # the next FETCH's rows; the widest row yet
 
     def start(self) -> QueryResult:
         """Begin, declare (or run an EXPLAIN), and hand back the streamed result."""
@@ -72,10 +78,19 @@ class Streamed:
         self.cursor = conn.cursor(name="tierlog_sql", scrollable=False, withhold=False)
         self.cursor.execute(self.sql)  # DECLARE: exactly one SELECT or VALUES
         names = _names(self.cursor)
-        first = self.cursor.fetchmany(FETCH)  # a query failing at once fails here, as on SQLite
-        if len(first) < FETCH:
-            self._drop_cursor()  # every row is in: nothing more to fetch
+        first = self._fetch()  # a query failing at once fails here, as on SQLite
         return names, first
+
+    def _fetch(self) -> list[tuple[object, ...]]:
+        """The next FETCH's rows (the cursor dropped after the last); the one after it
+        brings as many rows as the widest yet fit in ``BATCH_BYTES``."""
+        asked = self.count
+        batch: list[tuple[object, ...]] = self.cursor.fetchmany(asked)
+        self.widest = max(self.widest, max(map(_width, batch), default=0))
+        self.count = max(1, min(FETCH, BATCH_BYTES // max(1, self.widest)))
+        if len(batch) < asked:
+            self._drop_cursor()  # every row is in: nothing more to fetch
+        return batch
 
     def _drop_cursor(self) -> None:
         cursor, self.cursor = self.cursor, None
@@ -97,12 +112,10 @@ class Streamed:
                 if time.monotonic() > self.deadline:
                     raise self.stopped()
                 try:
-                    batch = self.cursor.fetchmany(FETCH)
+                    batch = self._fetch()
                 except BaseException as exc:
                     raise self.error(exc) from None
                 yield from (tuple(map(_plain, row)) for row in batch)
-                if len(batch) < FETCH:
-                    return
         finally:
             self.close()
 
@@ -155,3 +168,14 @@ def _plain(value: object) -> object:
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     return value
+
+
+def _width(row: tuple[object, ...]) -> int:
+    """About the bytes of a row: its texts and blobs, its JSON as text, 8 for the rest."""
+    return sum(map(_value_width, row))
+
+
+def _value_width(value: object) -> int:
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    return len(str(value)) if isinstance(value, (dict, list)) else 8

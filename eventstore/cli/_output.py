@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from eventstore._location import redact_text
 from eventstore._ops import AuditReport, EvictedObligation, Imported, Review
 from eventstore._store import NoteRow, QueryResult, Recorded
 from eventstore.claude_code import IngestResult
@@ -70,13 +71,14 @@ def stream(
             opener = ","
         print("[]" if opener == "[" else "]")
         return capped.stopped
-    head = list(itertools.islice(records, buffer))
+    cut = ([_short(v) for v in record.values()] for record in records)
+    head = list(itertools.islice(cut, buffer))  # cells cut: a wide row is not held whole
     if not head:
         print("(no rows)")
         return None
-    lines, widths = _table(head)
+    lines, widths = _cells_table([_short(n) for n in names], head)
     print("\n".join(lines[:2]))
-    rest = (_line([_short(v) for v in record.values()], widths) for record in records)
+    rest = (_line(cells, widths) for cells in cut)
     for line in itertools.chain(lines[2:], rest):
         if not capped.fits(line):
             break
@@ -108,17 +110,29 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
 
 def _table(rows: list[dict[str, Any]]) -> tuple[list[str], list[int]]:
     names = list(rows[0])
-    header = [_short(n) for n in names]
-    cells = [[_short(row[n]) for n in names] for row in rows]
+    return _cells_table([_short(n) for n in names], [[_short(r[n]) for n in names] for r in rows])
+
+
+def _cells_table(header: list[str], cells: list[list[str]]) -> tuple[list[str], list[int]]:
+    """Cells already cut (``_short``), aligned under their header."""
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
     body = [_line(r, widths) for r in cells]
     return [_line(header, widths), "  ".join("-" * w for w in widths), *body], widths
 
 
+_CELL_SOURCE = 65_536  # the characters of a value a table cell is made from
+
+
 def _short(value: Any) -> str:
-    """A cell: its text safe for a terminal (``printable``), cut at 60 characters."""
-    text = "" if value is None else printable(str(value), cell=True)
+    """A cell: its text safe for a terminal (``printable``), cut at 60 characters (a
+    long text is cut to ``_CELL_SOURCE`` first, its URLs' passwords hidden before)."""
+    text = "" if value is None else printable(_start(str(value)), cell=True)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _start(text: str) -> str:
+    """What a cell is made from: a long text's start, its passwords hidden first."""
+    return text if len(text) <= _CELL_SOURCE else redact_text(text)[:_CELL_SOURCE]
 
 
 def log_line(row: Recorded, as_json: bool) -> str:

@@ -78,6 +78,17 @@ class TestEscaping:
         assert _raw(out + err) == []
         assert "hunter2" not in out
 
+    def test_a_long_cell_is_cut_after_its_password_is_hidden(
+        self, capsys: pytest.CaptureFixture[str], db: str
+    ) -> None:
+        """A table cell is made from the start of a long value (a wide row is never held
+        whole), but a URL password that runs past that start is still hidden."""
+        query = "SELECT 'postgresql://u:' || printf('%.100000c', 'p') || '@h/db' AS url"
+        code, out, _ = run(capsys, "sql", db, query)
+        assert code == 0
+        assert out.splitlines()[2] == "postgresql://u:***@h/db"
+        assert "pp" not in out
+
     def test_json_output_is_exact_and_safe(
         self, capsys: pytest.CaptureFixture[str], db: str
     ) -> None:

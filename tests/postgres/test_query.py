@@ -93,3 +93,15 @@ class TestBoundedMemory:
         code, _, peak_mb = peak_rss(argv)
         assert code == 0
         assert peak_mb < 200
+
+    @pytest.mark.parametrize("mode", [[], ["--json"]], ids=["table", "json"])
+    def test_wide_rows_are_printed_in_little_memory(self, pg_url: str, mode: list[str]) -> None:
+        """1,500 rows of 200,000 characters (300 MB) printed by a child process: a FETCH
+        brings as many rows as fit in a few MB, and the table aligns on cut cells, so
+        its peak RSS stays below 200 MB (before: a 1,000-row FETCH of them, 1.2 GB)."""
+        eventstore.open(pg_url).close()
+        wide = "SELECT g, repeat('x', 200000) AS text FROM generate_series(1, 1500) g"
+        argv = ["sql", pg_url, wide, *mode, "--max-bytes", "0", "--timeout", "300"]
+        code, _, peak_mb = peak_rss(argv)
+        assert code == 0
+        assert peak_mb < 200
