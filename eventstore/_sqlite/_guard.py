@@ -59,6 +59,11 @@ class QueryGuard:
         if action == sqlite3.SQLITE_FUNCTION and (second or "").lower() in POINTER_FUNCTIONS:
             self.refused = second
             return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_UPDATE and first == "sqlite_master":
+            # a table-valued function's first use (json_each, json_tree) declares its
+            # table and asks this; query_only (and a denied PRAGMA writable_schema)
+            # keeps any real write to the schema from happening
+            return sqlite3.SQLITE_OK
         return sqlite3.SQLITE_OK if action in _READS else sqlite3.SQLITE_DENY
 
     def install(self) -> None:

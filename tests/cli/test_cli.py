@@ -386,6 +386,21 @@ class TestSql:
         assert code == 0
         assert json.loads(out) == [{"rules": "C1,C5"}, {"rules": "C5"}]
 
+    def test_json_table_functions_read_payloads(
+        self, capsys: pytest.CaptureFixture[str], demo_db: str
+    ) -> None:
+        """json_each and json_tree, the way into a payload's arrays, answer (their first
+        use asks the authorizer for what a write would, and query_only still holds)."""
+        query = (
+            "SELECT count(*) AS n FROM events, json_each(events.payload) j"
+            " WHERE events.type = 'CompactionRefused' AND j.key = 'violations'"
+        )
+        code, out, err = run(capsys, "sql", demo_db, query, "--json")
+        assert (code, json.loads(out) if out else err) == (0, [{"n": 2}])
+        query = "SELECT count(*) AS n FROM json_tree('{\"a\": [1, 2]}')"
+        code, out, err = run(capsys, "sql", demo_db, query, "--json")
+        assert (code, json.loads(out) if out else err) == (0, [{"n": 4}])
+
 
 class TestTransfer:
     @on_both
