@@ -19,6 +19,11 @@ from eventstore._ops._audit import Finding, verify_session
 from reducers import Noted
 
 FINDING_NOTE = "carried_finding"  # the kind of the Noted event an import records
+UNTRAILED_NOTE = "read_without_trailer"  # an import read a session with no trailer
+UNTRAILED = (
+    "read without a trailer (--no-trailer): the file may have been cut short after"
+    " this session's last event, and that cannot be told"
+)
 _NOTE_CHARS = 2_000
 
 

@@ -29,13 +29,14 @@ import attrs
 
 from eventstore._journal import Journal, check_session_id
 from eventstore._location import is_url
-from eventstore._ops._carry import NotVerified, finding_notes
+from eventstore._ops._carry import UNTRAILED, UNTRAILED_NOTE, NotVerified, finding_notes
 from eventstore._ops._redecide import Outcome, Redecider
 from reducers import (
     Event,
     InvalidArgument,
     InvalidEvent,
     JournalError,
+    Noted,
     SessionConfig,
     SessionStarted,
     SessionState,
@@ -71,7 +72,8 @@ class Import:
     ``findings`` are what the file itself shows wrong with a session (``_lines``);
     with those of the re-decision, a session that has any is refused
     (:class:`NotVerified`) unless ``allow_findings``: then it is imported as
-    re-decided, each finding a ``Noted`` event after its last event."""
+    re-decided, each finding a ``Noted`` event after its last event. A session of
+    ``untrailed`` (read without its trailer) gets a ``Noted`` event saying so."""
 
     def __init__(
         self,
@@ -81,6 +83,7 @@ class Import:
         rename: str | None = None,
         findings: Mapping[str, Sequence[str]] | None = None,
         allow_findings: bool = False,
+        untrailed: frozenset[str] = frozenset(),
     ) -> None:
         if rename is not None:
             check_session_id(rename)
@@ -90,6 +93,7 @@ class Import:
                 )
         self._findings = {sid: tuple(f) for sid, f in (findings or {}).items() if f}
         self._allow = allow_findings
+        self._untrailed = untrailed
         for source, found in self._findings.items():
             if not allow_findings:
                 raise NotVerified(source, found, "import")
@@ -155,6 +159,8 @@ class Import:
         if found:  # carried: each finding recorded where the session now lives
             session.extend(finding_notes(found))
             outcome = attrs.evolve(outcome, findings=found)
+        if source in self._untrailed:  # a fallback: the journal says so, audit shows it
+            session.extend([Noted(kind=UNTRAILED_NOTE, text=UNTRAILED)])
         return _Decided(source=source, target=target, state=session.state, outcome=outcome)
 
     def _same_as_stored(self, journal: Journal, d: _Decided) -> Imported:

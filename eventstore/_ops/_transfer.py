@@ -95,8 +95,14 @@ def import_file(
     found = read_file(file, require_trailer=require_trailer)
     sessions = {sid: list(s.events) for sid, s in found.items()}
     findings = {sid: s.findings for sid, s in found.items()}
+    untrailed = frozenset(sid for sid, s in found.items() if not s.trailer)
     with Import(
-        journal.path, sessions, rename=rename, findings=findings, allow_findings=allow_findings
+        journal.path,
+        sessions,
+        rename=rename,
+        findings=findings,
+        allow_findings=allow_findings,
+        untrailed=untrailed,
     ) as job:
         job.decide(journal, progress)
         return job.commit(journal)

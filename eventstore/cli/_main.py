@@ -512,6 +512,7 @@ def _import(args: argparse.Namespace) -> int:
             rename=args.rename,
             findings={sid: f.findings for sid, f in found.items()},
             allow_findings=args.allow_findings,
+            untrailed=frozenset(sid for sid, f in found.items() if not f.trailer),
         )
         stack.enter_context(job)
         with out.Progress("importing command") as show:

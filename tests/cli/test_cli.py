@@ -1054,6 +1054,10 @@ class TestTrailer:
         code, out, _ = run(capsys, "import", str(tmp_path / "x.db"), str(dump), "--no-trailer")
         assert code == 0
         assert "read without a trailer (--no-trailer)" in out
+        query = "SELECT kind FROM ingest_notes"  # the journal says so too, and audit shows it
+        code, out, _ = run(capsys, "sql", str(tmp_path / "x.db"), query, "--json")
+        assert json.loads(out) == [{"kind": "read_without_trailer"}]
+        assert "read without a trailer" in run(capsys, "audit", str(tmp_path / "x.db"))[1]
 
     @pytest.mark.parametrize(
         ("edit", "message"),
