@@ -2,7 +2,8 @@
 
 The statement runs in a ``READ ONLY`` transaction that is always rolled back (never
 committed: ``lo_from_bytea()`` and ``pg_notify()`` ignore ``READ ONLY``, and only a
-COMMIT would keep their large object or send the NOTIFY). Its rows come through a
+COMMIT would keep their large object or send the NOTIFY), and an advisory lock it
+took for the session is let go after it. Its rows come through a
 server-side cursor, ``FETCH`` by ``FETCH``: the client holds one batch at a time,
 however many rows the result has, and a FETCH brings fewer of them the wider they
 are (``BATCH_BYTES``: rows as wide as the widest yet fit in it; one value is held
@@ -129,6 +130,14 @@ class Streamed:
         self._drop_cursor()
         self.wire.streaming = False
         self.wire.rollback()
+        self._unlock()
+
+    def _unlock(self) -> None:
+        """Let go of the advisory locks the query took for the session (a rollback keeps
+        those; tierlog's own are the transaction's, already gone)."""
+        if not self.wire.lost():
+            with contextlib.suppress(self.wire.pg.Error):
+                self.wire.conn.execute("SELECT pg_advisory_unlock_all()")
 
     def stopped(self) -> InvalidArgument:
         return InvalidArgument(f"query stopped after {self.timeout or 0:g} s (--timeout)")

@@ -105,3 +105,18 @@ class TestBoundedMemory:
         code, _, peak_mb = peak_rss(argv)
         assert code == 0
         assert peak_mb < 200
+
+
+class TestNothingOutlivesTheQuery:
+    def test_a_session_advisory_lock_is_let_go(
+        self, recorder: PostgresRecorder, pg_url: str
+    ) -> None:
+        """A lock the query took for the whole session (the rollback keeps those) is
+        released when the query ends: no writer elsewhere is kept waiting by an audit."""
+        import psycopg
+
+        key = "SELECT pg_advisory_lock(1953064306, hashtext('s'))"
+        assert len(list(recorder.query(key, timeout=5).rows)) == 1
+        with psycopg.connect(pg_url, autocommit=True) as other:
+            took = other.execute("SELECT pg_try_advisory_lock(1953064306, hashtext('s'))")
+            assert took.fetchone() == (True,)
