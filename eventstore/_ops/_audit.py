@@ -197,6 +197,7 @@ def audit(journal: Journal, session_ids: list[str] | None = None) -> AuditReport
 def _audit_session(journal: Journal, session_id: str) -> SessionAudit:
     rows = journal.recorder.audit_rows(session_id)
     state, chain = state_as_stored(journal, session_id)
+    chain = chain or _chain_break(journal, session_id)
     return SessionAudit(
         chain=chain,
         compaction_refusals=rows.compaction_refusals,
@@ -217,6 +218,15 @@ def state_as_stored(journal: Journal, session_id: str) -> tuple[SessionState, st
     except ChainBroken as exc:
         rows = journal.recorder.read_payloads(session_id)
         return fold(from_rows(rows)), f"v{exc.version}: {exc.problem}"
+
+
+def _chain_break(journal: Journal, session_id: str) -> str | None:
+    """Where the session's hash chain breaks, every row walked: the sections show rows
+    as stored, and the state may start from a snapshot past an edited one."""
+    walk = ChainWalk(session_id, journal.recorder.read(session_id))
+    for _ in walk:
+        pass
+    return None if walk.problem is None else f"v{walk.problem.version}: {walk.problem.problem}"
 
 
 def evicted_obligations(state: SessionState) -> tuple[EvictedObligation, ...]:

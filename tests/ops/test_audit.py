@@ -8,7 +8,8 @@ from pathlib import Path
 import eventstore
 from eventstore._ops._audit import Finding, audit, evicted_obligations, verify
 from tests.helpers import behind_its_back, fill, new_session
-from tests.targets import on_both
+from tests.tampers import SID, story
+from tests.targets import Target, on_both
 from tests.timelines import story_session
 
 
@@ -74,6 +75,23 @@ class TestAudit:
             (node.node_id,),
         )
         assert not audit(journal).findings
+
+    @on_both
+    def test_a_row_edited_before_the_snapshot_is_named(self, target: Target) -> None:
+        """Audit shows rows as stored, so it walks every link, not only those after the
+        snapshot the state starts from: an invalidation edited there is named, as in
+        the CLI's line for the session (exit 1)."""
+        with eventstore.open(target.location, snapshot_every=5) as journal:
+            story(journal)
+        target.tamper(
+            "UPDATE events SET payload = replace(payload, 'depth_mismatch', 'all_fine')"
+            " WHERE type = 'MarkerInvalidated'"
+        )
+        with eventstore.open(target.location, readonly=True) as journal:
+            assert journal.snapshots.check(SID) is not None  # the state starts after v14
+            report = audit(journal)
+        assert report.sessions[SID].chain == "v14: hash does not match the event's content"
+        assert report.findings
 
 
 class TestVerify:
