@@ -46,6 +46,8 @@ def _check_no_secret(location: str) -> None:
     a libpq ``password=`` keyword. Taken for a file name, it would be printed whole."""
     shown = redact_text(location)
     if shown != location:
+        from reducers import InvalidArgument  # here, as above: nothing loaded before
+
         raise InvalidArgument(
             f"{shown}: tierlog opens a journal file or a postgresql:// URL; this holds a"
             " password but is neither (a space or a prefix before postgresql://?)"
