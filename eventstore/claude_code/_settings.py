@@ -20,7 +20,13 @@ import attrs
 
 from reducers import InvalidArgument
 
-OURS = re.compile(r"eventstore[/\\]claude_code[/\\]_hook\.py|\bclaude-code hook\b")
+# tierlog's hook module as a word of the command, or the command ``tierlog claude-code
+# hook`` (``eventstore.cli`` run as a module too): not any command holding those words
+# (``npx my-claude-code hook-notify`` is the user's, and install and uninstall leave it)
+OURS = re.compile(
+    r"(?:^|[\s/\\\"'])(?:eventstore[/\\]claude_code[/\\]_hook\.py"
+    r"|(?:tierlog|eventstore\.cli)[\"']?\s+claude-code\s+hook)(?=$|[\s\"';|&])"
+)
 _SPACE = " \t\n\r"
 _SCALAR = json.JSONDecoder()
 
