@@ -62,11 +62,14 @@ def default_journal(settings: Path) -> Path:
 
 
 def hook_command(journal: Path, *, tell_summarizer: bool = False) -> str:
-    """The command Claude Code runs for every event (see the module doc)."""
+    """The command Claude Code runs (through a shell) for every event (see the module
+    doc). The hook itself always exits 0; ``|| exit 1`` covers the interpreter failing to
+    start it (tierlog uninstalled, its venv moved: Python exits 2, which would block every
+    prompt and compaction): 1 is an error Claude Code shows and goes on."""
     words = [sys.executable, "-I", "-S", str(Path(_hook.__file__).resolve())]
     words += ["--journal", str(journal)]
     words += ["--tell-summarizer"] if tell_summarizer else []
-    return shlex.join(words)
+    return shlex.join(words) + " || exit 1"
 
 
 def groups(command: str) -> dict[str, dict[str, Any]]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from eventstore.claude_code import _install
+from eventstore.claude_code import _hook, _install
 from eventstore.claude_code._settings import is_ours
 from eventstore.cli import main
 
@@ -72,7 +73,7 @@ class TestInstall:
         words = shlex.split(ours["Stop"][0])
         assert words[:3] == [sys.executable, "-I", "-S"]
         assert words[3].endswith("eventstore/claude_code/_hook.py")
-        assert words[4:] == ["--journal", str(journal)]
+        assert words[4:] == ["--journal", str(journal), "||", "exit", "1"]
         assert commands["Stop"][0] == THEIRS["hooks"]["Stop"][0]["hooks"][0]["command"]
 
     def test_the_default_journals_folder_is_never_committed(
@@ -106,7 +107,7 @@ class TestInstall:
         ours = [c for cs in _commands(project / ".claude" / "settings.json").values() for c in cs]
         ours = [c for c in ours if is_ours(c)]
         assert len(ours) == len(_install.EVENTS)
-        assert all(c.endswith(f"--journal {other}") for c in ours)
+        assert all(f" --journal {other} " in c for c in ours)
 
     def test_a_new_settings_file_is_made(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path
@@ -132,7 +133,7 @@ class TestInstall:
         """--tell-summarizer is passed on to every hook's command line."""
         run(capsys, "claude-code", "install", "--project", str(project), "--tell-summarizer")
         ours = [c for cs in _commands(project / ".claude" / "settings.json").values() for c in cs]
-        assert all(c.endswith(" --tell-summarizer") for c in ours if is_ours(c))
+        assert all(" --tell-summarizer " in c for c in ours if is_ours(c))
 
     def test_the_files_permissions_are_kept(
         self, capsys: pytest.CaptureFixture[str], project: Path
@@ -142,6 +143,26 @@ class TestInstall:
         settings.chmod(0o600)
         run(capsys, "claude-code", "install", "--project", str(project))
         assert settings.stat().st_mode & 0o777 == 0o600
+
+
+class TestNeverBlocking:
+    def test_a_hook_module_that_is_gone_is_a_non_blocking_error(
+        self, capsys: pytest.CaptureFixture[str], project: Path, tmp_path: Path
+    ) -> None:
+        """The installed command, run by a shell as Claude Code runs it, exits 1 (an error
+        Claude Code shows and goes on) when the interpreter cannot open the hook module
+        (tierlog uninstalled, its venv moved), never Python's 2, which blocks every prompt
+        and every compaction."""
+        run(capsys, "claude-code", "install", "--project", str(project))
+        command = _commands(project / ".claude" / "settings.json")["UserPromptSubmit"][0]
+        module = str(Path(_hook.__file__).resolve())
+        assert module in command
+        gone = command.replace(module, str(tmp_path / "gone" / "_hook.py"))
+        done = subprocess.run(
+            ["/bin/sh", "-c", gone], input="{}", capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 1
+        assert "can't open file" in done.stderr
 
 
 class TestBadInput:
