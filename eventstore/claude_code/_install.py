@@ -92,6 +92,8 @@ def install(
             f"--journal {journal}: the hooks journal to a SQLite file (tierlog ship copies it on)"
         )
     journal = Path(journal or default_journal(settings)).expanduser().absolute()
+    if journal.exists() and not journal.is_file():
+        raise InvalidArgument(f"--journal {journal}: not a file (a folder, a device or a FIFO)")
     before = _read(settings)
     command = hook_command(journal, tell_summarizer=tell_summarizer)
     after = _edit(settings, lambda: _settings.install(before, groups(command)))
@@ -145,7 +147,9 @@ def _read(settings: Path) -> str | None:
 
 
 def _write(settings: Path, text: str) -> None:
-    """Replace the file atomically, keeping its permissions."""
+    """Replace the file atomically, keeping its permissions; a symbolic link (a dotfiles
+    folder's) stays one and the file it names is replaced."""
+    settings = Path(os.path.realpath(settings))
     settings.parent.mkdir(parents=True, exist_ok=True)
     mode = settings.stat().st_mode & 0o7777 if settings.exists() else None
     temporary = settings.with_name(f".{settings.name}.{os.getpid()}.tmp")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -143,6 +144,44 @@ class TestInstall:
         settings.chmod(0o600)
         run(capsys, "claude-code", "install", "--project", str(project))
         assert settings.stat().st_mode & 0o777 == 0o600
+
+
+class TestLinksAndPaths:
+    def test_a_symlinked_settings_file_is_edited_where_it_points(
+        self, capsys: pytest.CaptureFixture[str], project: Path, tmp_path: Path
+    ) -> None:
+        """A settings.json that links into a dotfiles folder stays a link; the file it
+        names gets the hooks, and loses them again byte for byte."""
+        dotfiles = tmp_path / "dotfiles" / "settings.json"
+        dotfiles.parent.mkdir()
+        settings = project / ".claude" / "settings.json"
+        dotfiles.write_bytes(settings.read_bytes())
+        before = dotfiles.read_bytes()
+        settings.unlink()
+        settings.symlink_to(dotfiles)
+        assert run(capsys, "claude-code", "install", "--project", str(project))[0] == 0
+        assert settings.is_symlink()
+        assert set(_commands(dotfiles)) == set(_install.EVENTS)
+        assert run(capsys, "claude-code", "uninstall", "--project", str(project))[0] == 0
+        assert settings.is_symlink()
+        assert dotfiles.read_bytes() == before
+
+    @pytest.mark.parametrize("kind", ["folder", "fifo"])
+    def test_a_journal_path_that_is_no_file_is_refused(
+        self, capsys: pytest.CaptureFixture[str], project: Path, tmp_path: Path, kind: str
+    ) -> None:
+        """--journal naming a folder or a FIFO is exit 2, one line, the settings untouched
+        (every hook would fail on it)."""
+        journal = tmp_path / "j.db"
+        journal.mkdir() if kind == "folder" else os.mkfifo(journal)
+        settings = project / ".claude" / "settings.json"
+        before = settings.read_bytes()
+        argv = ["claude-code", "install", "--project", str(project), "--journal", str(journal)]
+        code, _, err = run(capsys, *argv)
+        assert code == 2
+        assert err.startswith(f"tierlog claude-code: error: --journal {journal}: ")
+        assert len(err.splitlines()) == 1
+        assert settings.read_bytes() == before
 
 
 class TestNeverBlocking:
