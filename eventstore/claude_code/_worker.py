@@ -27,6 +27,7 @@ import fcntl
 import json
 import logging
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -58,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     folder = Folder(args.journal, args.session)
     try:
         folder.make()
+        regular_file(args.transcript)
         with _locked(folder), Journal(args.journal) as journal:
             printed = WORK[args.event](journal, folder, args.transcript)
         if args.print_live and printed:
@@ -68,6 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.busy:
             folder.remove(args.busy)
     return 0
+
+
+def regular_file(path: str) -> None:
+    """InvalidArgument unless ``path`` is a regular file: a FIFO would hang the worker,
+    holding the session's lock, and ``/dev/zero`` never ends."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise InvalidArgument(f"{path}: not a regular file")
 
 
 def _parser() -> argparse.ArgumentParser:

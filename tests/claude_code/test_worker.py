@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -148,7 +149,7 @@ def _run(event: str, journal: Path, transcript: Path, session: str = "s-1") -> s
         [sys.executable, "-I", "-m", "eventstore.claude_code._worker", event, "--journal",
          str(journal), "--session", session, "--transcript", str(transcript), "--print-live",
          "--busy", f"busy-{event}.1"],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, timeout=60,
     )  # fmt: skip
     return done.stdout
 
@@ -245,3 +246,16 @@ class TestFailures:
         _run("record", journal, _session().write(tmp_path / "t.jsonl"))
         assert Folder(str(journal), "s-1").read("error") is not None
         assert journal.read_bytes() == b"not a database" * 100
+
+    @pytest.mark.parametrize("event", ["precompact", "postcompact", "record"])
+    def test_a_transcript_path_that_is_no_file_fails_at_once(
+        self, tmp_path: Path, event: str
+    ) -> None:
+        """A FIFO given as the transcript (or /dev/zero) is refused before it is read: the
+        worker neither hangs holding the session's lock nor reads without end."""
+        journal, fifo = tmp_path / "journal.db", tmp_path / "t.jsonl"
+        os.mkfifo(fifo)
+        _run(event, journal, fifo)
+        error = Folder(str(journal), "s-1").read("error")
+        assert error is not None
+        assert f"{fifo}: not a regular file" in error
