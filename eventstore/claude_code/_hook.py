@@ -248,10 +248,11 @@ class Hook:
             raise HookError("the hook input has no transcript_path")
         return path
 
-    def context(self, event: str, text: str) -> None:
-        """Give ``text`` to the agent as ``additionalContext`` of ``event``."""
+    def context(self, event: str, text: str) -> str:
+        """Give ``text`` to the agent as ``additionalContext`` of ``event``; what was given."""
         output = {"hookEventName": event, "additionalContext": text[:MAX_CHARS]}
         self.out.write(json.dumps({"hookSpecificOutput": output}) + "\n")
+        return text[:MAX_CHARS]
 
     def pre_compact(self) -> None:
         self.folder.make()
@@ -269,9 +270,8 @@ class Hook:
         if not wait_for(self.folder, "precompact", self.options.wait):
             raise HookError(f"the journal was not ready in {self.options.wait:g} s: no block")
         block = self.folder.take("compact")
-        if block:
-            self.folder.write("given", block)  # PostCompact's worker judges the summary by it
-            self.context("SessionStart", block)
+        if block:  # PostCompact's worker judges the summary by it
+            self.folder.write("given", self.context("SessionStart", block))
 
     def post_compact(self) -> None:
         self.folder.make()
@@ -280,15 +280,13 @@ class Hook:
     def user_prompt_submit(self) -> None:
         wait_for(self.folder, "postcompact", min(self.options.wait, PROMPT_WAIT))
         block = self.folder.take("queue")
-        if block:
-            self.folder.write("told", "")
-            self.context("UserPromptSubmit", block)
+        if block:  # the worker the Stop hook starts looks for it in the transcript
+            self.folder.write("told", self.context("UserPromptSubmit", block))
 
     def stop(self) -> None:
         compacting = _busy(self.folder.root, f"{self.folder.session}.busy-postcompact.")
         if compacting or os.path.exists(self.folder.path("told")):
-            self.folder.remove("told")  # the worker reads the transcript whole, once its turn
-            start_worker("record", self.folder, self.transcript)
+            start_worker("record", self.folder, self.transcript)  # it takes ``told``
 
     def run(self) -> None:
         """Act on the event; tell standard error what the last worker could not do."""

@@ -122,9 +122,13 @@ def _failed(folder: Folder, what: str, exc: BaseException) -> None:
 def note(journal_path: str, kind: str, text: str) -> None:
     """A note in the journal's ``claude-code-hooks`` session (started on first use)."""
     with Journal(journal_path) as journal:
-        if not journal.has_session(HOOKS_SESSION):
-            journal.start_session(HOOKS_SESSION, CONFIG)
-        journal.session(HOOKS_SESSION).extend([Noted(kind=kind, text=text)])
+        _note(journal, kind, text)
+
+
+def _note(journal: Journal, kind: str, text: str) -> None:
+    if not journal.has_session(HOOKS_SESSION):
+        journal.start_session(HOOKS_SESSION, CONFIG)
+    journal.session(HOOKS_SESSION).extend([Noted(kind=kind, text=text)])
 
 
 # -- the work --------------------------------------------------------------------------
@@ -157,7 +161,7 @@ def postcompact(journal: Journal, folder: Folder, transcript: str) -> str:
     folder.write("ingested", str(end))
     session = journal.session(folder.session)
     if given:
-        folder.write("told", "")  # the Stop or SessionEnd hook has it ingested
+        folder.write("told", given)  # the Stop or SessionEnd hook has it ingested
     if given and states_all_owed(session, given):
         folder.remove("queue")
     else:
@@ -166,11 +170,31 @@ def postcompact(journal: Journal, folder: Folder, transcript: str) -> str:
 
 
 def record(journal: Journal, folder: Folder, transcript: str) -> str:
-    """Ingest the transcript (the blocks given are in it now); queue what is still owed."""
-    folder.remove("told")  # asked for by a hook before this run: it reads the file whole
+    """Ingest the transcript (the blocks given are in it now); queue what is still owed,
+    unless the block last given is not in the transcript: Claude Code did not record it,
+    so what it stated would stay owed and be given again at every prompt. That is noted
+    (``retell_unrecorded``) and nothing is queued: the next compaction's hooks give what
+    it drops."""
+    told = folder.take("told")  # asked for by a hook before this run: it reads the file whole
     folder.write("ingested", str(_ingest_file(journal, transcript)))
+    if told and not recorded(transcript, told):
+        folder.remove("queue")
+        text = f"session {folder.session}: the block given ({len(told)} characters) is not"
+        text += f" in {transcript}: not recorded as a re-tell, and not given again"
+        _note(journal, "retell_unrecorded", text)
+        return ""
     _queue(folder, journal.session(folder.session))
     return ""
+
+
+def recorded(transcript: str, block: str) -> bool:
+    """Whether the transcript holds ``block`` as a JSON string's text (Claude Code writes
+    the context a hook gave into an attachment)."""
+    with open(transcript, "rb") as f:
+        data = f.read()
+    return any(
+        json.dumps(block, ensure_ascii=plain)[1:-1].encode() in data for plain in (True, False)
+    )
 
 
 def _queue(folder: Folder, session: Session) -> None:

@@ -99,12 +99,12 @@ class TestUserPromptSubmit:
     def test_the_queue_is_delivered_once_and_marked_for_recording(
         self, journal: Path, folder: Folder
     ) -> None:
-        """The queued block is the prompt's additionalContext, once; ``told`` asks the
-        Stop hook to record it."""
+        """The queued block is the prompt's additionalContext, once; ``told`` (the block
+        given) asks the Stop hook to record it."""
         folder.write("queue", "tierlog re-tell: queued")
         code, out = hook(journal, "UserPromptSubmit", prompt="go on")
         assert (code, _context(out)) == (0, "tierlog re-tell: queued")
-        assert folder.read("told") == ""
+        assert folder.read("told") == "tierlog re-tell: queued"
         assert hook(journal, "UserPromptSubmit", prompt="again") == (0, "")
 
     def test_nothing_queued_prints_nothing(self, journal: Path, folder: Folder) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -15,7 +16,8 @@ import pytest
 import eventstore
 from eventstore._retell import HEADER
 from eventstore.claude_code import _worker
-from eventstore.claude_code._hook import Folder
+from eventstore.claude_code._hook import Folder, wait_idle
+from eventstore.claude_code._hook import main as hook_main
 from eventstore.claude_code._worker import (
     HOOKS_SESSION,
     at_risk,
@@ -187,6 +189,35 @@ class TestRuns:
         with eventstore.open(journal) as j:  # up to the summary: not the reply after it
             assert j.session("s-1").events()
             assert "Next." not in [getattr(e, "content", "") for e in j.session("s-1").events()]
+
+    def test_a_delivery_the_transcript_does_not_record_is_noted_not_repeated(
+        self, tmp_path: Path
+    ) -> None:
+        """A Claude Code that writes no attachment for the block a prompt was given: the
+        next ingest notes it (retell_unrecorded) and queues nothing, so the block is not
+        given again at every prompt, nor the transcript ingested again at every turn."""
+        journal, path = tmp_path / "journal.db", tmp_path / "t.jsonl"
+        script = _session()
+        _run("precompact", journal, script.write(path))
+        script.boundary(2_300, "Worked on the parser.")
+        _run("postcompact", journal, script.write(path))
+        prompt = {"session_id": "s-1", "hook_event_name": "UserPromptSubmit"}
+        out = io.StringIO()
+        hook_main(["--journal", str(journal)], io.StringIO(json.dumps(prompt)), out)
+        assert RULE in out.getvalue()
+        script.user("Go on.")
+        script.assistant(script.text("Done."), prompt=600)
+        stop = {**prompt, "hook_event_name": "Stop", "transcript_path": str(script.write(path))}
+        hook_main(["--journal", str(journal)], io.StringIO(json.dumps(stop)), io.StringIO())
+        assert wait_idle(str(journal), 60)
+        assert Folder(str(journal), "s-1").read("queue") is None
+        with eventstore.open(journal) as j:
+            notes = [e for e in j.session(HOOKS_SESSION).events() if isinstance(e, Noted)]
+        assert [n.kind for n in notes] == ["retell_unrecorded"]
+        assert str(path) in notes[0].text
+        again = io.StringIO()
+        hook_main(["--journal", str(journal)], io.StringIO(json.dumps(prompt)), again)
+        assert again.getvalue() == ""
 
     def test_two_sessions_work_on_one_journal_at_once(self, tmp_path: Path) -> None:
         """Two workers of two sessions run together; both sessions are ingested."""
