@@ -36,13 +36,26 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 FOLDER_SUFFIX = ".claude-code"
-MAX_CHARS = 10_000  # Claude Code's limit on a hook's additionalContext
+MAX_CHARS = 10_000  # Claude Code's limit on a hook's additionalContext, in UTF-16 units
 MAX_INPUT = 64 * 2**20  # a hook's JSON (PostCompact carries the whole summary)
 SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 WORKER = "eventstore.claude_code._worker"
 POLL = 0.01
 PROMPT_WAIT = 2.0  # a prompt waits this long for PostCompact's queue, then goes on without
 MAX_LOG = 2**20
+
+
+def units(text: str) -> int:
+    """The length of ``text`` as Claude Code counts it: UTF-16 units (an emoji is two)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def fit(text: str) -> str:
+    """``text`` cut to MAX_CHARS UTF-16 units, never splitting a pair: past that, Claude
+    Code puts the context in a file and the model sees a 2 KB preview of it."""
+    if units(text) <= MAX_CHARS:
+        return text
+    return text.encode("utf-16-le")[: 2 * MAX_CHARS].decode("utf-16-le", "ignore")
 
 
 class HookError(Exception):
@@ -250,9 +263,10 @@ class Hook:
 
     def context(self, event: str, text: str) -> str:
         """Give ``text`` to the agent as ``additionalContext`` of ``event``; what was given."""
-        output = {"hookEventName": event, "additionalContext": text[:MAX_CHARS]}
+        given = fit(text)
+        output = {"hookEventName": event, "additionalContext": given}
         self.out.write(json.dumps({"hookSpecificOutput": output}) + "\n")
-        return text[:MAX_CHARS]
+        return given
 
     def pre_compact(self) -> None:
         self.folder.make()

@@ -40,7 +40,7 @@ import attrs
 from eventstore._journal import Journal
 from eventstore._retell import write_block
 from eventstore._session import Session
-from eventstore.claude_code._hook import MAX_CHARS, Folder
+from eventstore.claude_code._hook import MAX_CHARS, Folder, units
 from eventstore.claude_code._ingest import CONFIG, ingest_loaded, load
 from invariants import Owed, owed
 from reducers import InvalidArgument, InvalidEvent, Noted, SessionState, in_spans
@@ -199,11 +199,26 @@ def recorded(transcript: str, block: str) -> bool:
 
 def _queue(folder: Folder, session: Session) -> None:
     """The re-tell block the next prompt delivers: what the working context owes."""
-    due = session.retell(max_chars=MAX_CHARS, dry_run=True)
-    if due is None:
-        folder.remove("queue")
+    block = fitting(lambda limit: _due(session, limit))
+    if block:
+        folder.write("queue", block)
     else:
-        folder.write("queue", due.content)
+        folder.remove("queue")
+
+
+def _due(session: Session, limit: int) -> str:
+    due = session.retell(max_chars=limit, dry_run=True)
+    return "" if due is None else due.content
+
+
+def fitting(write: Callable[[int], str]) -> str:
+    """``write(limit)`` (a block of at most ``limit`` characters, whole lines) for the
+    largest limit whose block Claude Code counts within MAX_CHARS: it counts UTF-16
+    units, so each emoji or other astral character leaves one character less."""
+    limit = MAX_CHARS
+    while (excess := units(text := write(limit)) - MAX_CHARS) > 0:
+        limit -= excess
+    return text
 
 
 def states_all_owed(session: Session, block: str) -> bool:
@@ -262,7 +277,7 @@ def block_of(session: Session, found: Sequence[Owed], header: str | None = None)
     turns = sorted({o.turn for o in found if o.turn is not None})
     quotes = {t: session.turns(t, t + 1)[0].content for t in turns}
     try:
-        text = write_block(found, quotes, MAX_CHARS).text
+        text = fitting(lambda limit: write_block(found, quotes, limit).text)
     except InvalidArgument:  # not even the first line fits: say so in the journal
         return ""
     return text if header is None else header + text[text.index("\n") :]

@@ -83,6 +83,15 @@ class TestSessionStart:
         folder.write("compact", "x" * 12_000)
         assert len(_context(hook(journal, "SessionStart", source="compact")[1])) == 10_000
 
+    def test_the_limit_counts_what_claude_code_counts(self, journal: Path, folder: Folder) -> None:
+        """Claude Code counts UTF-16 units (an emoji is two): a block past 10,000 of them
+        is put in a file and the model sees a 2 KB preview, so the cut counts them too,
+        never splitting a pair."""
+        folder.write("compact", "x" * 9_001 + "\U0001f6ab" * 1_000)
+        given = _context(hook(journal, "SessionStart", source="compact")[1])
+        assert len(given.encode("utf-16-le")) // 2 == 9_999
+        assert given == "x" * 9_001 + "\U0001f6ab" * 499
+
     def test_a_worker_still_busy_past_the_wait_is_one_line_on_stderr(
         self, journal: Path, folder: Folder, capsys: pytest.CaptureFixture[str]
     ) -> None:

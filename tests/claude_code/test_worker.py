@@ -16,7 +16,7 @@ import pytest
 import eventstore
 from eventstore._retell import HEADER
 from eventstore.claude_code import _worker
-from eventstore.claude_code._hook import Folder, wait_idle
+from eventstore.claude_code._hook import MAX_CHARS, Folder, wait_idle
 from eventstore.claude_code._hook import main as hook_main
 from eventstore.claude_code._worker import (
     HOOKS_SESSION,
@@ -218,6 +218,24 @@ class TestRuns:
         again = io.StringIO()
         hook_main(["--journal", str(journal)], io.StringIO(json.dumps(prompt)), again)
         assert again.getvalue() == ""
+
+    def test_blocks_fit_claude_codes_limit_in_utf_16_units(self, tmp_path: Path) -> None:
+        """Rules full of emoji: the block for SessionStart and the queue for the next
+        prompt hold whole lines only and at most 10,000 UTF-16 units, so the hook gives
+        them as written and Claude Code passes them on whole."""
+        journal, path = tmp_path / "journal.db", tmp_path / "t.jsonl"
+        script = Script()
+        for n in range(120):
+            script.user(f"Never touch file {n}. " + "\U0001f6ab" * 60)
+            script.assistant(script.text("ok"), prompt=1_000 + n)
+        _run("precompact", journal, script.write(path))
+        script.boundary(200_000, "Talked.")
+        _run("postcompact", journal, script.write(path))
+        folder = Folder(str(journal), "s-1")
+        for block in (folder.read("compact"), folder.read("queue")):
+            assert block is not None
+            assert 9_000 < len(block.encode("utf-16-le")) // 2 <= MAX_CHARS
+            assert block.splitlines()[-1].endswith('"]')
 
     def test_two_sessions_work_on_one_journal_at_once(self, tmp_path: Path) -> None:
         """Two workers of two sessions run together; both sessions are ingested."""
