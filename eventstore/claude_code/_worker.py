@@ -38,7 +38,7 @@ from pathlib import Path
 import attrs
 
 from eventstore._journal import Journal
-from eventstore._retell import write_block
+from eventstore._retell import HEADER, line_of, write_block
 from eventstore._session import Session
 from eventstore.claude_code._hook import MAX_CHARS, Folder, units
 from eventstore.claude_code._ingest import CONFIG, ingest_loaded, load
@@ -139,6 +139,11 @@ def precompact(journal: Journal, folder: Folder, transcript: str) -> str:
     folder.write("ingested", str(size))
     session = journal.session(folder.session)
     risky = at_risk(session.state)
+    if long := too_long(session, risky):
+        keys = "; ".join(o.key for o in long)[:300]
+        text = f"session {folder.session}: {len(long)} obligation(s) too long for a block"
+        _note(journal, "retell_skipped", f"{text} of {MAX_CHARS} characters: {keys}")
+        risky = [o for o in risky if o not in long]
     block = block_of(session, risky)
     if block:
         folder.write("compact", block)
@@ -269,13 +274,29 @@ def _raw(state: SessionState, position: int) -> bool:
     return state.turns > 0 and not in_spans(state.evicted, position)
 
 
+def too_long(session: Session, found: Sequence[Owed]) -> list[Owed]:
+    """The obligations whose line alone does not fit a block (a rule the user pasted as
+    one long paragraph): in a block's first place they would leave it empty."""
+    quotes = _quotes(session, found)
+    return [
+        o
+        for o in found
+        if len(HEADER) + 1 + units(line_of(o, None if o.turn is None else quotes.get(o.turn)))
+        > MAX_CHARS
+    ]
+
+
+def _quotes(session: Session, found: Sequence[Owed]) -> dict[int, str]:
+    turns = sorted({o.turn for o in found if o.turn is not None})
+    return {t: session.turns(t, t + 1)[0].content for t in turns}
+
+
 def block_of(session: Session, found: Sequence[Owed], header: str | None = None) -> str:
     """The re-tell block stating ``found`` (lines as ``retell`` writes them), cut at
     MAX_CHARS; empty when there is nothing to state."""
     if not found:
         return ""
-    turns = sorted({o.turn for o in found if o.turn is not None})
-    quotes = {t: session.turns(t, t + 1)[0].content for t in turns}
+    quotes = _quotes(session, found)
     try:
         text = fitting(lambda limit: write_block(found, quotes, limit).text)
     except InvalidArgument:  # not even the first line fits: say so in the journal

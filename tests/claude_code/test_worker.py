@@ -237,6 +237,26 @@ class TestRuns:
             assert 9_000 < len(block.encode("utf-16-le")) // 2 <= MAX_CHARS
             assert block.splitlines()[-1].endswith('"]')
 
+    def test_an_obligation_too_long_for_any_block_does_not_hide_the_others(
+        self, tmp_path: Path
+    ) -> None:
+        """A rule longer than a block can hold (a pasted paragraph with no full stop) is
+        left out of SessionStart's block, and noted (retell_skipped); the other rule and
+        the failed push are still given."""
+        journal, path = tmp_path / "journal.db", tmp_path / "t.jsonl"
+        script = _session(rule="Never modify files under /etc " + "and keep it in mind " * 600)
+        script.user("Also: never push to main.")
+        _run("precompact", journal, script.write(path))
+        block = Folder(str(journal), "s-1").read("compact")
+        assert block is not None
+        assert "never push to main" in block
+        assert "git push" in block
+        assert "/etc" not in block
+        with eventstore.open(journal) as j:
+            notes = [e for e in j.session(HOOKS_SESSION).events() if isinstance(e, Noted)]
+        assert [n.kind for n in notes] == ["retell_skipped"]
+        assert "heuristic: Never modify files under /etc" in notes[0].text
+
     def test_two_sessions_work_on_one_journal_at_once(self, tmp_path: Path) -> None:
         """Two workers of two sessions run together; both sessions are ingested."""
         journal = tmp_path / "journal.db"
