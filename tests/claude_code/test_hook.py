@@ -213,6 +213,23 @@ class TestCommand:
         captured = capsys.readouterr()
         assert (captured.out, len(captured.err.splitlines())) == ("", 1)
 
+    @pytest.mark.parametrize(
+        "argv", [[], ["--journal"], ["--journal", "j.db", "--bogus"], ["--tell-summarizer"]]
+    )
+    def test_bad_options_through_the_command_are_exit_0(
+        self,
+        argv: list[str],
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """A hand-written hook command with a missing or unknown option is exit 0 and one
+        line, not argparse's exit 2 (which blocks every prompt and every compaction)."""
+        monkeypatch.setattr(sys, "stdin", io.StringIO("{}"))
+        assert cli_main(["claude-code", "hook", *argv]) == 0
+        captured = capsys.readouterr()
+        assert (captured.out, len(captured.err.splitlines())) == ("", 1)
+        assert captured.err.startswith("tierlog claude-code hook (?): HookError: ")
+
 
 class TestColdStart:
     def test_the_hook_imports_only_the_standard_library(self) -> None:
