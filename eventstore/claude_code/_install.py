@@ -100,7 +100,7 @@ def install(
     if after == before:
         return Change(settings=settings, journal=journal, action="unchanged")
     _make_journal_folder(journal, journal == default_journal(settings).absolute())
-    _write(settings, after)
+    _write(settings, after, before)
     return Change(
         settings=settings, journal=journal, action="installed" if before is None else "updated"
     )
@@ -114,7 +114,7 @@ def uninstall(settings: Path) -> Change:
     after = _edit(settings, lambda: _settings.uninstall(before))
     if after == before:
         return Change(settings=settings, journal=None, action="unchanged")
-    _write(settings, after)
+    _write(settings, after, before)
     return Change(settings=settings, journal=None, action="removed")
 
 
@@ -146,9 +146,11 @@ def _read(settings: Path) -> str | None:
     return text
 
 
-def _write(settings: Path, text: str) -> None:
+def _write(settings: Path, text: str, before: str | None) -> None:
     """Replace the file atomically, keeping its permissions; a symbolic link (a dotfiles
-    folder's) stays one and the file it names is replaced."""
+    folder's) stays one and the file it names is replaced. InvalidArgument, nothing
+    written, when the file no longer holds ``before`` (another program wrote it since
+    tierlog read it: its change would be lost)."""
     settings = Path(os.path.realpath(settings))
     settings.parent.mkdir(parents=True, exist_ok=True)
     mode = settings.stat().st_mode & 0o7777 if settings.exists() else None
@@ -156,7 +158,12 @@ def _write(settings: Path, text: str) -> None:
     temporary.write_text(text, encoding="utf-8")
     if mode is not None:
         temporary.chmod(mode)
-    os.replace(temporary, settings)
+    try:
+        if _read(settings) != before:
+            raise InvalidArgument(f"{settings}: changed while tierlog edited it; run it again")
+        os.replace(temporary, settings)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _make_journal_folder(journal: Path, default: bool) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from eventstore.claude_code import _hook, _install
+from eventstore.claude_code import _hook, _install, _settings
 from eventstore.claude_code._settings import is_ours
 from eventstore.cli import main
 
@@ -182,6 +182,36 @@ class TestLinksAndPaths:
         assert err.startswith(f"tierlog claude-code: error: --journal {journal}: ")
         assert len(err.splitlines()) == 1
         assert settings.read_bytes() == before
+
+
+class TestConcurrentEdits:
+    @pytest.mark.parametrize("command", ["install", "uninstall"])
+    def test_a_file_changed_while_tierlog_edits_it_is_not_overwritten(
+        self,
+        capsys: pytest.CaptureFixture[str],
+        project: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        command: str,
+    ) -> None:
+        """Another program (Claude Code saving a permission) writes the file between
+        tierlog's read and its write: exit 2, one line, and the other program's text
+        stays (it was lost to tierlog's copy of the older text)."""
+        settings = project / ".claude" / "settings.json"
+        if command == "uninstall":
+            run(capsys, "claude-code", "install", "--project", str(project))
+        theirs = settings.read_text().replace('"opus"', '"sonnet"')
+        edit = getattr(_settings, command)
+
+        def racing(*args: Any) -> str:
+            settings.write_text(theirs)
+            return str(edit(*args))
+
+        monkeypatch.setattr(_settings, command, racing)
+        code, _, err = run(capsys, "claude-code", command, "--project", str(project))
+        assert code == 2
+        assert "changed while tierlog edited it" in err
+        assert len(err.splitlines()) == 1
+        assert settings.read_text() == theirs
 
 
 class TestNeverBlocking:
