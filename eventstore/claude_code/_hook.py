@@ -208,8 +208,9 @@ def wait_idle(journal: str, seconds: float) -> bool:
 
 
 def _busy(root: str, prefix: str) -> bool:
-    """Whether a worker whose pid file starts with ``prefix`` still runs (the files of
-    workers that died are removed)."""
+    """Whether a worker whose pid file starts with ``prefix`` still runs (the file of a
+    worker that died before removing it becomes ``<session>.died-<event>.<n>``, which the
+    next worker notes in the journal)."""
     try:
         names = [n for n in os.listdir(root) if n.startswith(prefix) and ".busy-" in n]
     except FileNotFoundError:
@@ -226,7 +227,7 @@ def _busy(root: str, prefix: str) -> bool:
             running = True
         else:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+                os.replace(path, os.path.join(root, name.replace(".busy-", ".died-", 1)))
     return running
 
 

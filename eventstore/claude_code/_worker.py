@@ -61,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         folder.make()
         regular_file(args.transcript)
         with _locked(folder), Journal(args.journal) as journal:
+            _deaths(journal, folder)
             printed = WORK[args.event](journal, folder, args.transcript)
         if args.print_live and printed:
             sys.stdout.write(printed + "\n")
@@ -117,6 +118,18 @@ def _failed(folder: Folder, what: str, exc: BaseException) -> None:
         folder.write("error", text)
     with suppress(Exception):  # a journal that cannot be opened: the error file says it
         note(folder.journal, "hook_error", text)
+
+
+def _deaths(journal: Journal, folder: Folder) -> None:
+    """Note each worker of the session that died before it finished (see ``_hook._busy``):
+    what it was to do (a block, a queue) was not done."""
+    prefix = f"{folder.session}.died-"
+    for name in sorted(n for n in os.listdir(folder.root) if n.startswith(prefix)):
+        event = name[len(prefix) :].split(".")[0]
+        pid = (folder.read(name[len(folder.session) + 1 :]) or "?").strip()
+        text = f"the {event} worker of session {folder.session} (pid {pid}) ended before it"
+        _note(journal, "hook_error", f"{text} finished (killed, or out of memory)")
+        folder.remove(name[len(folder.session) + 1 :])
 
 
 def note(journal_path: str, kind: str, text: str) -> None:

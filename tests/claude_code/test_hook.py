@@ -171,8 +171,9 @@ class TestWaiting:
         """Nothing busy: done at once."""
         assert wait_for(folder, "precompact", 0)
 
-    def test_a_dead_pid_is_done_and_its_file_removed(self, folder: Folder) -> None:
-        """A worker that died without removing its file does not hold anyone up."""
+    def test_a_dead_pid_is_done_and_its_death_kept_for_the_journal(self, folder: Folder) -> None:
+        """A worker that died without removing its file (killed, out of memory) does not
+        hold anyone up; its file becomes a ``died-`` file the next worker notes."""
         child = subprocess.run(
             [sys.executable, "-c", "import os; print(os.getpid())"],
             capture_output=True,
@@ -182,6 +183,7 @@ class TestWaiting:
         folder.write("busy-precompact.1", child.stdout.strip())
         assert wait_for(folder, "precompact", 0)
         assert folder.read("busy-precompact.1") is None
+        assert folder.read("died-precompact.1") == child.stdout.strip()
 
     def test_a_live_pid_is_waited_for_until_the_deadline(self, folder: Folder) -> None:
         """A running worker: not done within the wait."""

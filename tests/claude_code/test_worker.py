@@ -308,6 +308,20 @@ class TestFailures:
         assert error is not None
         assert "line 1 is not a Claude Code transcript entry" in error
 
+    def test_a_worker_that_died_is_noted_by_the_next(self, tmp_path: Path) -> None:
+        """A ``died-`` file (a worker killed before it finished) becomes a hook_error
+        note naming the session and the event, and is removed."""
+        journal = tmp_path / "journal.db"
+        folder = Folder(str(journal), "s-1")
+        folder.make()
+        folder.write("died-precompact.7", "12345")
+        _run("record", journal, _session().write(tmp_path / "t.jsonl"))
+        assert folder.read("died-precompact.7") is None
+        with eventstore.open(journal) as j:
+            notes = [e for e in j.session(HOOKS_SESSION).events() if isinstance(e, Noted)]
+        assert [n.kind for n in notes] == ["hook_error"]
+        assert "the precompact worker of session s-1 (pid 12345) ended before" in notes[0].text
+
     def test_a_journal_that_cannot_be_opened_leaves_the_error_file(self, tmp_path: Path) -> None:
         """A journal file that is not a database: the error is kept, nothing raised."""
         journal = tmp_path / "journal.db"
