@@ -53,7 +53,10 @@ def settings_file(project: str | None, user: bool, settings: str | None) -> Path
         return Path(settings).absolute()
     if user:
         return Path.home() / ".claude" / "settings.json"
-    return Path(project or ".").absolute() / ".claude" / "settings.json"
+    folder = Path(project or ".").expanduser().absolute()
+    if not folder.is_dir():
+        raise InvalidArgument(f"--project {project}: no such folder")
+    return folder / ".claude" / "settings.json"
 
 
 def default_journal(settings: Path) -> Path:

@@ -256,6 +256,17 @@ class TestBadInput:
         assert code == 2
         assert "give one of --project, --user and --settings" in err
 
+    def test_a_project_folder_that_does_not_exist_is_refused(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """--project naming no folder (a typo) is exit 2 and makes nothing, rather than a
+        new folder whose hooks no Claude Code session reads."""
+        typo = tmp_path / "ap"
+        code, _, err = run(capsys, "claude-code", "install", "--project", str(typo))
+        assert code == 2
+        assert err == f"tierlog claude-code: error: --project {typo}: no such folder\n"
+        assert not typo.exists()
+
     def test_a_server_journal_is_refused(
         self, capsys: pytest.CaptureFixture[str], project: Path
     ) -> None:
