@@ -47,15 +47,13 @@ MAX_LOG = 2**20
 
 def units(text: str) -> int:
     """The length of ``text`` as Claude Code counts it: UTF-16 units (an emoji is two)."""
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def fit(text: str) -> str:
-    """``text`` cut to MAX_CHARS UTF-16 units, never splitting a pair: past that, Claude
-    Code puts the context in a file and the model sees a 2 KB preview of it."""
-    if units(text) <= MAX_CHARS:
-        return text
-    return text.encode("utf-16-le")[: 2 * MAX_CHARS].decode("utf-16-le", "ignore")
+    """``text`` cut to MAX_CHARS UTF-16 units, never splitting a pair (past that, Claude
+    Code puts it in a file and the model sees a 2 KB preview)."""
+    return text.encode("utf-16-le", "surrogatepass")[: 2 * MAX_CHARS].decode("utf-16-le", "ignore")
 
 
 class HookError(Exception):
@@ -299,9 +297,15 @@ class Hook:
             self.folder.write("told", self.context("UserPromptSubmit", block))
 
     def stop(self) -> None:
+        """After a delivery (``told``, handed on as ``recording`` to one worker, which looks
+        for it in the transcript) or during a compaction: ingest the transcript again."""
         compacting = _busy(self.folder.root, f"{self.folder.session}.busy-postcompact.")
-        if compacting or os.path.exists(self.folder.path("told")):
-            start_worker("record", self.folder, self.transcript)  # it takes ``told``
+        try:
+            os.replace(self.folder.path("told"), self.folder.path("recording"))
+        except FileNotFoundError:
+            if not compacting:
+                return
+        start_worker("record", self.folder, self.transcript)
 
     def run(self) -> None:
         """Act on the event; tell standard error what the last worker could not do."""

@@ -193,7 +193,7 @@ def record(journal: Journal, folder: Folder, transcript: str) -> str:
     so what it stated would stay owed and be given again at every prompt. That is noted
     (``retell_unrecorded``) and nothing is queued: the next compaction's hooks give what
     it drops."""
-    told = folder.take("told")  # asked for by a hook before this run: it reads the file whole
+    told = folder.take("recording")  # the block the Stop hook handed on (see _hook.stop)
     folder.write("ingested", str(_ingest_file(journal, transcript)))
     if told and not recorded(transcript, told):
         folder.remove("queue")

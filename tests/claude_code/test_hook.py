@@ -116,6 +116,20 @@ class TestUserPromptSubmit:
         assert folder.read("told") == "tierlog re-tell: queued"
         assert hook(journal, "UserPromptSubmit", prompt="again") == (0, "")
 
+    def test_one_delivery_starts_one_recording(
+        self, journal: Path, folder: Folder, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The Stop hook after a delivery starts one record worker and hands it the block
+        given; a later Stop starts none (a worker that fails does not make every turn
+        start another)."""
+        started: list[str] = []
+        monkeypatch.setattr(_hook, "start_worker", lambda event, *_: started.append(event))
+        folder.write("told", "tierlog re-tell: given")
+        hook(journal, "Stop", transcript_path="/t.jsonl")
+        hook(journal, "Stop", transcript_path="/t.jsonl")
+        assert started == ["record"]
+        assert folder.read("recording") == "tierlog re-tell: given"
+
     def test_nothing_queued_prints_nothing(self, journal: Path, folder: Folder) -> None:
         """An empty queue: no output at all, so Claude Code adds nothing."""
         assert hook(journal, "UserPromptSubmit", prompt="go on") == (0, "")
