@@ -12,6 +12,7 @@ its folder is made at install (with a ``.gitignore`` of ``*``), the journal on f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -43,6 +44,7 @@ class Change:
     settings: Path
     journal: Path | None
     action: str  # "installed", "updated", "unchanged", "removed", "absent"
+    also: tuple[Path, ...] = ()  # other settings files a session may read that run them too
 
 
 def settings_file(project: str | None, user: bool, settings: str | None) -> Path:
@@ -100,13 +102,29 @@ def install(
     before = _read(settings)
     command = hook_command(journal, tell_summarizer=tell_summarizer)
     after = _edit(settings, lambda: _settings.install(before, groups(command)))
-    if after == before:
-        return Change(settings=settings, journal=journal, action="unchanged")
-    _make_journal_folder(journal, journal == default_journal(settings).absolute())
-    _write(settings, after, before)
-    return Change(
-        settings=settings, journal=journal, action="installed" if before is None else "updated"
-    )
+    action = "unchanged" if after == before else "installed" if before is None else "updated"
+    if after != before:
+        _make_journal_folder(journal, journal == default_journal(settings).absolute())
+        _write(settings, after, before)
+    return Change(settings=settings, journal=journal, action=action, also=also_running(settings))
+
+
+def also_running(settings: Path) -> tuple[Path, ...]:
+    """The other settings files Claude Code reads with ``settings`` (the user's, and a
+    project's ``settings.json`` and ``settings.local.json``) that run tierlog's hooks: a
+    session reading both runs every hook twice."""
+    folder = settings.parent
+    near = [folder / "settings.json", folder / "settings.local.json"]
+    candidates = [Path.home() / ".claude" / "settings.json", *near]
+    found: list[Path] = []
+    for other in candidates:
+        if os.path.realpath(other) in {os.path.realpath(settings), *map(os.path.realpath, found)}:
+            continue
+        with contextlib.suppress(InvalidArgument):
+            text = _read(other)
+            if text is not None and _settings.holds_ours(text):
+                found.append(other)
+    return tuple(found)
 
 
 def uninstall(settings: Path) -> Change:

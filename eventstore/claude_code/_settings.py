@@ -213,6 +213,15 @@ def install(text: str | None, groups: Mapping[str, Mapping[str, Any]]) -> str:
     return text
 
 
+def holds_ours(text: str) -> bool:
+    """Whether a settings text runs tierlog's hooks (``False`` for one Claude Code cannot
+    read)."""
+    try:
+        return bool(_installed(text))
+    except InvalidArgument:
+        return False
+
+
 def _installed(text: str) -> dict[str, list[dict[str, Any]]]:
     """tierlog's groups in ``text``, by event."""
     hooks = _hooks(parse(text))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -133,9 +134,15 @@ def _show(change: Change, as_json: bool) -> None:
 
     if as_json:
         print(json.dumps(attrs.asdict(change, value_serializer=lambda _i, _a, v: _plain(v))))
-        return
-    journal = f", journal {change.journal}" if change.journal else ""
-    print(f"{change.settings}: {change.action}{journal}")
+    else:
+        journal = f", journal {change.journal}" if change.journal else ""
+        print(f"{change.settings}: {change.action}{journal}")
+    for other in change.also:
+        print(
+            f"tierlog claude-code: note: {other} runs tierlog's hooks too: a session reading"
+            " both runs them twice (two journals, two blocks); uninstall one",
+            file=sys.stderr,
+        )
 
 
 def _plain(value: object) -> object:

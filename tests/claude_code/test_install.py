@@ -146,6 +146,31 @@ class TestInstall:
         assert settings.stat().st_mode & 0o777 == 0o600
 
 
+class TestTwice:
+    def test_hooks_in_another_settings_file_claude_code_reads_are_named(
+        self,
+        capsys: pytest.CaptureFixture[str],
+        project: Path,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """Installed for the user and then for a project (or in settings.json and then
+        settings.local.json), every session there would run both: install says so on
+        standard error, and --json lists the other file."""
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        run(capsys, "claude-code", "install", "--user")
+        code, out, err = run(capsys, "claude-code", "install", "--project", str(project), "--json")
+        user = tmp_path / "home" / ".claude" / "settings.json"
+        assert (code, json.loads(out)["also"]) == (0, [str(user)])
+        assert err == (
+            f"tierlog claude-code: note: {user} runs tierlog's hooks too: a session reading"
+            " both runs them twice (two journals, two blocks); uninstall one\n"
+        )
+        local = str(project / ".claude" / "settings.local.json")
+        _, out, _ = run(capsys, "claude-code", "install", "--settings", local, "--json")
+        assert json.loads(out)["also"] == [str(user), str(project / ".claude" / "settings.json")]
+
+
 class TestLinksAndPaths:
     def test_a_symlinked_settings_file_is_edited_where_it_points(
         self, capsys: pytest.CaptureFixture[str], project: Path, tmp_path: Path
