@@ -36,13 +36,24 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 FOLDER_SUFFIX = ".claude-code"
-MAX_CHARS = 10_000  # Claude Code's limit on a hook's additionalContext
+MAX_CHARS = 10_000  # Claude Code's limit on a hook's additionalContext, in UTF-16 units
 MAX_INPUT = 64 * 2**20  # a hook's JSON (PostCompact carries the whole summary)
 SESSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 WORKER = "eventstore.claude_code._worker"
 POLL = 0.01
 PROMPT_WAIT = 2.0  # a prompt waits this long for PostCompact's queue, then goes on without
 MAX_LOG = 2**20
+
+
+def units(text: str) -> int:
+    """The length of ``text`` as Claude Code counts it: UTF-16 units (an emoji is two)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def fit(text: str) -> str:
+    """``text`` cut to MAX_CHARS UTF-16 units, never splitting a pair (past that, Claude
+    Code puts it in a file and the model sees a 2 KB preview)."""
+    return text.encode("utf-16-le", "surrogatepass")[: 2 * MAX_CHARS].decode("utf-16-le", "ignore")
 
 
 class HookError(Exception):
@@ -195,8 +206,9 @@ def wait_idle(journal: str, seconds: float) -> bool:
 
 
 def _busy(root: str, prefix: str) -> bool:
-    """Whether a worker whose pid file starts with ``prefix`` still runs (the files of
-    workers that died are removed)."""
+    """Whether a worker whose pid file starts with ``prefix`` still runs (the file of a
+    worker that died before removing it becomes ``<session>.died-<event>.<n>``, which the
+    next worker notes in the journal)."""
     try:
         names = [n for n in os.listdir(root) if n.startswith(prefix) and ".busy-" in n]
     except FileNotFoundError:
@@ -213,7 +225,7 @@ def _busy(root: str, prefix: str) -> bool:
             running = True
         else:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+                os.replace(path, os.path.join(root, name.replace(".busy-", ".died-", 1)))
     return running
 
 
@@ -248,10 +260,12 @@ class Hook:
             raise HookError("the hook input has no transcript_path")
         return path
 
-    def context(self, event: str, text: str) -> None:
-        """Give ``text`` to the agent as ``additionalContext`` of ``event``."""
-        output = {"hookEventName": event, "additionalContext": text[:MAX_CHARS]}
+    def context(self, event: str, text: str) -> str:
+        """Give ``text`` to the agent as ``additionalContext`` of ``event``; what was given."""
+        given = fit(text)
+        output = {"hookEventName": event, "additionalContext": given}
         self.out.write(json.dumps({"hookSpecificOutput": output}) + "\n")
+        return given
 
     def pre_compact(self) -> None:
         self.folder.make()
@@ -269,9 +283,8 @@ class Hook:
         if not wait_for(self.folder, "precompact", self.options.wait):
             raise HookError(f"the journal was not ready in {self.options.wait:g} s: no block")
         block = self.folder.take("compact")
-        if block:
-            self.folder.write("given", block)  # PostCompact's worker judges the summary by it
-            self.context("SessionStart", block)
+        if block:  # PostCompact's worker judges the summary by it
+            self.folder.write("given", self.context("SessionStart", block))
 
     def post_compact(self) -> None:
         self.folder.make()
@@ -280,15 +293,19 @@ class Hook:
     def user_prompt_submit(self) -> None:
         wait_for(self.folder, "postcompact", min(self.options.wait, PROMPT_WAIT))
         block = self.folder.take("queue")
-        if block:
-            self.folder.write("told", "")
-            self.context("UserPromptSubmit", block)
+        if block:  # the worker the Stop hook starts looks for it in the transcript
+            self.folder.write("told", self.context("UserPromptSubmit", block))
 
     def stop(self) -> None:
+        """After a delivery (``told``, handed on as ``recording`` to one worker, which looks
+        for it in the transcript) or during a compaction: ingest the transcript again."""
         compacting = _busy(self.folder.root, f"{self.folder.session}.busy-postcompact.")
-        if compacting or os.path.exists(self.folder.path("told")):
-            self.folder.remove("told")  # the worker reads the transcript whole, once its turn
-            start_worker("record", self.folder, self.transcript)
+        try:
+            os.replace(self.folder.path("told"), self.folder.path("recording"))
+        except FileNotFoundError:
+            if not compacting:
+                return
+        start_worker("record", self.folder, self.transcript)
 
     def run(self) -> None:
         """Act on the event; tell standard error what the last worker could not do."""

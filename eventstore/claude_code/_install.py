@@ -12,6 +12,7 @@ its folder is made at install (with a ``.gitignore`` of ``*``), the journal on f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -43,6 +44,7 @@ class Change:
     settings: Path
     journal: Path | None
     action: str  # "installed", "updated", "unchanged", "removed", "absent"
+    also: tuple[Path, ...] = ()  # other settings files a session may read that run them too
 
 
 def settings_file(project: str | None, user: bool, settings: str | None) -> Path:
@@ -53,7 +55,10 @@ def settings_file(project: str | None, user: bool, settings: str | None) -> Path
         return Path(settings).absolute()
     if user:
         return Path.home() / ".claude" / "settings.json"
-    return Path(project or ".").absolute() / ".claude" / "settings.json"
+    folder = Path(project or ".").expanduser().absolute()
+    if not folder.is_dir():
+        raise InvalidArgument(f"--project {project}: no such folder")
+    return folder / ".claude" / "settings.json"
 
 
 def default_journal(settings: Path) -> Path:
@@ -62,11 +67,14 @@ def default_journal(settings: Path) -> Path:
 
 
 def hook_command(journal: Path, *, tell_summarizer: bool = False) -> str:
-    """The command Claude Code runs for every event (see the module doc)."""
+    """The command Claude Code runs (through a shell) for every event (see the module
+    doc). The hook itself always exits 0; ``|| exit 1`` covers the interpreter failing to
+    start it (tierlog uninstalled, its venv moved: Python exits 2, which would block every
+    prompt and compaction): 1 is an error Claude Code shows and goes on."""
     words = [sys.executable, "-I", "-S", str(Path(_hook.__file__).resolve())]
     words += ["--journal", str(journal)]
     words += ["--tell-summarizer"] if tell_summarizer else []
-    return shlex.join(words)
+    return shlex.join(words) + " || exit 1"
 
 
 def groups(command: str) -> dict[str, dict[str, Any]]:
@@ -89,16 +97,34 @@ def install(
             f"--journal {journal}: the hooks journal to a SQLite file (tierlog ship copies it on)"
         )
     journal = Path(journal or default_journal(settings)).expanduser().absolute()
+    if journal.exists() and not journal.is_file():
+        raise InvalidArgument(f"--journal {journal}: not a file (a folder, a device or a FIFO)")
     before = _read(settings)
     command = hook_command(journal, tell_summarizer=tell_summarizer)
     after = _edit(settings, lambda: _settings.install(before, groups(command)))
-    if after == before:
-        return Change(settings=settings, journal=journal, action="unchanged")
-    _make_journal_folder(journal, journal == default_journal(settings).absolute())
-    _write(settings, after)
-    return Change(
-        settings=settings, journal=journal, action="installed" if before is None else "updated"
-    )
+    action = "unchanged" if after == before else "installed" if before is None else "updated"
+    if after != before:
+        _make_journal_folder(journal, journal == default_journal(settings).absolute())
+        _write(settings, after, before)
+    return Change(settings=settings, journal=journal, action=action, also=also_running(settings))
+
+
+def also_running(settings: Path) -> tuple[Path, ...]:
+    """The other settings files Claude Code reads with ``settings`` (the user's, and a
+    project's ``settings.json`` and ``settings.local.json``) that run tierlog's hooks: a
+    session reading both runs every hook twice."""
+    folder = settings.parent
+    near = [folder / "settings.json", folder / "settings.local.json"]
+    candidates = [Path.home() / ".claude" / "settings.json", *near]
+    found: list[Path] = []
+    for other in candidates:
+        if os.path.realpath(other) in {os.path.realpath(settings), *map(os.path.realpath, found)}:
+            continue
+        with contextlib.suppress(InvalidArgument):
+            text = _read(other)
+            if text is not None and _settings.holds_ours(text):
+                found.append(other)
+    return tuple(found)
 
 
 def uninstall(settings: Path) -> Change:
@@ -109,7 +135,7 @@ def uninstall(settings: Path) -> Change:
     after = _edit(settings, lambda: _settings.uninstall(before))
     if after == before:
         return Change(settings=settings, journal=None, action="unchanged")
-    _write(settings, after)
+    _write(settings, after, before)
     return Change(settings=settings, journal=None, action="removed")
 
 
@@ -141,15 +167,24 @@ def _read(settings: Path) -> str | None:
     return text
 
 
-def _write(settings: Path, text: str) -> None:
-    """Replace the file atomically, keeping its permissions."""
+def _write(settings: Path, text: str, before: str | None) -> None:
+    """Replace the file atomically, keeping its permissions; a symbolic link (a dotfiles
+    folder's) stays one and the file it names is replaced. InvalidArgument, nothing
+    written, when the file no longer holds ``before`` (another program wrote it since
+    tierlog read it: its change would be lost)."""
+    settings = Path(os.path.realpath(settings))
     settings.parent.mkdir(parents=True, exist_ok=True)
     mode = settings.stat().st_mode & 0o7777 if settings.exists() else None
     temporary = settings.with_name(f".{settings.name}.{os.getpid()}.tmp")
     temporary.write_text(text, encoding="utf-8")
     if mode is not None:
         temporary.chmod(mode)
-    os.replace(temporary, settings)
+    try:
+        if _read(settings) != before:
+            raise InvalidArgument(f"{settings}: changed while tierlog edited it; run it again")
+        os.replace(temporary, settings)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _make_journal_folder(journal: Path, default: bool) -> None:

@@ -20,7 +20,13 @@ import attrs
 
 from reducers import InvalidArgument
 
-OURS = re.compile(r"eventstore[/\\]claude_code[/\\]_hook\.py|\bclaude-code hook\b")
+# tierlog's hook module as a word of the command, or the command ``tierlog claude-code
+# hook`` (``eventstore.cli`` run as a module too): not any command holding those words
+# (``npx my-claude-code hook-notify`` is the user's, and install and uninstall leave it)
+OURS = re.compile(
+    r"(?:^|[\s/\\\"'])(?:eventstore[/\\]claude_code[/\\]_hook\.py"
+    r"|(?:tierlog|eventstore\.cli)[\"']?\s+claude-code\s+hook)(?=$|[\s\"';|&])"
+)
 _SPACE = " \t\n\r"
 _SCALAR = json.JSONDecoder()
 
@@ -205,6 +211,15 @@ def install(text: str | None, groups: Mapping[str, Mapping[str, Any]]) -> str:
     for event, group in groups.items():
         text = _add(text, event, dict(group), layout)
     return text
+
+
+def holds_ours(text: str) -> bool:
+    """Whether a settings text runs tierlog's hooks (``False`` for one Claude Code cannot
+    read)."""
+    try:
+        return bool(_installed(text))
+    except InvalidArgument:
+        return False
 
 
 def _installed(text: str) -> dict[str, list[dict[str, Any]]]:

@@ -27,6 +27,7 @@ import fcntl
 import json
 import logging
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -37,9 +38,9 @@ from pathlib import Path
 import attrs
 
 from eventstore._journal import Journal
-from eventstore._retell import write_block
+from eventstore._retell import HEADER, line_of, write_block
 from eventstore._session import Session
-from eventstore.claude_code._hook import MAX_CHARS, Folder
+from eventstore.claude_code._hook import MAX_CHARS, Folder, units
 from eventstore.claude_code._ingest import CONFIG, ingest_loaded, load
 from invariants import Owed, owed
 from reducers import InvalidArgument, InvalidEvent, Noted, SessionState, in_spans
@@ -58,7 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     folder = Folder(args.journal, args.session)
     try:
         folder.make()
+        regular_file(args.transcript)
         with _locked(folder), Journal(args.journal) as journal:
+            _deaths(journal, folder)
             printed = WORK[args.event](journal, folder, args.transcript)
         if args.print_live and printed:
             sys.stdout.write(printed + "\n")
@@ -68,6 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.busy:
             folder.remove(args.busy)
     return 0
+
+
+def regular_file(path: str) -> None:
+    """InvalidArgument unless ``path`` is a regular file: a FIFO would hang the worker,
+    holding the session's lock, and ``/dev/zero`` never ends."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise InvalidArgument(f"{path}: not a regular file")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -110,12 +120,28 @@ def _failed(folder: Folder, what: str, exc: BaseException) -> None:
         note(folder.journal, "hook_error", text)
 
 
+def _deaths(journal: Journal, folder: Folder) -> None:
+    """Note each worker of the session that died before it finished (see ``_hook._busy``):
+    what it was to do (a block, a queue) was not done."""
+    prefix = f"{folder.session}.died-"
+    for name in sorted(n for n in os.listdir(folder.root) if n.startswith(prefix)):
+        event = name[len(prefix) :].split(".")[0]
+        pid = (folder.read(name[len(folder.session) + 1 :]) or "?").strip()
+        text = f"the {event} worker of session {folder.session} (pid {pid}) ended before it"
+        _note(journal, "hook_error", f"{text} finished (killed, or out of memory)")
+        folder.remove(name[len(folder.session) + 1 :])
+
+
 def note(journal_path: str, kind: str, text: str) -> None:
     """A note in the journal's ``claude-code-hooks`` session (started on first use)."""
     with Journal(journal_path) as journal:
-        if not journal.has_session(HOOKS_SESSION):
-            journal.start_session(HOOKS_SESSION, CONFIG)
-        journal.session(HOOKS_SESSION).extend([Noted(kind=kind, text=text)])
+        _note(journal, kind, text)
+
+
+def _note(journal: Journal, kind: str, text: str) -> None:
+    if not journal.has_session(HOOKS_SESSION):
+        journal.start_session(HOOKS_SESSION, CONFIG)
+    journal.session(HOOKS_SESSION).extend([Noted(kind=kind, text=text)])
 
 
 # -- the work --------------------------------------------------------------------------
@@ -126,6 +152,11 @@ def precompact(journal: Journal, folder: Folder, transcript: str) -> str:
     folder.write("ingested", str(size))
     session = journal.session(folder.session)
     risky = at_risk(session.state)
+    if long := too_long(session, risky):
+        keys = "; ".join(o.key for o in long)[:300]
+        text = f"session {folder.session}: {len(long)} obligation(s) too long for a block"
+        _note(journal, "retell_skipped", f"{text} of {MAX_CHARS} characters: {keys}")
+        risky = [o for o in risky if o not in long]
     block = block_of(session, risky)
     if block:
         folder.write("compact", block)
@@ -148,7 +179,7 @@ def postcompact(journal: Journal, folder: Folder, transcript: str) -> str:
     folder.write("ingested", str(end))
     session = journal.session(folder.session)
     if given:
-        folder.write("told", "")  # the Stop or SessionEnd hook has it ingested
+        folder.write("told", given)  # the Stop or SessionEnd hook has it ingested
     if given and states_all_owed(session, given):
         folder.remove("queue")
     else:
@@ -157,20 +188,55 @@ def postcompact(journal: Journal, folder: Folder, transcript: str) -> str:
 
 
 def record(journal: Journal, folder: Folder, transcript: str) -> str:
-    """Ingest the transcript (the blocks given are in it now); queue what is still owed."""
-    folder.remove("told")  # asked for by a hook before this run: it reads the file whole
+    """Ingest the transcript (the blocks given are in it now); queue what is still owed,
+    unless the block last given is not in the transcript: Claude Code did not record it,
+    so what it stated would stay owed and be given again at every prompt. That is noted
+    (``retell_unrecorded``) and nothing is queued: the next compaction's hooks give what
+    it drops."""
+    told = folder.take("recording")  # the block the Stop hook handed on (see _hook.stop)
     folder.write("ingested", str(_ingest_file(journal, transcript)))
+    if told and not recorded(transcript, told):
+        folder.remove("queue")
+        text = f"session {folder.session}: the block given ({len(told)} characters) is not"
+        text += f" in {transcript}: not recorded as a re-tell, and not given again"
+        _note(journal, "retell_unrecorded", text)
+        return ""
     _queue(folder, journal.session(folder.session))
     return ""
 
 
+def recorded(transcript: str, block: str) -> bool:
+    """Whether the transcript holds ``block`` as a JSON string's text (Claude Code writes
+    the context a hook gave into an attachment)."""
+    with open(transcript, "rb") as f:
+        data = f.read()
+    return any(
+        json.dumps(block, ensure_ascii=plain)[1:-1].encode() in data for plain in (True, False)
+    )
+
+
 def _queue(folder: Folder, session: Session) -> None:
     """The re-tell block the next prompt delivers: what the working context owes."""
-    due = session.retell(max_chars=MAX_CHARS, dry_run=True)
-    if due is None:
-        folder.remove("queue")
+    block = fitting(lambda limit: _due(session, limit))
+    if block:
+        folder.write("queue", block)
     else:
-        folder.write("queue", due.content)
+        folder.remove("queue")
+
+
+def _due(session: Session, limit: int) -> str:
+    due = session.retell(max_chars=limit, dry_run=True)
+    return "" if due is None else due.content
+
+
+def fitting(write: Callable[[int], str]) -> str:
+    """``write(limit)`` (a block of at most ``limit`` characters, whole lines) for the
+    largest limit whose block Claude Code counts within MAX_CHARS: it counts UTF-16
+    units, so each emoji or other astral character leaves one character less."""
+    limit = MAX_CHARS
+    while (excess := units(text := write(limit)) - MAX_CHARS) > 0:
+        limit -= excess
+    return text
 
 
 def states_all_owed(session: Session, block: str) -> bool:
@@ -221,15 +287,31 @@ def _raw(state: SessionState, position: int) -> bool:
     return state.turns > 0 and not in_spans(state.evicted, position)
 
 
+def too_long(session: Session, found: Sequence[Owed]) -> list[Owed]:
+    """The obligations whose line alone does not fit a block (a rule the user pasted as
+    one long paragraph): in a block's first place they would leave it empty."""
+    quotes = _quotes(session, found)
+    return [
+        o
+        for o in found
+        if len(HEADER) + 1 + units(line_of(o, None if o.turn is None else quotes.get(o.turn)))
+        > MAX_CHARS
+    ]
+
+
+def _quotes(session: Session, found: Sequence[Owed]) -> dict[int, str]:
+    turns = sorted({o.turn for o in found if o.turn is not None})
+    return {t: session.turns(t, t + 1)[0].content for t in turns}
+
+
 def block_of(session: Session, found: Sequence[Owed], header: str | None = None) -> str:
     """The re-tell block stating ``found`` (lines as ``retell`` writes them), cut at
     MAX_CHARS; empty when there is nothing to state."""
     if not found:
         return ""
-    turns = sorted({o.turn for o in found if o.turn is not None})
-    quotes = {t: session.turns(t, t + 1)[0].content for t in turns}
+    quotes = _quotes(session, found)
     try:
-        text = write_block(found, quotes, MAX_CHARS).text
+        text = fitting(lambda limit: write_block(found, quotes, limit).text)
     except InvalidArgument:  # not even the first line fits: say so in the journal
         return ""
     return text if header is None else header + text[text.index("\n") :]

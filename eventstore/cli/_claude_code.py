@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # each command imports what it runs: the hook, on every prompt, only itself
@@ -55,6 +56,23 @@ def add(subs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     hook.add_argument("--journal", required=True, help="the journal file the hooks write")
     hook.add_argument("--tell-summarizer", action="store_true", help=_TELL)
     hook.add_argument("--wait", default="30", metavar="S", help="how long SessionStart waits")
+    hook.__class__ = _Verbatim  # its options are the hook's to judge: never argparse's exit 2
+
+
+class _Verbatim(argparse.ArgumentParser):
+    """The ``hook`` command's parser: it hands its arguments, as given, to the hook, which
+    answers a missing or unknown option with one line and exit 0 (argparse's exit 2 would
+    block every prompt and compaction); ``--help`` is argparse's."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        given = list(args or ())
+        if "-h" in given or "--help" in given:
+            return super().parse_known_args(given, namespace)
+        namespace = namespace if namespace is not None else argparse.Namespace()
+        namespace.handler, namespace.hook_argv = _hook, given
+        return namespace, []
 
 
 _TELL = "PreCompact prints the live obligations, so the summarizer is told what to carry"
@@ -108,8 +126,7 @@ def _uninstall(args: argparse.Namespace) -> int:
 def _hook(args: argparse.Namespace) -> int:
     from eventstore.claude_code import hook_main
 
-    argv = ["--journal", args.journal, "--wait", args.wait]
-    return hook_main([*argv, "--tell-summarizer"] if args.tell_summarizer else argv)
+    return hook_main(args.hook_argv)
 
 
 def _show(change: Change, as_json: bool) -> None:
@@ -117,9 +134,15 @@ def _show(change: Change, as_json: bool) -> None:
 
     if as_json:
         print(json.dumps(attrs.asdict(change, value_serializer=lambda _i, _a, v: _plain(v))))
-        return
-    journal = f", journal {change.journal}" if change.journal else ""
-    print(f"{change.settings}: {change.action}{journal}")
+    else:
+        journal = f", journal {change.journal}" if change.journal else ""
+        print(f"{change.settings}: {change.action}{journal}")
+    for other in change.also:
+        print(
+            f"tierlog claude-code: note: {other} runs tierlog's hooks too: a session reading"
+            " both runs them twice (two journals, two blocks); uninstall one",
+            file=sys.stderr,
+        )
 
 
 def _plain(value: object) -> object:

@@ -83,6 +83,15 @@ class TestSessionStart:
         folder.write("compact", "x" * 12_000)
         assert len(_context(hook(journal, "SessionStart", source="compact")[1])) == 10_000
 
+    def test_the_limit_counts_what_claude_code_counts(self, journal: Path, folder: Folder) -> None:
+        """Claude Code counts UTF-16 units (an emoji is two): a block past 10,000 of them
+        is put in a file and the model sees a 2 KB preview, so the cut counts them too,
+        never splitting a pair."""
+        folder.write("compact", "x" * 9_001 + "\U0001f6ab" * 1_000)
+        given = _context(hook(journal, "SessionStart", source="compact")[1])
+        assert len(given.encode("utf-16-le")) // 2 == 9_999
+        assert given == "x" * 9_001 + "\U0001f6ab" * 499
+
     def test_a_worker_still_busy_past_the_wait_is_one_line_on_stderr(
         self, journal: Path, folder: Folder, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -99,13 +108,27 @@ class TestUserPromptSubmit:
     def test_the_queue_is_delivered_once_and_marked_for_recording(
         self, journal: Path, folder: Folder
     ) -> None:
-        """The queued block is the prompt's additionalContext, once; ``told`` asks the
-        Stop hook to record it."""
+        """The queued block is the prompt's additionalContext, once; ``told`` (the block
+        given) asks the Stop hook to record it."""
         folder.write("queue", "tierlog re-tell: queued")
         code, out = hook(journal, "UserPromptSubmit", prompt="go on")
         assert (code, _context(out)) == (0, "tierlog re-tell: queued")
-        assert folder.read("told") == ""
+        assert folder.read("told") == "tierlog re-tell: queued"
         assert hook(journal, "UserPromptSubmit", prompt="again") == (0, "")
+
+    def test_one_delivery_starts_one_recording(
+        self, journal: Path, folder: Folder, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The Stop hook after a delivery starts one record worker and hands it the block
+        given; a later Stop starts none (a worker that fails does not make every turn
+        start another)."""
+        started: list[str] = []
+        monkeypatch.setattr(_hook, "start_worker", lambda event, *_: started.append(event))
+        folder.write("told", "tierlog re-tell: given")
+        hook(journal, "Stop", transcript_path="/t.jsonl")
+        hook(journal, "Stop", transcript_path="/t.jsonl")
+        assert started == ["record"]
+        assert folder.read("recording") == "tierlog re-tell: given"
 
     def test_nothing_queued_prints_nothing(self, journal: Path, folder: Folder) -> None:
         """An empty queue: no output at all, so Claude Code adds nothing."""
@@ -162,8 +185,9 @@ class TestWaiting:
         """Nothing busy: done at once."""
         assert wait_for(folder, "precompact", 0)
 
-    def test_a_dead_pid_is_done_and_its_file_removed(self, folder: Folder) -> None:
-        """A worker that died without removing its file does not hold anyone up."""
+    def test_a_dead_pid_is_done_and_its_death_kept_for_the_journal(self, folder: Folder) -> None:
+        """A worker that died without removing its file (killed, out of memory) does not
+        hold anyone up; its file becomes a ``died-`` file the next worker notes."""
         child = subprocess.run(
             [sys.executable, "-c", "import os; print(os.getpid())"],
             capture_output=True,
@@ -173,6 +197,7 @@ class TestWaiting:
         folder.write("busy-precompact.1", child.stdout.strip())
         assert wait_for(folder, "precompact", 0)
         assert folder.read("busy-precompact.1") is None
+        assert folder.read("died-precompact.1") == child.stdout.strip()
 
     def test_a_live_pid_is_waited_for_until_the_deadline(self, folder: Folder) -> None:
         """A running worker: not done within the wait."""
@@ -203,6 +228,23 @@ class TestCommand:
         assert cli_main(["claude-code", "hook", "--journal", str(journal)]) == 0
         captured = capsys.readouterr()
         assert (captured.out, len(captured.err.splitlines())) == ("", 1)
+
+    @pytest.mark.parametrize(
+        "argv", [[], ["--journal"], ["--journal", "j.db", "--bogus"], ["--tell-summarizer"]]
+    )
+    def test_bad_options_through_the_command_are_exit_0(
+        self,
+        argv: list[str],
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """A hand-written hook command with a missing or unknown option is exit 0 and one
+        line, not argparse's exit 2 (which blocks every prompt and every compaction)."""
+        monkeypatch.setattr(sys, "stdin", io.StringIO("{}"))
+        assert cli_main(["claude-code", "hook", *argv]) == 0
+        captured = capsys.readouterr()
+        assert (captured.out, len(captured.err.splitlines())) == ("", 1)
+        assert captured.err.startswith("tierlog claude-code hook (?): HookError: ")
 
 
 class TestColdStart:

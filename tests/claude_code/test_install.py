@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from eventstore.claude_code import _install
+from eventstore.claude_code import _hook, _install, _settings
 from eventstore.claude_code._settings import is_ours
 from eventstore.cli import main
 
@@ -72,7 +74,7 @@ class TestInstall:
         words = shlex.split(ours["Stop"][0])
         assert words[:3] == [sys.executable, "-I", "-S"]
         assert words[3].endswith("eventstore/claude_code/_hook.py")
-        assert words[4:] == ["--journal", str(journal)]
+        assert words[4:] == ["--journal", str(journal), "||", "exit", "1"]
         assert commands["Stop"][0] == THEIRS["hooks"]["Stop"][0]["hooks"][0]["command"]
 
     def test_the_default_journals_folder_is_never_committed(
@@ -106,7 +108,7 @@ class TestInstall:
         ours = [c for cs in _commands(project / ".claude" / "settings.json").values() for c in cs]
         ours = [c for c in ours if is_ours(c)]
         assert len(ours) == len(_install.EVENTS)
-        assert all(c.endswith(f"--journal {other}") for c in ours)
+        assert all(f" --journal {other} " in c for c in ours)
 
     def test_a_new_settings_file_is_made(
         self, capsys: pytest.CaptureFixture[str], tmp_path: Path
@@ -132,7 +134,7 @@ class TestInstall:
         """--tell-summarizer is passed on to every hook's command line."""
         run(capsys, "claude-code", "install", "--project", str(project), "--tell-summarizer")
         ours = [c for cs in _commands(project / ".claude" / "settings.json").values() for c in cs]
-        assert all(c.endswith(" --tell-summarizer") for c in ours if is_ours(c))
+        assert all(" --tell-summarizer " in c for c in ours if is_ours(c))
 
     def test_the_files_permissions_are_kept(
         self, capsys: pytest.CaptureFixture[str], project: Path
@@ -142,6 +144,119 @@ class TestInstall:
         settings.chmod(0o600)
         run(capsys, "claude-code", "install", "--project", str(project))
         assert settings.stat().st_mode & 0o777 == 0o600
+
+
+class TestTwice:
+    def test_hooks_in_another_settings_file_claude_code_reads_are_named(
+        self,
+        capsys: pytest.CaptureFixture[str],
+        project: Path,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """Installed for the user and then for a project (or in settings.json and then
+        settings.local.json), every session there would run both: install says so on
+        standard error, and --json lists the other file."""
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        run(capsys, "claude-code", "install", "--user")
+        code, out, err = run(capsys, "claude-code", "install", "--project", str(project), "--json")
+        user = tmp_path / "home" / ".claude" / "settings.json"
+        assert (code, json.loads(out)["also"]) == (0, [str(user)])
+        assert err == (
+            f"tierlog claude-code: note: {user} runs tierlog's hooks too: a session reading"
+            " both runs them twice (two journals, two blocks); uninstall one\n"
+        )
+        local = str(project / ".claude" / "settings.local.json")
+        _, out, _ = run(capsys, "claude-code", "install", "--settings", local, "--json")
+        assert json.loads(out)["also"] == [str(user), str(project / ".claude" / "settings.json")]
+
+
+class TestLinksAndPaths:
+    def test_a_symlinked_settings_file_is_edited_where_it_points(
+        self, capsys: pytest.CaptureFixture[str], project: Path, tmp_path: Path
+    ) -> None:
+        """A settings.json that links into a dotfiles folder stays a link; the file it
+        names gets the hooks, and loses them again byte for byte."""
+        dotfiles = tmp_path / "dotfiles" / "settings.json"
+        dotfiles.parent.mkdir()
+        settings = project / ".claude" / "settings.json"
+        dotfiles.write_bytes(settings.read_bytes())
+        before = dotfiles.read_bytes()
+        settings.unlink()
+        settings.symlink_to(dotfiles)
+        assert run(capsys, "claude-code", "install", "--project", str(project))[0] == 0
+        assert settings.is_symlink()
+        assert set(_commands(dotfiles)) == set(_install.EVENTS)
+        assert run(capsys, "claude-code", "uninstall", "--project", str(project))[0] == 0
+        assert settings.is_symlink()
+        assert dotfiles.read_bytes() == before
+
+    @pytest.mark.parametrize("kind", ["folder", "fifo"])
+    def test_a_journal_path_that_is_no_file_is_refused(
+        self, capsys: pytest.CaptureFixture[str], project: Path, tmp_path: Path, kind: str
+    ) -> None:
+        """--journal naming a folder or a FIFO is exit 2, one line, the settings untouched
+        (every hook would fail on it)."""
+        journal = tmp_path / "j.db"
+        journal.mkdir() if kind == "folder" else os.mkfifo(journal)
+        settings = project / ".claude" / "settings.json"
+        before = settings.read_bytes()
+        argv = ["claude-code", "install", "--project", str(project), "--journal", str(journal)]
+        code, _, err = run(capsys, *argv)
+        assert code == 2
+        assert err.startswith(f"tierlog claude-code: error: --journal {journal}: ")
+        assert len(err.splitlines()) == 1
+        assert settings.read_bytes() == before
+
+
+class TestConcurrentEdits:
+    @pytest.mark.parametrize("command", ["install", "uninstall"])
+    def test_a_file_changed_while_tierlog_edits_it_is_not_overwritten(
+        self,
+        capsys: pytest.CaptureFixture[str],
+        project: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        command: str,
+    ) -> None:
+        """Another program (Claude Code saving a permission) writes the file between
+        tierlog's read and its write: exit 2, one line, and the other program's text
+        stays (it was lost to tierlog's copy of the older text)."""
+        settings = project / ".claude" / "settings.json"
+        if command == "uninstall":
+            run(capsys, "claude-code", "install", "--project", str(project))
+        theirs = settings.read_text().replace('"opus"', '"sonnet"')
+        edit = getattr(_settings, command)
+
+        def racing(*args: Any) -> str:
+            settings.write_text(theirs)
+            return str(edit(*args))
+
+        monkeypatch.setattr(_settings, command, racing)
+        code, _, err = run(capsys, "claude-code", command, "--project", str(project))
+        assert code == 2
+        assert "changed while tierlog edited it" in err
+        assert len(err.splitlines()) == 1
+        assert settings.read_text() == theirs
+
+
+class TestNeverBlocking:
+    def test_a_hook_module_that_is_gone_is_a_non_blocking_error(
+        self, capsys: pytest.CaptureFixture[str], project: Path, tmp_path: Path
+    ) -> None:
+        """The installed command, run by a shell as Claude Code runs it, exits 1 (an error
+        Claude Code shows and goes on) when the interpreter cannot open the hook module
+        (tierlog uninstalled, its venv moved), never Python's 2, which blocks every prompt
+        and every compaction."""
+        run(capsys, "claude-code", "install", "--project", str(project))
+        command = _commands(project / ".claude" / "settings.json")["UserPromptSubmit"][0]
+        module = str(Path(_hook.__file__).resolve())
+        assert module in command
+        gone = command.replace(module, str(tmp_path / "gone" / "_hook.py"))
+        done = subprocess.run(
+            ["/bin/sh", "-c", gone], input="{}", capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 1
+        assert "can't open file" in done.stderr
 
 
 class TestBadInput:
@@ -165,6 +280,17 @@ class TestBadInput:
         code, _, err = run(capsys, "claude-code", "install", "--user", "--project", str(project))
         assert code == 2
         assert "give one of --project, --user and --settings" in err
+
+    def test_a_project_folder_that_does_not_exist_is_refused(
+        self, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    ) -> None:
+        """--project naming no folder (a typo) is exit 2 and makes nothing, rather than a
+        new folder whose hooks no Claude Code session reads."""
+        typo = tmp_path / "ap"
+        code, _, err = run(capsys, "claude-code", "install", "--project", str(typo))
+        assert code == 2
+        assert err == f"tierlog claude-code: error: --project {typo}: no such folder\n"
+        assert not typo.exists()
 
     def test_a_server_journal_is_refused(
         self, capsys: pytest.CaptureFixture[str], project: Path

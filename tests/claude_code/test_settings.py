@@ -145,6 +145,27 @@ class TestParse:
         assert not is_ours("echo tierlog")
         assert not is_ours(None)
 
+    @pytest.mark.parametrize(
+        "command",
+        [
+            "npx my-claude-code hook-notify --sound",
+            "claude-code hook.sh",
+            "/opt/other-tool claude-code hook --journal x",
+            "python3 /home/u/eventstore/claude_code/_hook.py.bak",
+        ],
+    )
+    def test_a_command_that_only_resembles_tierlogs_is_the_users(self, command: str) -> None:
+        """Another tool's hook whose command merely contains tierlog's words is not ours."""
+        assert not is_ours(command)
+
+    def test_install_and_uninstall_leave_a_look_alike_hook_alone(self) -> None:
+        """A user's hook named like tierlog's survives install and uninstall."""
+        mine = {"hooks": [{"type": "command", "command": "npx my-claude-code hook-notify"}]}
+        text = json.dumps({"hooks": {"Stop": [mine]}}, indent=2) + "\n"
+        installed = install(text, GROUPS)
+        assert json.loads(installed)["hooks"]["Stop"][0] == mine
+        assert uninstall(installed) == text
+
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8),

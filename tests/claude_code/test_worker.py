@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -14,7 +16,8 @@ import pytest
 import eventstore
 from eventstore._retell import HEADER
 from eventstore.claude_code import _worker
-from eventstore.claude_code._hook import Folder
+from eventstore.claude_code._hook import MAX_CHARS, Folder, wait_idle
+from eventstore.claude_code._hook import main as hook_main
 from eventstore.claude_code._worker import (
     HOOKS_SESSION,
     at_risk,
@@ -148,7 +151,7 @@ def _run(event: str, journal: Path, transcript: Path, session: str = "s-1") -> s
         [sys.executable, "-I", "-m", "eventstore.claude_code._worker", event, "--journal",
          str(journal), "--session", session, "--transcript", str(transcript), "--print-live",
          "--busy", f"busy-{event}.1"],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, timeout=60,
     )  # fmt: skip
     return done.stdout
 
@@ -186,6 +189,73 @@ class TestRuns:
         with eventstore.open(journal) as j:  # up to the summary: not the reply after it
             assert j.session("s-1").events()
             assert "Next." not in [getattr(e, "content", "") for e in j.session("s-1").events()]
+
+    def test_a_delivery_the_transcript_does_not_record_is_noted_not_repeated(
+        self, tmp_path: Path
+    ) -> None:
+        """A Claude Code that writes no attachment for the block a prompt was given: the
+        next ingest notes it (retell_unrecorded) and queues nothing, so the block is not
+        given again at every prompt, nor the transcript ingested again at every turn."""
+        journal, path = tmp_path / "journal.db", tmp_path / "t.jsonl"
+        script = _session()
+        _run("precompact", journal, script.write(path))
+        script.boundary(2_300, "Worked on the parser.")
+        _run("postcompact", journal, script.write(path))
+        prompt = {"session_id": "s-1", "hook_event_name": "UserPromptSubmit"}
+        out = io.StringIO()
+        hook_main(["--journal", str(journal)], io.StringIO(json.dumps(prompt)), out)
+        assert RULE in out.getvalue()
+        script.user("Go on.")
+        script.assistant(script.text("Done."), prompt=600)
+        stop = {**prompt, "hook_event_name": "Stop", "transcript_path": str(script.write(path))}
+        hook_main(["--journal", str(journal)], io.StringIO(json.dumps(stop)), io.StringIO())
+        assert wait_idle(str(journal), 60)
+        assert Folder(str(journal), "s-1").read("queue") is None
+        with eventstore.open(journal) as j:
+            notes = [e for e in j.session(HOOKS_SESSION).events() if isinstance(e, Noted)]
+        assert [n.kind for n in notes] == ["retell_unrecorded"]
+        assert str(path) in notes[0].text
+        again = io.StringIO()
+        hook_main(["--journal", str(journal)], io.StringIO(json.dumps(prompt)), again)
+        assert again.getvalue() == ""
+
+    def test_blocks_fit_claude_codes_limit_in_utf_16_units(self, tmp_path: Path) -> None:
+        """Rules full of emoji: the block for SessionStart and the queue for the next
+        prompt hold whole lines only and at most 10,000 UTF-16 units, so the hook gives
+        them as written and Claude Code passes them on whole."""
+        journal, path = tmp_path / "journal.db", tmp_path / "t.jsonl"
+        script = Script()
+        for n in range(120):
+            script.user(f"Never touch file {n}. " + "\U0001f6ab" * 60)
+            script.assistant(script.text("ok"), prompt=1_000 + n)
+        _run("precompact", journal, script.write(path))
+        script.boundary(200_000, "Talked.")
+        _run("postcompact", journal, script.write(path))
+        folder = Folder(str(journal), "s-1")
+        for block in (folder.read("compact"), folder.read("queue")):
+            assert block is not None
+            assert 9_000 < len(block.encode("utf-16-le")) // 2 <= MAX_CHARS
+            assert block.splitlines()[-1].endswith('"]')
+
+    def test_an_obligation_too_long_for_any_block_does_not_hide_the_others(
+        self, tmp_path: Path
+    ) -> None:
+        """A rule longer than a block can hold (a pasted paragraph with no full stop) is
+        left out of SessionStart's block, and noted (retell_skipped); the other rule and
+        the failed push are still given."""
+        journal, path = tmp_path / "journal.db", tmp_path / "t.jsonl"
+        script = _session(rule="Never modify files under /etc " + "and keep it in mind " * 600)
+        script.user("Also: never push to main.")
+        _run("precompact", journal, script.write(path))
+        block = Folder(str(journal), "s-1").read("compact")
+        assert block is not None
+        assert "never push to main" in block
+        assert "git push" in block
+        assert "/etc" not in block
+        with eventstore.open(journal) as j:
+            notes = [e for e in j.session(HOOKS_SESSION).events() if isinstance(e, Noted)]
+        assert [n.kind for n in notes] == ["retell_skipped"]
+        assert "heuristic: Never modify files under /etc" in notes[0].text
 
     def test_two_sessions_work_on_one_journal_at_once(self, tmp_path: Path) -> None:
         """Two workers of two sessions run together; both sessions are ingested."""
@@ -238,6 +308,20 @@ class TestFailures:
         assert error is not None
         assert "line 1 is not a Claude Code transcript entry" in error
 
+    def test_a_worker_that_died_is_noted_by_the_next(self, tmp_path: Path) -> None:
+        """A ``died-`` file (a worker killed before it finished) becomes a hook_error
+        note naming the session and the event, and is removed."""
+        journal = tmp_path / "journal.db"
+        folder = Folder(str(journal), "s-1")
+        folder.make()
+        folder.write("died-precompact.7", "12345")
+        _run("record", journal, _session().write(tmp_path / "t.jsonl"))
+        assert folder.read("died-precompact.7") is None
+        with eventstore.open(journal) as j:
+            notes = [e for e in j.session(HOOKS_SESSION).events() if isinstance(e, Noted)]
+        assert [n.kind for n in notes] == ["hook_error"]
+        assert "the precompact worker of session s-1 (pid 12345) ended before" in notes[0].text
+
     def test_a_journal_that_cannot_be_opened_leaves_the_error_file(self, tmp_path: Path) -> None:
         """A journal file that is not a database: the error is kept, nothing raised."""
         journal = tmp_path / "journal.db"
@@ -245,3 +329,16 @@ class TestFailures:
         _run("record", journal, _session().write(tmp_path / "t.jsonl"))
         assert Folder(str(journal), "s-1").read("error") is not None
         assert journal.read_bytes() == b"not a database" * 100
+
+    @pytest.mark.parametrize("event", ["precompact", "postcompact", "record"])
+    def test_a_transcript_path_that_is_no_file_fails_at_once(
+        self, tmp_path: Path, event: str
+    ) -> None:
+        """A FIFO given as the transcript (or /dev/zero) is refused before it is read: the
+        worker neither hangs holding the session's lock nor reads without end."""
+        journal, fifo = tmp_path / "journal.db", tmp_path / "t.jsonl"
+        os.mkfifo(fifo)
+        _run(event, journal, fifo)
+        error = Folder(str(journal), "s-1").read("error")
+        assert error is not None
+        assert f"{fifo}: not a regular file" in error
