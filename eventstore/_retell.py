@@ -32,6 +32,7 @@ from reducers import (
 
 HEADER = "tierlog re-tell: the working context no longer holds these; they still apply:"
 QUOTE_CHARS = 80
+MIN_LINE = 80  # a first owed line is cut to the room left, if at least this much
 ROLE = "system"
 
 
@@ -48,22 +49,33 @@ def write_block(
     owed: Sequence[Owed], quotes: Mapping[int, str], max_chars: int | None = None
 ) -> Block:
     """The block stating ``owed`` in order while it fits in ``max_chars`` characters;
-    ``quotes`` maps a turn index to its content. InvalidArgument if not even the first
-    obligation fits (nothing would be re-told)."""
+    ``quotes`` maps a turn index to its content. A first line longer than the room left
+    (a rule pasted as one long paragraph) is cut to it, ending in ``...``, so long as
+    ``MIN_LINE`` characters of it fit; InvalidArgument if not even that fits (nothing
+    would be re-told)."""
     lines = [HEADER]
     size = len(HEADER)
     for n, o in enumerate(owed):
         line = line_of(o, quotes.get(o.turn) if o.turn is not None else None)
         if max_chars is not None and size + 1 + len(line) > max_chars:
-            if n == 0:
-                raise InvalidArgument(
-                    f"max_chars: {max_chars} cannot hold the first owed obligation"
-                    f" ({size + 1 + len(line)} characters with the header)"
-                )
-            return Block(text="\n".join(lines), told=tuple(owed[:n]), left=tuple(owed[n:]))
+            if n > 0:
+                return Block(text="\n".join(lines), told=tuple(owed[:n]), left=tuple(owed[n:]))
+            line = _first_cut(line, max_chars - size - 1)
         lines.append(line)
         size += 1 + len(line)
     return Block(text="\n".join(lines), told=tuple(owed), left=())
+
+
+def _first_cut(line: str, room: int) -> str:
+    """The first owed line cut to ``room`` characters, or InvalidArgument when fewer than
+    ``MIN_LINE`` fit."""
+    if room < MIN_LINE:
+        raise InvalidArgument(
+            f"max_chars: {room + len(HEADER) + 1} cannot hold the first owed obligation"
+            f" ({len(HEADER) + 1 + len(line)} characters with the header; at least"
+            f" {len(HEADER) + 1 + MIN_LINE} to cut it)"
+        )
+    return line[: room - 3] + "..."
 
 
 def line_of(o: Owed, content: str | None) -> str:

@@ -89,6 +89,26 @@ class TestRetell:
             s.retell(max_chars=40)
         assert s.state.version == version
 
+    def test_a_first_line_longer_than_the_limit_is_cut_to_it(
+        self, journal: eventstore.Journal
+    ) -> None:
+        """A rule pasted as one long paragraph is told cut to the limit, not refused, and a
+        replay (verify) derives the same cut block."""
+        s = journal.start_session("long", config())
+        rule = "never touch the billing tables " + "because of the audit " * 300
+        s.append_turn("user", rule, 40)
+        s.state_constraint("billing", rule)
+        fill(s, 4, tokens=900)
+        s.truncate(0, 1, "budget")
+        told = s.retell(max_chars=400)
+        assert told is not None
+        assert len(told.content) <= 400
+        lines = told.content.splitlines()
+        assert lines[1].startswith("- constraint billing (pending): never touch the billing")
+        assert lines[1].endswith("...")
+        assert [o.key for o in told.told] == ["billing"]
+        assert verify(journal) == []
+
     @pytest.mark.parametrize("bad", [-1, 1.5, "10", True])
     def test_bad_arguments_write_nothing(self, journal: eventstore.Journal, bad: object) -> None:
         """A max_chars that is not a count is an InvalidArgument, a token count an
