@@ -28,6 +28,7 @@ from typing import Any, Final
 
 import attrs
 
+from eventstore._location import redact_text
 from eventstore._ops import Review, SessionAudit
 from eventstore._report._build import TEXT
 from eventstore._report._collect import Report, SessionReport
@@ -167,8 +168,8 @@ def render(report: Report) -> str:
         parts += _listing(report.listing, {p.session_id for p in report.broken})
     for s in report.sessions:
         parts += _session(s)
-    parts.append(f"<script>{SCRIPT}</script></body></html>")
-    return "\n".join(parts)
+    page = redact_text("\n".join(parts))  # agent text can hold a URL and its password
+    return f"{page}\n<script>{SCRIPT}</script></body></html>"
 
 
 def _tampered(report: Report) -> Iterator[str]:

@@ -170,6 +170,24 @@ class TestRender:
         assert every.count("data-open=") == 2
 
 
+class TestSecrets:
+    def test_a_password_in_agent_text_is_not_on_the_page(
+        self, journal: eventstore.Journal
+    ) -> None:
+        """A URL with a password in a turn, a summary or a call is drawn with it hidden,
+        as ``log`` and ``sql`` print it; the page's own script and style are untouched."""
+        s = new_session(journal, "leaky")
+        url = "postgresql://app:hunter2@db.internal/fleet"
+        s.append_turn("user", f"connect with {url} please", 10)
+        s.open_call("c1", "tool_call", f"psql {url} -c 'select 1'")
+        fill(s, 4)
+        s.compact(tier=1, input=(0, 3), covers=(0, 3), tail_start=3, summary=url, tokens=1)
+        page = render(collect(journal, "leaky"))
+        assert "hunter2" not in page
+        assert "postgresql://app:***@db.internal/fleet" in page
+        assert SCRIPT in page and CSS in page
+
+
 class TestLongText:
     def test_long_texts_do_not_bloat_the_page(self, journal: eventstore.Journal) -> None:
         """Ten free texts of 100,000 characters each make a page of under 200 kB; no text
