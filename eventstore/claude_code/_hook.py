@@ -389,12 +389,21 @@ def main(
     event = "?"
     try:
         options = Options.parse(sys.argv[1:] if argv is None else argv)
-        data = read_input(stdin or sys.stdin)
+        data = read_input(stdin or _utf8(sys.stdin))
         event = str(data.get("hook_event_name"))[:40]
-        Hook(data, options, out or sys.stdout).run()
+        Hook(data, options, out or _utf8(sys.stdout)).run()
     except BaseException as exc:  # never in the user's way, Ctrl-C included
         say(f"tierlog claude-code hook ({event}): {type(exc).__name__}: {exc}")
     return 0
+
+
+def _utf8(stream: IO[str]) -> IO[str]:
+    """``stream`` read or written as UTF-8, what Claude Code sends and reads whatever the
+    locale (``python -I`` ignores PYTHONUTF8; a Latin-1 locale would garble a path)."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(encoding="utf-8")
+    return stream
 
 
 if __name__ == "__main__":

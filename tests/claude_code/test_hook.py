@@ -180,6 +180,15 @@ class TestNeverInTheWay:
         assert "--journal PATH is required" in capsys.readouterr().err
 
 
+class TestEncoding:
+    def test_input_is_read_as_utf8_whatever_the_locale(self) -> None:
+        """Claude Code writes UTF-8: a hook run under a Latin-1 locale reads a path with an
+        accent as written, not as mojibake (``python -I`` ignores PYTHONUTF8)."""
+        data = json.dumps({"transcript_path": "/home/zoë/t.jsonl"}, ensure_ascii=False)
+        stream = io.TextIOWrapper(io.BytesIO(data.encode()), encoding="latin-1")
+        assert _hook.read_input(_hook._utf8(stream)) == {"transcript_path": "/home/zoë/t.jsonl"}
+
+
 class TestWaiting:
     def test_no_pid_file_is_done(self, folder: Folder) -> None:
         """Nothing busy: done at once."""

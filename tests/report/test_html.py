@@ -171,9 +171,7 @@ class TestRender:
 
 
 class TestSecrets:
-    def test_a_password_in_agent_text_is_not_on_the_page(
-        self, journal: eventstore.Journal
-    ) -> None:
+    def test_a_password_in_agent_text_is_not_on_the_page(self, journal: eventstore.Journal) -> None:
         """A URL with a password in a turn, a summary or a call is drawn with it hidden,
         as ``log`` and ``sql`` print it; the page's own script and style are untouched."""
         s = new_session(journal, "leaky")
@@ -185,7 +183,8 @@ class TestSecrets:
         page = render(collect(journal, "leaky"))
         assert "hunter2" not in page
         assert "postgresql://app:***@db.internal/fleet" in page
-        assert SCRIPT in page and CSS in page
+        assert SCRIPT in page
+        assert CSS in page
 
 
 class TestLongText:
