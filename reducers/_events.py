@@ -431,6 +431,24 @@ class Noted:
     count: int = attrs.field(default=1, validator=_count)
 
 
+@attrs.frozen(kw_only=True)
+class Ingested:
+    """Where ingesting a source file got to: its first ``offset`` bytes (``lines``
+    lines), whose sha256 is ``sha256``, are in the session. ``resume`` (canonical JSON,
+    empty when there is none) is what a later ingest needs to read only what follows
+    them; it is checked against the file before it is used. It changes no tier state."""
+
+    source: str = attrs.field(validator=_name)
+    offset: int = attrs.field(validator=_count)
+    lines: int = attrs.field(validator=_count)
+    sha256: str = attrs.field(validator=_name)
+    resume: str = attrs.field(default="", validator=_text)
+
+    def __attrs_post_init__(self) -> None:
+        if not _is_sha256(self.sha256):
+            raise InvalidEvent(f"sha256: must be 64 lowercase hex digits (got {self.sha256!r})")
+
+
 def _to_digests(value: object) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise InvalidEvent(f"constraints: expected a mapping, got {type(value).__name__}")
@@ -493,6 +511,7 @@ Event: TypeAlias = (
     | ContextCleared
     | Noted
     | Retold
+    | Ingested
 )
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {
@@ -518,6 +537,7 @@ EVENT_TYPES: Final[dict[str, type[Event]]] = {
         ContextCleared,
         Noted,
         Retold,
+        Ingested,
     )
 }
 
@@ -536,5 +556,6 @@ PLAIN_EVENTS: Final = frozenset(
         TurnRetracted,
         ContextCleared,
         Noted,
+        Ingested,
     }
 )

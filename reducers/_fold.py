@@ -27,6 +27,7 @@ from reducers._events import (
     ConstraintStated,
     ContextCleared,
     Event,
+    Ingested,
     ItemDisposed,
     MarkerEmitted,
     MarkerInvalidated,
@@ -351,8 +352,8 @@ def _retold(acc: _Acc, e: Retold) -> None:
         )
 
 
-def _no_state_change(acc: _Acc, e: CompactionRefused | Resumed | Noted) -> None:
-    """Refusals, resumes and notes are audit records: they change no tier state."""
+def _no_state_change(acc: _Acc, e: CompactionRefused | Resumed | Noted | Ingested) -> None:
+    """Refusals, resumes, notes and ingest positions are records: they change no tier state."""
 
 
 _HANDLERS: dict[type[Any], Callable[[_Acc, Any], None]] = {
@@ -376,6 +377,7 @@ _HANDLERS: dict[type[Any], Callable[[_Acc, Any], None]] = {
     ContextCleared: _context_cleared,
     Noted: _no_state_change,
     Retold: _retold,
+    Ingested: _no_state_change,
 }
 
 

@@ -16,6 +16,7 @@ from reducers import (
     MarkerEmitted,
     MarkerInvalidated,
     MarkerRefused,
+    Ingested,
     Noted,
     Resumed,
     Retold,
@@ -101,4 +102,5 @@ def samples() -> list[Event]:
             max_chars=2**33,
             cut=1,
         ),
+        Ingested(source="s.jsonl", offset=4096, lines=12, sha256=sha, resume='{"leaf":"u"}'),
     ]
