@@ -24,7 +24,7 @@ do. User and assistant entries still left off are an abandoned branch: one
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
@@ -32,9 +32,15 @@ from eventstore.claude_code._lines import Entry, Raw, Warnings, shown
 from reducers import InvalidEvent
 
 
-def main_chain(entries: Sequence[Entry], warnings: Warnings) -> tuple[set[int], set[int]]:
+def main_chain(
+    entries: Sequence[Entry], warnings: Warnings, after: After | None = None
+) -> tuple[set[int], set[int]]:
     """Line numbers of the main chain's user and assistant entries, and of every entry
-    the walk back from its leaf crossed (compact boundaries, attachments too)."""
+    the walk back from its leaf crossed (compact boundaries, attachments too). ``after``:
+    the entries are a transcript's tail, which must go on from the chain read before
+    (see :func:`tail_chain`)."""
+    if after is not None:
+        return tail_chain(entries, warnings, after)
     talk = [e for e in entries if e.type in ("user", "assistant")]
     if not talk:
         raise InvalidEvent(
@@ -53,6 +59,79 @@ def main_chain(entries: Sequence[Entry], warnings: Warnings) -> tuple[set[int], 
         by_uuid.setdefault(e.uuid or "", e)
     spine = _spine(main[-1], by_uuid, linked, warnings)
     return _widen(main, spine, warnings), spine
+
+
+class Unresumable(Exception):  # noqa: N818 (not an error: a reason to read it all)
+    """The tail cannot be read on its own; the whole file must be (the text says why)."""
+
+
+@attrs.frozen(kw_only=True)
+class After:
+    """The main chain as an earlier read left it: its last entry's uuid, its last
+    assistant message's id, the calls still open."""
+
+    leaf: str
+    message: str | None
+    calls: frozenset[str]
+
+
+def tail_chain(
+    entries: Sequence[Entry], warnings: Warnings, after: After
+) -> tuple[set[int], set[int]]:
+    """:func:`main_chain` of the entries after ``after.leaf``: only where reading them
+    alone gives what reading the whole file would. Unresumable otherwise: an entry that
+    hangs off anything but the tail or that leaf (a branch, a rewind, a new root, a
+    sidechain), that repeats the leaf, or that goes on with the leaf's message, a cycle,
+    a kept segment that starts before the tail."""
+    by_uuid = {e.uuid: e for e in entries if e.uuid is not None}
+    for e in entries:
+        _hangs_on(e, by_uuid, after)
+    main = [e for e in entries if e.type in ("user", "assistant")]
+    if not main:
+        return set(), set()
+    spine: set[int] = set()
+    entry = main[-1]
+    while entry.line not in spine:
+        spine.add(entry.line)
+        ref = _ref(entry)
+        if ref == after.leaf:
+            return _widen(main, spine, warnings, after.calls), spine
+        entry = by_uuid[ref]
+    raise Unresumable(f"line {entry.line}: the chain runs in a cycle")
+
+
+def _hangs_on(e: Entry, by_uuid: Mapping[str, Entry], after: After) -> None:
+    if _sidechain(e):
+        raise Unresumable(f"line {e.line}: a sidechain entry")
+    if e.uuid is None:
+        if e.type in ("user", "assistant"):
+            raise Unresumable(f"line {e.line}: a {e.type} entry without a uuid")
+        return
+    if e.uuid == after.leaf:
+        raise Unresumable(f"line {e.line}: repeats the last entry read")
+    if e.type == "assistant" and after.message is not None and e.message_id == after.message:
+        raise Unresumable(f"line {e.line}: the last assistant message read goes on")
+    ref = _ref(e)
+    found = by_uuid.get(ref) if ref is not None else None
+    if ref != after.leaf and (found is None or found.line >= e.line):
+        raise Unresumable(f"line {e.line}: hangs off {ref!r}, not the entries after line read")
+    meta = e.raw.get("compactMetadata")
+    segment = meta.get("preservedSegment") if isinstance(meta, dict) else None
+    if segment is not None and not (
+        isinstance(segment, dict)
+        and all(segment.get(k) in by_uuid for k in ("headUuid", "tailUuid"))
+    ):
+        raise Unresumable(f"line {e.line}: keeps a segment from before the tail")
+
+
+def _ref(e: Entry) -> str | None:
+    """The uuid ``e`` follows: its parent's, else (a compaction) its logical parent's."""
+    parent, logical = e.raw.get("parentUuid"), e.raw.get("logicalParentUuid")
+    if isinstance(parent, str) and parent:
+        return parent
+    if parent is not None:
+        return None  # not a uuid: the full read notes it
+    return logical if isinstance(logical, str) and logical else None
 
 
 def _sidechain(e: Entry) -> bool:
@@ -130,11 +209,15 @@ def _before(e: Entry, linked: Sequence[Entry]) -> Entry | None:
     return linked[at - 1] if at > 0 else None
 
 
-def _widen(main: Sequence[Entry], spine: set[int], warnings: Warnings) -> set[int]:
-    """The spine plus the split parts of its messages and the results of its calls."""
+def _widen(
+    main: Sequence[Entry], spine: set[int], warnings: Warnings, open_calls: Iterable[str] = ()
+) -> set[int]:
+    """The spine plus the split parts of its messages and the results of its calls (and
+    of ``open_calls``, opened before the entries read)."""
     message_ids = {e.message_id for e in main if e.line in spine and e.type == "assistant"} - {None}
     chain = {e.line for e in main if e.line in spine or e.message_id in message_ids}
     calls = {b["id"] for e in main if e.line in chain for b in blocks_of(e, "tool_use")}
+    calls.update(open_calls)
     for e in main:
         results = blocks_of(e, "tool_result")
         if e.line not in chain and results and all(b["tool_use_id"] in calls for b in results):

@@ -17,23 +17,31 @@ once both succeed.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
 
 from eventstore._journal import Journal
-from eventstore._ops import carried_by
 from eventstore._session import Session
 from eventstore.claude_code import _transcript as cc
-from eventstore.claude_code._plan import Plan, Retell, Step, build_plan, estimate
-from eventstore.claude_code._review import CompactionReview, kept_by_claude_code, review_session
-from invariants import MarkerInvalid, UnrecoverableCompactionError
-from reducers import Event, InvalidArgument, InvalidEvent, SessionConfig, TurnAppended
+from eventstore.claude_code._chain import Unresumable
+from eventstore.claude_code._lines import MAX_BYTES, Source, open_regular
+from eventstore.claude_code._plan import Plan, build_plan
+from eventstore.claude_code._resume import Position, Reread, check, position, recorded
+from eventstore.claude_code._review import CompactionReview, review_session
+from eventstore.claude_code._write import write
+from reducers import Event, Ingested, InvalidEvent, Noted, SessionConfig
 
 FORMATS = ("claude-code",)
+INGESTED = "Ingested"
+REREAD = "reread"  # the note that a file was read whole though a position was recorded
+_REREAD = f'"kind":"{REREAD}"'
+SNIFF_LINES = 20  # the sessionId to look the session up by: in the first lines
+SNIFF_BYTES = 1 << 20
 CONFIG = SessionConfig(
     window_tokens=200_000,  # Claude's context window
     trigger_tokens=160_000,
@@ -65,14 +73,37 @@ class IngestResult:
     warnings: tuple[str, ...]
 
 
-def ingest(journal: Journal, path: str | Path, format: str = "claude-code") -> IngestResult:  # noqa: A002
+def ingest(
+    journal: Journal,
+    path: str | Path,
+    format: str = "claude-code",  # noqa: A002
+    *,
+    reviews: bool = True,
+) -> IngestResult:
     """Ingest the transcript at ``path`` as one session, in one transaction.
 
     Ingesting a file again changes nothing (``unchanged``); a file that has grown
-    since appends its new part (``appended_after``); a session id already holding
-    other content raises InvalidEvent, as does a file that cannot be read.
+    since appends its new part (``appended_after``), reading only that part when the
+    session's last ingest position says where it starts (``_resume``); a session id
+    already holding other content raises InvalidEvent, as does a file that cannot be
+    read. ``reviews=False``: see :func:`ingest_loaded`.
     """
-    return ingest_loaded(journal, load(path, format))
+    if format not in FORMATS:
+        raise InvalidEvent(f"unknown format {format!r} (known: {', '.join(FORMATS)})")
+    sid = sniff_session(path)
+    at = last_position(journal, sid) if sid is not None else None
+    reread = ""
+    if at is not None:
+        try:
+            done = _incremental(journal, path, sid or "", at, reviews)
+        except Reread as exc:
+            reread = f"{Path(path).name} is not the file ingested before: {exc}"
+        except (Unresumable, _Moved):
+            done = None
+        else:
+            if done is not None:
+                return done
+    return ingest_loaded(journal, load(path, format), reviews=reviews, reread=reread)
 
 
 @attrs.frozen(kw_only=True)
@@ -82,33 +113,58 @@ class Loaded:
     path: str
     transcript: cc.Transcript
     plan: Plan = attrs.field(eq=False)
+    position: Ingested | None = attrs.field(default=None, eq=False)
 
 
 def load(path: str | Path, format: str = "claude-code") -> Loaded:  # noqa: A002
     """Read and map the transcript at ``path`` (InvalidEvent naming the line if unsound)."""
     if format not in FORMATS:
         raise InvalidEvent(f"unknown format {format!r} (known: {', '.join(FORMATS)})")
-    transcript = cc.read(path)
-    return Loaded(path=str(path), transcript=transcript, plan=build_plan(transcript))
+    source = Source(path)
+    transcript = cc.read_lines(source)
+    plan = build_plan(transcript)
+    position = recorded(source, transcript, plan)
+    return Loaded(path=str(path), transcript=transcript, plan=plan, position=position)
 
 
-def ingest_loaded(journal: Journal, loaded: Loaded, *, reviews: bool = True) -> IngestResult:
+def ingest_loaded(
+    journal: Journal, loaded: Loaded, *, reviews: bool = True, reread: str = ""
+) -> IngestResult:
     """Write a loaded transcript as its session (see :func:`ingest`). ``reviews=False``
-    leaves ``compactions`` empty (reviewing every compaction costs as much as a replay)."""
+    leaves ``compactions`` empty (reviewing every compaction costs as much as a replay).
+    ``reread``: why the file was read whole though a position was recorded (a note)."""
     plan, sid = loaded.plan, loaded.transcript.session_id
-    fresh = None if not journal.has_session(sid) else _fresh(sid, plan)  # outside the lock
+    fresh = None
+    if journal.has_session(sid):  # outside the lock
+        fresh = _fresh(sid, plan, _slots(list(journal.recorder.read_payloads(sid))))
     with journal.recorder.transaction():
         stored = journal.recorder.head(sid).version
         if stored == 0:
             write(journal.start_session(sid, CONFIG), plan)
         else:
-            _extend(journal, sid, plan, fresh or _fresh(sid, plan), loaded.path)
+            note = Noted(kind=REREAD, text=reread) if reread else None
+            _extend(journal, sid, plan, fresh, (loaded.path, note))
+        if _mark(journal, sid, loaded.position):
+            _snapshot(journal, sid)
+    return _result(journal, sid, stored, (loaded.path, loaded.transcript, plan), reviews)
+
+
+def _result(
+    journal: Journal,
+    sid: str,
+    stored: int,
+    read: tuple[str, cc.Transcript, Plan],
+    reviews: bool,
+) -> IngestResult:
+    path, transcript, plan = read
+    now = journal.recorder.head(sid).version
+    grew = stored > 0 and _content_after(journal, sid, stored)
     return IngestResult(
-        path=loaded.path,
+        path=path,
         session_id=sid,
-        unchanged=stored > 0 and journal.recorder.head(sid).version == stored,
-        appended_after=stored if 0 < stored < journal.recorder.head(sid).version else None,
-        events=journal.recorder.head(sid).version,
+        unchanged=stored > 0 and not grew,
+        appended_after=stored if grew else None,
+        events=now,
         turns=plan.turns,
         calls=plan.calls,
         failed=plan.failed,
@@ -117,35 +173,189 @@ def ingest_loaded(journal: Journal, loaded: Loaded, *, reviews: bool = True) -> 
         constraints=plan.constraints,
         queued=plan.queued,
         compactions=review_session(journal, sid) if reviews else (),
-        warnings=loaded.transcript.warnings + tuple(plan.warnings),
+        warnings=transcript.warnings + tuple(plan.warnings),
     )
+
+
+def _content_after(journal: Journal, sid: str, version: int) -> bool:
+    """Whether the session holds events after ``version`` other than ingest positions."""
+    rows = journal.recorder.read_payloads(sid, start=version + 1)
+    return any(kind != INGESTED for kind, _ in rows)
+
+
+def _mark(journal: Journal, sid: str, position: Ingested | None) -> bool:
+    """Record where this ingest got to, unless the session ends with just that already;
+    whether it did."""
+    if position is None:
+        return False
+    head = journal.recorder.head(sid).version
+    last = list(journal.recorder.read_payloads(sid, start=head))
+    if last and last[0][0] == INGESTED and _decoded(last[0]) == position:
+        return False
+    journal.session(sid).extend([position])
+    return True
+
+
+def _snapshot(journal: Journal, sid: str, session: Session | None = None) -> None:
+    """Save the session's state where the ingest left it: the next ingest of the file,
+    which reads only its tail, starts from it instead of replaying the session."""
+    if journal.snapshots.every:
+        journal.snapshots.save(sid, (session or journal.session(sid)).state, None)
+
+
+# -- reading only the tail -------------------------------------------------------------------
+_Read = tuple[str, Noted | None]  # the file's path, the note on why it was read whole
+
+
+class _Moved(Exception):  # noqa: N818
+    """The session changed between reading its position and writing the tail."""
+
+
+def sniff_session(path: str | Path) -> str | None:
+    """The ``sessionId`` of the first of the file's first lines that has one (``None``:
+    none there, or the file cannot be read: the whole read says why)."""
+    try:
+        with open_regular(path) as file:
+            for _ in range(SNIFF_LINES):
+                line = file.readline(SNIFF_BYTES)
+                if not line:
+                    return None
+                with contextlib.suppress(ValueError):
+                    sid = json.loads(line).get("sessionId")
+                    if isinstance(sid, str) and sid:
+                        return sid
+    except (InvalidEvent, OSError, AttributeError):
+        return None
+    return None
+
+
+def last_position(journal: Journal, sid: str) -> Position | None:
+    """The session's position, if its last event is one (``_resume``)."""
+    head = journal.recorder.head(sid).version
+    if head == 0:
+        return None
+    rows = list(journal.recorder.read_payloads(sid, start=head))
+    if not rows or rows[0][0] != INGESTED:
+        return None
+    event = _decoded(rows[0])
+    assert isinstance(event, Ingested)
+    return position(event, head, sid)
+
+
+def _incremental(
+    journal: Journal, path: str | Path, sid: str, at: Position, reviews: bool
+) -> IngestResult | None:
+    """Ingest what the file gained since ``at``: ``None`` when it must be read whole."""
+    checked = check(path, at, MAX_BYTES)
+    if checked.unchanged:
+        return _unchanged(journal, sid, at, str(path), reviews)
+    if checked.tail is None or at.start is None or at.carried is None:
+        return None
+    session = journal.session(sid)
+    tail = cc.read_tail(checked.tail, at.start)
+    before = attrs.evolve(at.carried, said=lambda: _said(session))
+    plan = build_plan(tail, before)
+    mark = recorded(checked.tail, tail, plan)
+    with journal.recorder.transaction():
+        if journal.recorder.head(sid).version != at.version:
+            raise _Moved
+        _write_tail(session, plan)
+        if mark is not None:
+            session.extend([mark])
+        _snapshot(journal, sid, session)
+    return _result(journal, sid, at.version, (str(path), tail, plan), reviews)
+
+
+def _unchanged(
+    journal: Journal, sid: str, at: Position, path: str, reviews: bool
+) -> IngestResult:
+    counts = at.carried.counts if at.carried is not None else {}
+    return IngestResult(
+        path=path,
+        session_id=sid,
+        unchanged=True,
+        appended_after=None,
+        events=at.version,
+        turns=counts.get("turns", 0),
+        calls=counts.get("calls", 0),
+        failed=counts.get("failed", 0),
+        rejected=counts.get("rejected", 0),
+        interruptions=counts.get("interruptions", 0),
+        constraints=counts.get("constraints", 0),
+        queued=counts.get("queued", 0),
+        compactions=review_session(journal, sid) if reviews else (),
+        warnings=(),
+    )
+
+
+def _said(session: Session) -> list[str]:
+    """What the assistant wrote, as the journal holds it (a tail's rule finder asks)."""
+    return [t.content for t in session.turns() if t.role == "assistant"]
+
+
+def _write_tail(session: Session, plan: Plan) -> None:
+    """Append a tail's plan: its first notes, then its steps from the session's turn."""
+    if plan.lead:
+        session.extend(plan.lead)
+    write(session, plan, index=session.state.turns)
 
 
 @attrs.frozen(kw_only=True)
 class _Fresh:
-    """What writing a plan into an empty session gives: each event's ``(type, payload)``
-    and the session's version after each batch."""
+    """What writing a plan into an empty session gives, with the stored session's ingest
+    positions at their versions: each event's ``(type, payload)`` and the session's
+    version after each batch."""
 
     payloads: list[tuple[str, str]]
     ends: list[int]
+    slots: dict[int, Event]
 
 
-def _fresh(sid: str, plan: Plan) -> _Fresh:
+def _decoded(row: tuple[str, str]) -> Ingested | Noted:
+    """A stored ``Ingested`` or ``Noted`` (flat events: their payload is their fields)."""
+    kind, payload = row
+    cls = Ingested if kind == INGESTED else Noted
+    return cls(**json.loads(payload))
+
+
+def _slots(rows: Sequence[tuple[str, str]]) -> dict[int, Event]:
+    """What the ingest recorded of itself among a session's rows, by version: its
+    positions, and its notes that it read a file whole (``reread``)."""
+    slots = {}
+    for version, row in enumerate(rows, 1):
+        if row[0] == INGESTED or (row[0] == "Noted" and _REREAD in row[1]):
+            event = _decoded(row)
+            if isinstance(event, Ingested) or getattr(event, "kind", "") == REREAD:
+                slots[version] = event
+    return slots
+
+
+def _fresh(sid: str, plan: Plan, slots: dict[int, Event]) -> _Fresh:
     with tempfile.TemporaryDirectory() as folder:
         scratch = Journal(Path(folder) / "scratch.db", synchronous="normal", snapshot_every=0)
         scratch.logger = _QUIET  # its refusals were logged when the session was first written
         with scratch:
-            ends = write(scratch.start_session(sid, CONFIG), plan)
-            return _Fresh(payloads=list(scratch.recorder.read_payloads(sid)), ends=ends)
+            ends = write(scratch.start_session(sid, CONFIG), plan, slots=slots)
+            payloads = list(scratch.recorder.read_payloads(sid))
+            return _Fresh(payloads=payloads, ends=ends, slots=slots)
 
 
-def _extend(journal: Journal, sid: str, plan: Plan, fresh: _Fresh, path: str) -> None:
-    """Append what the stored session lacks of ``fresh``: nothing when it is all there;
-    InvalidEvent (writing nothing) when the stored events are not where it starts."""
+def _extend(journal: Journal, sid: str, plan: Plan, fresh: _Fresh | None, read: _Read) -> None:
+    """Append what the stored session lacks of what the plan gives (with the session's
+    ingest positions where they are), after ``read``'s note if it adds anything: nothing
+    when it is all there; InvalidEvent (writing nothing) when the stored events are not
+    where it starts."""
+    path, note = read
     stored = list(journal.recorder.read_payloads(sid))
+    slots = _slots(stored)
+    if fresh is None or fresh.slots.keys() != slots.keys():
+        fresh = _fresh(sid, plan, slots)
     if stored == fresh.payloads[: len(stored)]:
+        session = journal.session(sid)
         if len(stored) < len(fresh.payloads):
-            write(journal.session(sid), plan, done=len(stored), ends=fresh.ends)
+            write(session, plan, done=len(stored), ends=fresh.ends, slots=slots)
+        if note is not None:
+            session.extend([note])
         return
     pairs = enumerate(zip(stored, fresh.payloads, strict=False), 1)
     at = next((v for v, (a, b) in pairs if a != b), len(fresh.payloads) + 1)
@@ -157,89 +367,3 @@ def _extend(journal: Journal, sid: str, plan: Plan, fresh: _Fresh, path: str) ->
         else f"session {sid!r} already holds more than {path} gives (from version {at} on):"
         " it is not ingested"
     )
-
-
-# -- writing -------------------------------------------------------------------------------
-def write(session: Session, plan: Plan, *, done: int = 1, ends: Sequence[int] = ()) -> list[int]:
-    """Append ``plan`` to ``session``; refusals are recorded, not raised. Returns the
-    version after each batch. ``done``: the session's version, ``ends`` what this
-    returned for the same plan on a fresh session: batches already stored are skipped."""
-    out: list[int] = []
-    for batch in _batches(plan.steps):
-        begin = out[-1] if out else 1
-        end = ends[len(out)] if len(out) < len(ends) else None
-        if end is not None and end <= done:
-            out.append(end)
-            continue
-        if isinstance(batch, cc.Boundary | Retell):
-            if begin < done:
-                raise InvalidEvent(f"line {batch.line}: the stored session ends inside it")
-            if isinstance(batch, cc.Boundary):
-                _compact(session, batch)
-            else:
-                _retell(session, batch)
-        else:
-            session.extend(batch[max(0, done - begin) :])
-        out.append(session.version)
-    return out
-
-
-def _batches(steps: Sequence[Step]) -> Iterator[list[Event] | cc.Boundary | Retell]:
-    events: list[Event] = []
-    index = 0
-    for step in steps:
-        if isinstance(step, cc.Boundary | Retell):
-            if events:
-                yield events
-            yield step
-            events = []
-            index += isinstance(step, Retell)
-            continue
-        events.append(
-            TurnAppended(index=index, role=step.role, content=step.content, tokens=step.tokens)
-        )
-        events += step.raised
-        index += 1
-    if events:
-        yield events
-
-
-def _retell(session: Session, told: Retell) -> None:
-    """A block tierlog's hooks gave the agent: the re-tell the journal owes at this point
-    (``Session.retell``, cut to the block's length) when every line of it is in the
-    block, so ``owed()`` knows the agent was told; otherwise (the block no longer states
-    all that is owed, or nothing is owed) a plain ``system`` turn holding the block."""
-    limit = len(told.text)
-    with contextlib.suppress(InvalidArgument):  # not even the first owed line fits
-        due = session.retell(max_chars=limit, dry_run=True)
-        if due is not None and set(due.content.splitlines()) <= set(told.text.splitlines()):
-            session.retell(max_chars=limit, tokens=told.tokens)
-            return
-    turn = TurnAppended(
-        index=session.state.turns, role="system", content=told.text, tokens=told.tokens
-    )
-    session.extend([turn])
-
-
-def _compact(session: Session, boundary: cc.Boundary) -> None:
-    """The boundary's compaction over everything before it, and a marker on it. It carries
-    what the summary evidences and what was raised in the turns Claude Code kept verbatim
-    after it (``preservedSegment``): the context it resumed from holds both."""
-    state = session.state
-    carried = carried_by(state, boundary.summary)
-    kept = kept_by_claude_code(state, boundary.kept)
-    with contextlib.suppress(UnrecoverableCompactionError):
-        node = session.compact(
-            tier=1,
-            input=(0, state.end),
-            covers=(0, state.end),
-            tail_start=state.end,
-            summary=boundary.summary,
-            tokens=estimate(boundary.summary),
-            dispositions={**carried.dispositions, **kept.dispositions},
-            unresolved_ids=sorted({*carried.calls, *kept.calls}),
-            constraints=sorted({*carried.constraints, *kept.constraints}),
-            replaces=[n.node_id for n in state.live_nodes],
-        )
-        with contextlib.suppress(MarkerInvalid):
-            session.emit_marker(node.node_id)

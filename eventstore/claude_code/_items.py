@@ -94,10 +94,27 @@ class _Settling:
     held: list[Message] = attrs.field(factory=list)  # instructions, re-tells after a boundary
 
 
-def settle(items: Iterable[Raw], warnings: Warnings) -> list[Item]:
+def settle(
+    items: Iterable[Raw], warnings: Warnings, queued: Iterable[Queued] = ()
+) -> list[Item]:
     """The items in order, boundaries with their summaries, queued text decided (see the
-    module doc)."""
-    s = _Settling()
+    module doc). ``queued``: text still queued before the first item."""
+    return _settle(items, warnings, queued)[0]
+
+
+def settled_at(items: Iterable[Raw], queued: Iterable[Queued] = ()) -> tuple[int, list[Queued]]:
+    """How many items :func:`settle` gives for ``items``, and the text still queued after
+    them; ``-1`` items when anything else is still open there (a boundary without its
+    summary, text taken off the queue, messages held for a boundary)."""
+    out, s = _settle(items, Warnings(), queued)
+    clear = s.boundary is None and s.taken is None and not s.held
+    return (len(out) if clear else -1), list(s.queued)
+
+
+def _settle(
+    items: Iterable[Raw], warnings: Warnings, queued: Iterable[Queued]
+) -> tuple[list[Item], _Settling]:
+    s = _Settling(queued=list(queued))
     for item in items:
         if isinstance(item, Queued):
             s.queued.append(item)
@@ -120,7 +137,7 @@ def settle(items: Iterable[Raw], warnings: Warnings) -> list[Item]:
             f"line {s.queued[0].line}: queued text never taken off the queue is not a turn",
             kind="queued",
         )
-    return s.out
+    return list(s.out), s
 
 
 def _dequeue(s: _Settling, line: int, warnings: Warnings) -> None:

@@ -22,10 +22,11 @@ import json
 import os
 import stat
 import sys
-from collections import Counter
+from array import array
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, BinaryIO, TypeAlias
 
 import attrs
 
@@ -41,6 +42,7 @@ KNOWN_TYPES = frozenset(
 READ_TYPES = frozenset({"user", "assistant", "system", "queue-operation"})  # mapped to events
 MAX_BYTES = 256 * 2**20  # a file larger than this is refused (about 4x this in memory)
 MAX_DEPTH = 100  # JSON nesting (real entries: 7 at most); deeper is refused
+_TALK = (b'"type":"user"', b'"type":"assistant"', b'"type": "user"', b'"type": "assistant"')
 _KINDS = {
     stat.S_IFIFO: "a FIFO",
     stat.S_IFCHR: "a character device",
@@ -66,9 +68,9 @@ class Warnings:
     """Warnings in the order first given; those of one ``kind`` folded into the first.
     :meth:`note` also records one for the journal (:attr:`notes`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, folded: Iterable[str] = ()) -> None:
         self._texts: list[str] = []
-        self._kinds: dict[str, int] = {}
+        self._kinds: dict[str, int] = dict.fromkeys(folded, -1)  # given earlier: counted
         self._more: Counter[str] = Counter()
         self.notes: list[Note] = []
 
@@ -90,11 +92,15 @@ class Warnings:
         self.append(f"line {line}: {text}", kind=fold or None)
         self.notes.append(Note(kind=kind, line=line, text=text, count=count))
 
+    def folded(self) -> tuple[str, ...]:
+        """The kinds given so far (a later warning of one only counts)."""
+        return tuple(self._kinds)
+
     def all(self) -> tuple[str, ...]:
         """Every warning, a folded kind's first one saying how many more there were."""
         texts = list(self._texts)
         for kind, at in self._kinds.items():
-            if self._more[kind]:
+            if self._more[kind] and at >= 0:
                 texts[at] += f" (and {self._more[kind]:,} more such lines)"
         return tuple(texts)
 
@@ -132,6 +138,11 @@ class Entry:
 
 def file_lines(path: str | Path, max_bytes: int = MAX_BYTES) -> Iterator[tuple[int, bytes]]:
     """The numbered lines of the regular file at ``path``; InvalidEvent past ``max_bytes``."""
+    return iter(Source(path, max_bytes=max_bytes))
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """The regular file at ``path``, open for reading; InvalidEvent for anything else."""
     try:  # O_NONBLOCK: opening a FIFO nobody writes to returns at once
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
@@ -140,46 +151,97 @@ def file_lines(path: str | Path, max_bytes: int = MAX_BYTES) -> Iterator[tuple[i
     if kind != stat.S_IFREG:
         os.close(fd)
         raise InvalidEvent(f"{_KINDS.get(kind, 'a special file')}, not a regular file: not read")
-    with os.fdopen(fd, "rb") as file:
-        total, number = 0, 0
-        while line := file.readline(max_bytes - total + 1):
-            number += 1
-            total += len(line)
-            if total > max_bytes:
-                raise InvalidEvent(
-                    f"line {number}: the file is larger than {max_bytes:,} bytes, the most"
-                    " a transcript may be: not read"
-                )
-            yield number, line
+    return os.fdopen(fd, "rb")
 
 
-def entries(lines: Iterable[tuple[int, bytes]], warnings: Warnings) -> list[Entry]:
-    """The entries of known types, in file order, each once (see the module doc)."""
+class Source:
+    """The numbered lines of a regular file from byte ``start`` (line ``first``), a line
+    at a time, at most ``max_bytes`` in all (InvalidEvent past them). It remembers where
+    each line ends and hashes what it reads, from the ``digest`` of the bytes before
+    ``start``: :meth:`digest_through` is the sha256 of the file up to a line's end."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        max_bytes: int = MAX_BYTES,
+        start: int = 0,
+        first: int = 1,
+        digest: Any = None,
+        file: BinaryIO | None = None,
+    ) -> None:
+        self.path, self.max_bytes, self.start, self.first = path, max_bytes, start, first
+        self._file = file
+        self._digest = digest if digest is not None else hashlib.sha256()
+        self._ends = array("q")
+        self._marks: deque[tuple[int, Any]] = deque(maxlen=4)
+        self._before_last: Any = self._digest.copy()
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        file = self._file if self._file is not None else open_regular(self.path)
+        with file:
+            file.seek(self.start)
+            total, number = self.start, self.first - 1
+            while line := file.readline(self.max_bytes - total + 1):
+                number += 1
+                total += len(line)
+                if total > self.max_bytes:
+                    raise InvalidEvent(
+                        f"line {number}: the file is larger than {self.max_bytes:,} bytes, the"
+                        " most a transcript may be: not read"
+                    )
+                self._before_last = self._digest.copy()
+                self._digest.update(line)
+                self._ends.append(total)
+                if any(t in line for t in _TALK):
+                    self._marks.append((number, self._digest.copy()))
+                yield number, line
+
+    def end_of(self, number: int) -> int:
+        """Where line ``number`` ends (the start, for the line before the first)."""
+        return self.start if number < self.first else self._ends[number - self.first]
+
+    def digest_through(self, number: int) -> str | None:
+        """The sha256 of the bytes up to the end of line ``number``, when it was kept (the
+        last two lines, and the last few that look like a user or assistant entry);
+        ``None`` otherwise."""
+        last = self.first - 1 + len(self._ends)
+        if number == last:
+            return self._digest.hexdigest()
+        if number == last - 1:
+            return self._before_last.hexdigest()
+        return next((d.hexdigest() for n, d in self._marks if n == number), None)
+
+
+def entries(
+    lines: Iterable[tuple[int, bytes]], warnings: Warnings, seen: Seen | None = None
+) -> list[Entry]:
+    """The entries of known types, in file order, each once (see the module doc). ``seen``:
+    what the lines before these were (reading a transcript's tail): an empty tail is no
+    error, and an unknown type noted before is not noted again."""
     found: list[Entry] = []
-    seen = _Seen()
-    unknown: dict[str, list[int]] = {}
+    seen = seen if seen is not None else Seen()
+    tail = seen.tail
     previous: tuple[int, bytes] | None = None
     for item in ((n, line) for n, line in lines if line.strip()):
         if previous is not None:
-            _keep(previous, False, found, seen, unknown, warnings)
+            _keep(previous, False, found, seen, warnings)
         previous = item
-    if previous is None:
+    if previous is None and not tail:
         raise InvalidEvent("empty file: not a Claude Code transcript")
-    _keep(previous, True, found, seen, unknown, warnings)
-    for kind, numbers in unknown.items():
-        text = f"unknown entry type {kind}: mapped to nothing, kept for the parent chain"
-        warnings.note("unknown_entry", numbers[0], text)
+    if previous is not None:
+        _keep(previous, True, found, seen, warnings)
+    for kind, number in seen.unknown.items():
+        if kind not in seen.noted:
+            text = f"unknown entry type {kind}: mapped to nothing, kept for the parent chain"
+            warnings.note("unknown_entry", number, text)
+    seen.noted |= set(seen.unknown)
     seen.warn(warnings)
     return found
 
 
 def _keep(
-    item: tuple[int, bytes],
-    last: bool,
-    found: list[Entry],
-    seen: _Seen,
-    unknown: dict[str, list[int]],
-    warnings: Warnings,
+    item: tuple[int, bytes], last: bool, found: list[Entry], seen: Seen, warnings: Warnings
 ) -> None:
     number, line = item
     raw = decode(number, line, last=last, warnings=warnings)
@@ -187,19 +249,26 @@ def _keep(
         return
     kind = raw.get("type")
     if not (isinstance(kind, str) and kind in KNOWN_TYPES):
-        unknown.setdefault(repr(kind), []).append(number)
+        seen.unknown.setdefault(repr(kind), number)
     entry = Entry(line=number, raw=raw)
+    seen.last = number
     if seen.first(entry, line):
         found.append(entry)
 
 
 @attrs.define
-class _Seen:
-    """The uuids (and, for entries without one, the lines) read so far."""
+class Seen:
+    """The uuids (and, for entries without one, the digests of the lines) read so far, the
+    unknown types met (first line) and those noted, the last line decoded. ``tail``: the
+    lines are a transcript's tail, after lines read before (see :func:`entries`)."""
 
     uuids: dict[str, int] = attrs.field(factory=dict)
-    lines: set[bytes] = attrs.field(factory=set)
+    lines: dict[bytes, int] = attrs.field(factory=dict)  # digest: line
     repeats: list[tuple[int, str]] = attrs.field(factory=list)
+    unknown: dict[str, int] = attrs.field(factory=dict)
+    noted: set[str] = attrs.field(factory=set)
+    last: int = 0
+    tail: bool = False
 
     def first(self, entry: Entry, line: bytes) -> bool:
         """Whether ``entry`` is not a repeat of one read before (and remember it)."""
@@ -210,7 +279,7 @@ class _Seen:
             if digest in self.lines:
                 self.repeats.append((entry.line, "an identical line"))
                 return False
-            self.lines.add(digest)
+            self.lines[digest] = entry.line
             return True
         at = self.uuids.setdefault(entry.uuid, entry.line)
         if at != entry.line:

@@ -14,7 +14,7 @@ plus its output whenever the turns before it do not already exceed that.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
@@ -92,12 +92,84 @@ class Plan:
     constraints: int = 0
     queued: int = 0
     retells: int = 0
+    occupancy: int = 0  # the journal's after the last step
+    lead: list[Event] = attrs.field(factory=list)  # notes before the first step (a tail's)
+
+    def counts(self) -> dict[str, int]:
+        """What the plan counted, by name (see :data:`COUNTS`)."""
+        return {name: getattr(self, name) for name in COUNTS}
 
 
-def build_plan(transcript: cc.Transcript) -> Plan:
-    """Turns with their tokens and raised events, and the boundaries between them. Pure."""
-    plan = Plan()
-    plan.steps.append(Draft(role="system", content=preamble(transcript.session_id)))
+COUNTS = ("turns", "calls", "failed", "rejected", "interruptions", "constraints", "queued")
+COUNTS += ("retells",)
+
+
+@attrs.frozen(kw_only=True)
+class Carried:
+    """What planning a transcript's tail needs of the plan of what came before it: the
+    calls still open (id: name, what it attempted), the last call since the user's last
+    request, failed attempts not resolved yet, the files the user named, the journal's
+    occupancy, the counts so far, and what the assistant wrote (``said``, read only when
+    a rule needs it)."""
+
+    open: dict[str, tuple[str, str]]
+    last_call: str | None
+    attempts: dict[str, tuple[str, ...]]
+    pointed: tuple[str, ...]
+    occupancy: int
+    counts: dict[str, int]
+    said: Callable[[], Iterable[str]] = attrs.field(eq=False, default=tuple)
+
+
+def carried(plan: Plan) -> Carried:
+    """What planning the tail after ``plan`` needs (see :class:`Carried`)."""
+    return Carried(
+        open={c: (plan.names[c], plan.whats[c]) for c in sorted(plan.open)},
+        last_call=plan.last_call,
+        attempts={k: tuple(v) for k, v in plan.attempts.open.items() if v},
+        pointed=tuple(sorted(plan.rules.pointed)),
+        occupancy=plan.occupancy,
+        counts=plan.counts(),
+    )
+
+
+class _Recalled(Rules):
+    """Rules whose ``said`` is read when first needed (a tail's: from the journal)."""
+
+    def __init__(self, said: Callable[[], Iterable[str]], pointed: Iterable[str]) -> None:
+        super().__init__(said=[], pointed=set(pointed))
+        self._recall: Callable[[], Iterable[str]] | None = said
+
+    def _quoted(self, sentence: str) -> bool:
+        if self._recall is not None:
+            recall, self._recall = self._recall, None
+            for text in recall():
+                self.assistant(text)
+        return super()._quoted(sentence)
+
+
+def _resumed(before: Carried) -> Plan:
+    plan = Plan(
+        attempts=Attempts(open={k: list(v) for k, v in before.attempts.items()}),
+        rules=_Recalled(before.said, before.pointed),
+        open=set(before.open),
+        last_call=before.last_call,
+        occupancy=before.occupancy,
+    )
+    plan.names = {c: name for c, (name, _) in before.open.items()}
+    plan.whats = {c: what for c, (_, what) in before.open.items()}
+    for name, count in before.counts.items():
+        setattr(plan, name, count)
+    return plan
+
+
+def build_plan(transcript: cc.Transcript, before: Carried | None = None) -> Plan:
+    """Turns with their tokens and raised events, and the boundaries between them. Pure.
+    ``before``: the transcript is the tail of one planned before (see :class:`Carried`)."""
+    plan = Plan() if before is None else _resumed(before)
+    if before is None:
+        plan.steps.append(Draft(role="system", content=preamble(transcript.session_id)))
+    turns = plan.turns
     notes = list(transcript.notes)
     for item in transcript.items:
         notes = _place(plan, notes, item.line)
@@ -119,8 +191,8 @@ def build_plan(transcript: cc.Transcript) -> Plan:
             except InvalidEvent as exc:  # a value no event takes: name its line
                 raise InvalidEvent(f"line {item.line}: {exc}") from None
     _place(plan, notes, None)
-    _assign_tokens(plan.steps)
-    plan.turns = sum(isinstance(s, Draft) for s in plan.steps)
+    plan.occupancy = _assign_tokens(plan.steps, plan.occupancy)
+    plan.turns = turns + sum(isinstance(s, Draft) for s in plan.steps)
     return plan
 
 
@@ -145,8 +217,9 @@ def _place(plan: Plan, notes: list[cc.Note], line: int | None) -> list[cc.Note]:
         if line is None
         else next((i for i, n in enumerate(notes) if n.line >= line), len(notes))
     )
-    last = next(s for s in reversed(plan.steps) if isinstance(s, Draft))  # turn 0 at least
-    last.raised += [_noted(n.kind, n.line, n.text, n.count) for n in notes[:cut]]
+    last = next((s for s in reversed(plan.steps) if isinstance(s, Draft)), None)
+    raised = last.raised if last is not None else plan.lead  # a tail's first notes
+    raised += [_noted(n.kind, n.line, n.text, n.count) for n in notes[:cut]]
     return notes[cut:]
 
 
@@ -254,10 +327,10 @@ def render(blocks: Sequence[cc.Block]) -> str:
 
 
 # -- tokens ------------------------------------------------------------------------------
-def _assign_tokens(steps: Sequence[Step]) -> None:
-    """Give every draft and re-tell its tokens (see the module doc). Occupancy is tracked
-    as the journal computes it: a compaction leaves its summary's estimate."""
-    occupancy = 0
+def _assign_tokens(steps: Sequence[Step], occupancy: int = 0) -> int:
+    """Give every draft and re-tell its tokens (see the module doc); the occupancy after
+    them, from ``occupancy`` before. Occupancy is tracked as the journal computes it: a
+    compaction leaves its summary's estimate."""
     for at, step in enumerate(steps):
         if isinstance(step, cc.Boundary):
             gap = _gap(step, occupancy)
@@ -272,6 +345,7 @@ def _assign_tokens(steps: Sequence[Step]) -> None:
         else:
             step.tokens = max(1, step.usage.prompt + step.usage.output - occupancy)
         occupancy += step.tokens
+    return occupancy
 
 
 def _gap(b: cc.Boundary, occupancy: int) -> Noted | None:

@@ -27,9 +27,9 @@ from eventstore.claude_code._blocks import blocks
 from eventstore.claude_code._blocks import command_head as command_head
 from eventstore.claude_code._blocks import short_key as short_key
 from eventstore.claude_code._blocks import text_of as text_of
-from eventstore.claude_code._chain import main_chain
+from eventstore.claude_code._chain import After, Unresumable, main_chain
 from eventstore.claude_code._items import Boundary as Boundary
-from eventstore.claude_code._items import Dequeued, pending_boundary, settle
+from eventstore.claude_code._items import Dequeued, pending_boundary, settle, settled_at
 from eventstore.claude_code._items import Item as Item
 from eventstore.claude_code._items import Message as Message
 from eventstore.claude_code._items import Queued as Queued
@@ -38,10 +38,19 @@ from eventstore.claude_code._items import Usage as Usage
 from eventstore.claude_code._lines import KNOWN_TYPES as KNOWN_TYPES
 from eventstore.claude_code._lines import MAX_BYTES as MAX_BYTES
 from eventstore.claude_code._lines import MAX_DEPTH as MAX_DEPTH
-from eventstore.claude_code._lines import Entry, Raw, Warnings, entries, file_lines, shown
+from eventstore.claude_code._lines import (
+    Entry,
+    Raw,
+    Seen,
+    Warnings,
+    entries,
+    file_lines,
+    shown,
+)
 from eventstore.claude_code._lines import Note as Note
 from reducers import InvalidEvent
 
+TALK = ("user", "assistant")
 INTERRUPTED_TEXT = "[Request interrupted by user"
 QUEUE_OPERATIONS = frozenset({"enqueue", "dequeue", "remove"})
 MAX_TOKENS = 10**9  # a usage count beyond this is not a context's: the block is ignored
@@ -55,14 +64,46 @@ _USAGE_FIELDS = (
 
 
 @attrs.frozen(kw_only=True)
+class End:
+    """Where a later read of the transcript's tail starts: after the main chain's last
+    user or assistant entry (``leaf``, its ``line``; ``message``: the id of the chain's
+    last assistant message, which the tail must not go on with), with the text
+    still queued there; ``last`` is the last line read (its notes are recorded), and
+    ``folded``, ``types``, ``digests`` the warnings given, the unknown entry types
+    noted, and the entries without a uuid read up to the leaf (blake2b hex)."""
+
+    leaf: str
+    message: str | None
+    line: int
+    queued: tuple[Queued, ...]
+    last: int
+    folded: tuple[str, ...]
+    types: tuple[str, ...]
+    digests: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
+class Start:
+    """An :class:`End` and the session it was read into, to read the tail from."""
+
+    session_id: str
+    end: End
+    calls: frozenset[str]  # the calls still open
+
+
+@attrs.frozen(kw_only=True)
 class Transcript:
     """A transcript's main chain in file order, what was skipped on the way, and the
-    notes (in line order) the journal records of it."""
+    notes (in line order) the journal records of it. ``end``: where a later read of its
+    tail can start (``None``: something is still open after its last entry, read it
+    whole)."""
 
     session_id: str
     items: tuple[Item, ...]
     warnings: tuple[str, ...]
     notes: tuple[Note, ...] = ()
+    end: End | None = None
+    last: int = 0  # the last line read whole
 
 
 def read(path: str | Path, *, max_bytes: int = MAX_BYTES) -> Transcript:
@@ -75,16 +116,84 @@ def parse(data: bytes) -> Transcript:
     return _parse(enumerate(data.split(b"\n"), 1))
 
 
-def _parse(lines: Iterable[tuple[int, bytes]]) -> Transcript:
-    warnings = Warnings()
-    found = entries(lines, warnings)
-    chain, spine = main_chain(found, warnings)
-    items = tuple(_items(found, chain, spine, warnings))
+def read_lines(lines: Iterable[tuple[int, bytes]]) -> Transcript:
+    """A transcript from its numbered lines (see :func:`read`)."""
+    return _parse(lines)
+
+
+def read_tail(lines: Iterable[tuple[int, bytes]], start: Start) -> Transcript:
+    """The items of a transcript's tail, read after ``start`` as reading the whole file
+    would give them (Unresumable when that cannot be told from the tail alone)."""
+    return _parse(lines, start)
+
+
+def _parse(lines: Iterable[tuple[int, bytes]], start: Start | None = None) -> Transcript:
+    before = start.end if start is not None else None
+    warnings = Warnings(before.folded if before else ())
+    seen = Seen()
+    if before is not None:
+        seen = Seen(tail=True, noted=set(before.types), lines=_digests(before.digests))
+    found = entries(lines, warnings, seen)
+    after = None
+    if start is not None:
+        after = After(leaf=start.end.leaf, message=start.end.message, calls=start.calls)
+    chain, spine = main_chain(found, warnings, after)
+    raw, at = _raw_items(found, chain, spine, warnings)
+    queued = before.queued if before else ()
+    items = tuple(settle(raw, warnings, queued))
+    sid = _session_id(found, chain) if start is None or chain else start.session_id
+    if start is not None and sid != start.session_id:
+        raise Unresumable(f"the tail is of session {sid!r}")
+    notes = sorted(warnings.notes, key=lambda n: n.line)
     return Transcript(
-        session_id=_session_id(found, chain),
+        session_id=sid,
         items=items,
         warnings=warnings.all(),
-        notes=tuple(sorted(warnings.notes, key=lambda n: n.line)),
+        notes=tuple(n for n in notes if before is None or n.line > before.last),
+        end=_end(found, chain, (raw, at, queued), len(items), (warnings, seen), before),
+        last=max(seen.last, before.last if before else 0),
+    )
+
+
+def _digests(texts: Iterable[str]) -> dict[bytes, int]:
+    try:
+        return {bytes.fromhex(t): 0 for t in texts}
+    except ValueError:
+        raise Unresumable("a recorded digest is not hex") from None
+
+
+def _end(
+    found: Sequence[Entry],
+    chain: set[int],
+    settling: tuple[Sequence[RawItem], int, Sequence[Queued]],
+    count: int,
+    reading: tuple[Warnings, Seen],
+    before: End | None,
+) -> End | None:
+    """Where a read of the tail can start (see :class:`End`), if nothing is open there."""
+    raw, at, queued = settling
+    warnings, seen = reading
+    if chain:
+        leaf = next(e for e in reversed(found) if e.line in chain and e.type in TALK)
+        said = (e for e in reversed(found) if e.line in chain and e.type == "assistant")
+        message = next((e.message_id for e in said), before.message if before else None)
+        mark = (leaf.uuid, message, leaf.line)
+    elif before is not None:
+        mark, at = (before.leaf, before.message, before.line), -1
+    else:
+        return None
+    settled, left = settled_at(raw[: at + 1], queued)
+    if mark[0] is None or settled != count:
+        return None
+    return End(
+        leaf=mark[0],
+        message=mark[1],
+        line=mark[2],
+        queued=tuple(left),
+        last=max(seen.last, before.last if before else 0),
+        folded=warnings.folded(),
+        types=tuple(sorted(seen.noted)),
+        digests=tuple(sorted(d.hex() for d, at in seen.lines.items() if at <= mark[2])),
     )
 
 
@@ -120,12 +229,15 @@ class _Group:
 Slot: TypeAlias = RawItem | _Group
 
 
-def _items(
+def _raw_items(
     entries: Sequence[Entry], chain: set[int], spine: set[int], warnings: Warnings
-) -> Iterator[Item]:
+) -> tuple[list[RawItem], int]:
+    """The items before settling, and the index of the one holding the chain's last user
+    or assistant entry (``-1``: none does, or it is not the last message)."""
     slots: list[Slot] = []
     groups: dict[str, _Group] = {}
-    leaf = max(chain)
+    leaf = max(chain, default=0)
+    holder: Slot | None = None
     messages = {e.uuid: e.line for e in entries if e.uuid is not None and e.line in chain}
     for e in entries:
         if e.line in chain and e.type == "assistant":
@@ -137,8 +249,10 @@ def _items(
                 if mid is not None:
                     groups[mid] = group
             group.entries.append(e)
+            holder = group
         elif e.line in chain:
             slots.append(_user(e, warnings))
+            holder = slots[-1]
         elif e.type == "system" and e.raw.get("subtype") == "compact_boundary":
             if e.line in spine:
                 slots.append(_boundary(e, messages, warnings))
@@ -149,7 +263,15 @@ def _items(
         elif e.type == "attachment" and e.line in spine:
             slots += _instructions(e, warnings) + _retold(e)
     items = [_message(s.entries, warnings) if isinstance(s, _Group) else s for s in slots]
-    return iter(settle(items, warnings))
+    last = next((i for i in range(len(slots) - 1, -1, -1) if _talk(slots[i])), -1)
+    return items, (last if last >= 0 and slots[last] is holder else -1)
+
+
+def _talk(slot: Slot) -> bool:
+    """Whether the slot holds a user or assistant entry (not an attachment's message)."""
+    return isinstance(slot, _Group) or (
+        isinstance(slot, Message) and slot.role not in ("instructions", "retell")
+    )
 
 
 _MEMORY = frozenset({"instructions", "nested_memory"})  # attachments holding CLAUDE.md

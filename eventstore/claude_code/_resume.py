@@ -1,0 +1,204 @@
+"""Where an ingest got to in a transcript, and reading only what the file gained since.
+
+After every ingest that changes a session, its last event is an ``Ingested``: the
+bytes of the file it read (offset, line count, sha256) and, when the tail can be
+read on its own later, a ``resume`` record: the main chain's last user or assistant
+entry (uuid, message id, line, where its line ends and the sha256 up to there), the
+text still queued there, the warnings given and entry types noted, and what the plan
+carries over (the calls still open, failed attempts not resolved yet, the files the
+user named, the journal's occupancy, the counts).
+
+A later ingest trusts none of it unchecked: the file must be at least as long, and
+its bytes up to the recorded end must hash to the recorded sha256 (else it was
+rewritten, truncated or rewound: read whole, with a ``reread`` note). An unchanged
+file is then done; a grown one is read from the end of the last entry's line, and
+only where the tail alone gives what reading the whole file would (see
+``_chain.tail_chain``), else the whole file is read, as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from eventstore.claude_code import _transcript as cc
+from eventstore.claude_code._lines import Source, open_regular
+from eventstore.claude_code._plan import Carried, Plan, carried
+from reducers import Ingested
+
+FORMAT = 1
+CHUNK = 1 << 20
+
+
+@attrs.frozen(kw_only=True)
+class Position:
+    """A session's last ``Ingested``, decoded: what was read, and where to go on from."""
+
+    version: int  # the session's version with it
+    offset: int
+    lines: int
+    sha256: str
+    leaf_offset: int = 0
+    leaf_sha256: str = ""
+    start: cc.Start | None = None
+    carried: Carried | None = None
+
+
+class Reread(Exception):  # noqa: N818 (not an error: why the file is read whole)
+    """The file is not what the position says was read: the text says how."""
+
+
+def recorded(source: Source, transcript: cc.Transcript, plan: Plan) -> Ingested | None:
+    """The ``Ingested`` for a transcript read from ``source`` (``None`` when the read
+    cannot be pinned down: the bytes up to its last line were not hashed)."""
+    last = transcript.last
+    sha = source.digest_through(last)
+    if sha is None or last < source.first:
+        return None
+    end = transcript.end
+    leaf_sha = source.digest_through(end.line) if end is not None else None
+    resume = ""
+    if end is not None and leaf_sha is not None:
+        resume = _dumps(
+            {
+                "format": FORMAT,
+                "leaf_offset": source.end_of(end.line),
+                "leaf_sha256": leaf_sha,
+                "end": attrs.asdict(end, recurse=True),
+                "carried": attrs.asdict(carried(plan), filter=lambda a, _: a.name != "said"),
+            }
+        )
+    return Ingested(
+        source=Path(source.path).name or "transcript",
+        offset=source.end_of(last),
+        lines=last,
+        sha256=sha,
+        resume=resume,
+    )
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def position(event: Ingested, version: int, session_id: str) -> Position:
+    """``event`` decoded; its resume record left out (read whole) when it is not one this
+    version wrote."""
+    base = Position(
+        version=version, offset=event.offset, lines=event.lines, sha256=event.sha256
+    )
+    try:
+        record = json.loads(event.resume) if event.resume else None
+        return _resumable(base, record, session_id) if record is not None else base
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return base
+
+
+def _resumable(base: Position, record: Mapping[str, Any], session_id: str) -> Position:
+    if record["format"] != FORMAT:
+        return base
+    end = record["end"]
+    queued = tuple(cc.Queued(line=_int(q["line"]), text=_str(q["text"])) for q in end["queued"])
+    finish = cc.End(
+        leaf=_str(end["leaf"]),
+        message=None if end["message"] is None else _str(end["message"]),
+        line=_int(end["line"]),
+        queued=queued,
+        last=_int(end["last"]),
+        folded=_strs(end["folded"]),
+        types=_strs(end["types"]),
+        digests=_strs(end["digests"]),
+    )
+    c = record["carried"]
+    before = Carried(
+        open={_str(k): (_str(v[0]), _str(v[1])) for k, v in c["open"].items()},
+        last_call=None if c["last_call"] is None else _str(c["last_call"]),
+        attempts={_str(k): _strs(v) for k, v in c["attempts"].items()},
+        pointed=_strs(c["pointed"]),
+        occupancy=_int(c["occupancy"]),
+        counts={_str(k): _int(v) for k, v in c["counts"].items()},
+    )
+    leaf_offset = _int(record["leaf_offset"])
+    if not (finish.line <= base.lines and leaf_offset <= base.offset):
+        raise ValueError("the leaf is past what was read")
+    start = cc.Start(session_id=session_id, end=finish, calls=frozenset(before.open))
+    return attrs.evolve(
+        base,
+        leaf_offset=leaf_offset,
+        leaf_sha256=_str(record["leaf_sha256"]),
+        start=start,
+        carried=before,
+    )
+
+
+def _int(value: object) -> int:
+    if type(value) is not int or value < 0:
+        raise ValueError(f"not a count: {value!r}")
+    return value
+
+
+def _str(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"not text: {value!r}")
+    return value
+
+
+def _strs(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise TypeError(f"not a list: {value!r}")
+    return tuple(_str(v) for v in value)
+
+
+# -- checking the file ----------------------------------------------------------------------
+@attrs.frozen(kw_only=True)
+class Checked:
+    """The file at a position checked: unchanged, or grown (``tail``: its lines after the
+    last entry read, hashed on from there; ``None`` when it cannot be read alone)."""
+
+    unchanged: bool
+    tail: Source | None = None
+
+
+def check(path: str | Path, at: Position, max_bytes: int) -> Checked:
+    """Whether the file still starts with what was read at ``at`` (Reread if not)."""
+    file = open_regular(path)
+    try:
+        size = file.seek(0, 2)
+        if size < at.offset:
+            raise Reread(f"it is shorter ({size:,} bytes) than the {at.offset:,} read before")
+        file.seek(0)
+        digest = hashlib.sha256()
+        resumable = at.start is not None and 0 < at.leaf_offset
+        leaf = _hash(file, digest, at.leaf_offset) if resumable else None
+        if resumable and leaf is not None and leaf.hexdigest() != at.leaf_sha256:
+            raise Reread(f"its first {at.leaf_offset:,} bytes are not those read before")
+        _hash(file, digest, at.offset - file.tell())
+        if digest.hexdigest() != at.sha256:
+            raise Reread(f"its first {at.offset:,} bytes are not those read before")
+    except BaseException:
+        file.close()
+        raise
+    if size == at.offset or leaf is None or at.start is None:
+        file.close()
+        return Checked(unchanged=size == at.offset)
+    first = at.start.end.line + 1
+    tail = Source(
+        path, max_bytes=max_bytes, start=at.leaf_offset, first=first, digest=leaf, file=file
+    )
+    return Checked(unchanged=False, tail=tail)
+
+
+def _hash(file: Any, digest: Any, count: int) -> Any:
+    """Hash the next ``count`` bytes of ``file`` into ``digest``; a copy of it after them."""
+    while count > 0:
+        chunk = file.read(min(CHUNK, count))
+        if not chunk:
+            raise Reread("it ended while it was read")
+        digest.update(chunk)
+        count -= len(chunk)
+    return digest.copy()
