@@ -41,7 +41,7 @@ from eventstore._journal import Journal
 from eventstore._retell import HEADER, line_of, write_block
 from eventstore._session import Session
 from eventstore.claude_code._hook import MAX_CHARS, Folder, units
-from eventstore.claude_code._ingest import CONFIG, ingest_loaded, load
+from eventstore.claude_code._ingest import CONFIG, ingest
 from invariants import Owed, owed
 from reducers import InvalidArgument, InvalidEvent, Noted, SessionState, in_spans
 
@@ -175,7 +175,7 @@ def postcompact(journal: Journal, folder: Folder, transcript: str) -> str:
         prefix = Path(scratch) / Path(transcript).name
         with open(transcript, "rb") as f:
             prefix.write_bytes(f.read(end))
-        ingest_loaded(journal, load(prefix), reviews=False)
+        ingest(journal, prefix, reviews=False)
     folder.write("ingested", str(end))
     session = journal.session(folder.session)
     if given:
@@ -257,9 +257,10 @@ WORK: dict[str, Callable[[Journal, Folder, str], str]] = {
 
 
 def _ingest_file(journal: Journal, transcript: str) -> int:
-    """Ingest the whole transcript; its size when it was read."""
+    """Ingest the transcript (only what it gained, when the journal says where the last
+    ingest got to); its size when it was read."""
     size = os.path.getsize(transcript)
-    ingest_loaded(journal, load(transcript), reviews=False)
+    ingest(journal, transcript, reviews=False)
     return size
 
 
