@@ -266,9 +266,7 @@ def _incremental(
     return _result(journal, sid, at.version, (str(path), tail, plan), reviews)
 
 
-def _unchanged(
-    journal: Journal, sid: str, at: Position, path: str, reviews: bool
-) -> IngestResult:
+def _unchanged(journal: Journal, sid: str, at: Position, path: str, reviews: bool) -> IngestResult:
     counts = at.carried.counts if at.carried is not None else {}
     return IngestResult(
         path=path,

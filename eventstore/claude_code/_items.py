@@ -94,9 +94,7 @@ class _Settling:
     held: list[Message] = attrs.field(factory=list)  # instructions, re-tells after a boundary
 
 
-def settle(
-    items: Iterable[Raw], warnings: Warnings, queued: Iterable[Queued] = ()
-) -> list[Item]:
+def settle(items: Iterable[Raw], warnings: Warnings, queued: Iterable[Queued] = ()) -> list[Item]:
     """The items in order, boundaries with their summaries, queued text decided (see the
     module doc). ``queued``: text still queued before the first item."""
     return _settle(items, warnings, queued)[0]

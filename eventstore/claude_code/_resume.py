@@ -89,9 +89,7 @@ def _dumps(value: object) -> str:
 def position(event: Ingested, version: int, session_id: str) -> Position:
     """``event`` decoded; its resume record left out (read whole) when it is not one this
     version wrote."""
-    base = Position(
-        version=version, offset=event.offset, lines=event.lines, sha256=event.sha256
-    )
+    base = Position(version=version, offset=event.offset, lines=event.lines, sha256=event.sha256)
     try:
         record = json.loads(event.resume) if event.resume else None
         return _resumable(base, record, session_id) if record is not None else base

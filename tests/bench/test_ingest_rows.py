@@ -1,0 +1,37 @@
+"""bench/ingest_rows.py in quick mode: the rows issue 26's table takes, in its shape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import eventstore
+from bench import ingest_rows
+
+KEYS = {"row", "floor", "tierlog", "unit", "ratio", "target", "met"}
+
+
+class TestIngestRows:
+    def test_quick_rows_have_the_table_shape(self, tmp_path: Path) -> None:
+        """Two rows (1% growth vs full, unchanged vs cold start) with every key, in ms; the
+        growth row carries a series of re-ingest cost against a growing log length."""
+        growth, same = ingest_rows.rows(tmp_path, quick=True)
+        for row in (growth, same):
+            assert KEYS <= set(row)
+            assert row["unit"] == "ms"
+            assert row["floor"] > 0 and row["tierlog"] > 0
+            assert row["ratio"] == row["floor"] / row["tierlog"]
+            assert isinstance(row["met"], bool)
+        assert "growth" in growth["row"] and "unchanged" in same["row"]
+        xs = [x for x, _ in growth["series"]["points"]]
+        assert len(xs) == 2 and xs == sorted(xs) and xs[0] < xs[1]
+        assert growth["series"]["x"] == "log length"
+
+    def test_the_grown_journal_holds_the_new_part(self, tmp_path: Path) -> None:
+        """The journal the growth row starts from lacks the last lines, which the timed
+        re-ingest then appends."""
+        path, cut = ingest_rows.transcript(tmp_path, 0.1)
+        assert 0 < cut < path.stat().st_size
+        db = ingest_rows._journal(tmp_path, path, cut)
+        with eventstore.open(db) as journal:
+            result = eventstore.ingest(journal, path, reviews=False)
+        assert result.appended_after is not None

@@ -1,0 +1,229 @@
+"""Incremental ingest: where an ingest got to is recorded, checked, and read on from."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+import eventstore
+from eventstore._ops._audit import audit, verify
+from eventstore.claude_code import _ingest
+from eventstore.claude_code._ingest import Loaded
+from reducers import Ingested
+from tests import transcripts
+from tests.transcripts import Script
+
+
+def _session() -> Script:
+    s = Script()
+    s.user("Fix the parser. Never modify files under /etc.")
+    s.assistant(s.tool_use("t1", "Bash", command="git push"), prompt=2_000, output=20)
+    s.result("t1", "Exit code 128\nfatal: no upstream", error=True)
+    s.assistant(s.tool_use("t2", "Read", file_path="/home/u/proj/lib/parser.ex"), prompt=2_100)
+    s.result("t2", "defmodule Parser do\nend")
+    s.assistant(s.text("Read it."), prompt=2_300, output=8)
+    s.user("now run the tests")
+    s.assistant(s.tool_use("t3", "Bash", command="mix test"), prompt=2_400, output=12)
+    s.result("t3", "12 tests, 0 failures")
+    s.boundary(2_500, "The user asked to fix the parser; git push failed (no upstream).")
+    s.assistant(s.text("Continuing."), prompt=900, output=5)
+    s.user("thanks")
+    s.assistant(s.text("You're welcome."), prompt=950, output=6)
+    return s
+
+
+def _lines(s: Script, count: int) -> str:
+    return "".join(json.dumps(e) + "\n" for e in s.lines[:count])
+
+
+def _rows(journal: eventstore.Journal, sid: str = "s-1") -> list[tuple[str, str]]:
+    return list(journal.recorder.read_payloads(sid))
+
+
+def _as_whole(journal: eventstore.Journal, path: Path, sid: str = "s-1") -> list[tuple[str, str]]:
+    """What a fresh ingest of ``path`` gives, with the session's own ingest records where
+    they are (so that versions and node ids compare)."""
+    plan = _ingest.load(path).plan
+    return _ingest._fresh(sid, plan, _ingest._slots(_rows(journal, sid))).payloads
+
+
+def _no_whole_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(path: str | Path, format: str = "claude-code") -> Loaded:  # noqa: A002
+        raise AssertionError(f"{path} was read whole")
+
+    monkeypatch.setattr(_ingest, "load", refused)
+
+
+class TestWhereItGotTo:
+    def test_an_ingest_ends_with_the_bytes_it_read(self, tmp_path: Path) -> None:
+        """The session's last event is an Ingested naming the file's size, lines and sha256."""
+        path = _session().write(tmp_path / "t.jsonl")
+        with eventstore.open(tmp_path / "j.db") as journal:
+            eventstore.ingest(journal, path)
+            (last,) = list(journal.session("s-1").events(start=journal.session("s-1").version))
+        data = path.read_bytes()
+        assert isinstance(last, Ingested)
+        assert (last.offset, last.lines) == (len(data), data.count(b"\n"))
+        assert last.sha256 == hashlib.sha256(data).hexdigest()
+        assert json.loads(last.resume)["end"]["leaf"] == _session().lines[-1]["uuid"]
+
+    def test_a_cut_last_line_is_not_counted_as_read(self, tmp_path: Path) -> None:
+        """A last line still being written ends what was read at the line before it."""
+        whole = _session().write(tmp_path / "whole.jsonl").read_bytes()
+        path = tmp_path / "t.jsonl"
+        path.write_bytes(whole[:-20])
+        with eventstore.open(tmp_path / "j.db") as journal:
+            eventstore.ingest(journal, path)
+            last = _ingest.last_position(journal, "s-1")
+        assert last is not None
+        assert last.offset == whole.rindex(b"\n", 0, len(whole) - 1) + 1
+
+
+class TestReadingOnlyTheTail:
+    def test_an_unchanged_file_is_checked_not_read(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Ingested again, an unchanged file is hashed, found unchanged, and nothing written."""
+        path = _session().write(tmp_path / "t.jsonl")
+        with eventstore.open(tmp_path / "j.db") as journal:
+            first = eventstore.ingest(journal, path)
+            _no_whole_read(monkeypatch)
+            again = eventstore.ingest(journal, path)
+            assert (again.unchanged, again.events, again.turns) == (True, first.events, first.turns)
+            assert journal.session("s-1").version == first.events
+
+    def test_every_cut_grows_by_its_tail_into_what_the_whole_file_gives(
+        self, tmp_path: Path
+    ) -> None:
+        """Ingested at any line, then whole: the session verifies and is, event for event,
+        what a fresh ingest of the whole file gives (its ingest records aside)."""
+        s = _session()
+        whole = s.write(tmp_path / "whole.jsonl")
+        part = tmp_path / "part.jsonl"
+        for cut in range(1, len(s.lines)):
+            part.write_text(_lines(s, cut))
+            with eventstore.open(tmp_path / f"g{cut}.db", synchronous="normal") as journal:
+                eventstore.ingest(journal, part)
+                eventstore.ingest(journal, whole)
+                assert verify(journal) == [], cut
+                assert _rows(journal) == _as_whole(journal, whole), cut
+
+    def test_a_grown_file_is_not_read_whole(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Grown by a prompt, a call and the compaction, only the new lines are read."""
+        s = _session()
+        path = tmp_path / "t.jsonl"
+        path.write_text(_lines(s, 6))
+        with eventstore.open(tmp_path / "j.db") as journal:
+            first = eventstore.ingest(journal, path)
+            s.write(path)
+            _no_whole_read(monkeypatch)
+            grown = eventstore.ingest(journal, path)
+            assert grown.appended_after == first.events
+        monkeypatch.undo()
+        with eventstore.open(tmp_path / "fresh.db") as journal:
+            fresh = eventstore.ingest(journal, path)
+        counts = ("turns", "calls", "failed", "rejected", "interruptions", "constraints")
+        assert [getattr(grown, c) for c in counts] == [getattr(fresh, c) for c in counts]
+        reviews = [(r.line, r.occupancy, r.marker_status, r.obligations) for r in grown.compactions]
+        assert reviews == [
+            (r.line, r.occupancy, r.marker_status, r.obligations) for r in fresh.compactions
+        ]  # node ids aside: the ingest record before it took a version
+
+    def test_a_hook_ingesting_a_copy_of_the_start_reads_on_from_it(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """What was read is told by its bytes, not the file's name: PostCompact's copy of
+        the transcript's start, then the transcript itself."""
+        s = _session()
+        copy = tmp_path / "scratch" / "t.jsonl"
+        copy.parent.mkdir()
+        copy.write_text(_lines(s, 9))
+        path = s.write(tmp_path / "t.jsonl")
+        with eventstore.open(tmp_path / "j.db") as journal:
+            eventstore.ingest(journal, copy, reviews=False)
+            _no_whole_read(monkeypatch)
+            assert eventstore.ingest(journal, path, reviews=False).appended_after
+
+
+class TestReadWhole:
+    def test_a_changed_start_is_read_whole_with_a_note_audit_shows(self, tmp_path: Path) -> None:
+        """Bytes before where the last ingest got to changed (here: a line re-spaced): the
+        file is read whole, a ``reread`` note says why, and audit shows it."""
+        s = _session()
+        path = tmp_path / "t.jsonl"
+        path.write_text(_lines(s, 6))
+        with eventstore.open(tmp_path / "j.db") as journal:
+            eventstore.ingest(journal, path)
+            text = _lines(s, len(s.lines))
+            path.write_text(
+                json.dumps(s.lines[0], indent=1).replace("\n", "") + text[text.index("\n") :]
+            )
+            eventstore.ingest(journal, path)
+            notes = audit(journal).sessions["s-1"].notes
+            assert [n.kind for n in notes] == ["reread"]
+            assert "not those read before" in notes[0].text
+            assert _rows(journal) == _as_whole(journal, path)
+            assert verify(journal) == []
+
+    def test_a_shorter_file_is_not_trusted(self, tmp_path: Path) -> None:
+        """A file shorter than what was read is read whole: a cut copy is refused as before."""
+        s = _session()
+        path = s.write(tmp_path / "t.jsonl")
+        with eventstore.open(tmp_path / "j.db") as journal:
+            first = eventstore.ingest(journal, path)
+            path.write_text(_lines(s, 6))
+            with pytest.raises(eventstore.InvalidEvent, match="already holds more"):
+                eventstore.ingest(journal, path)
+            assert journal.session("s-1").version == first.events
+
+    def test_a_tail_hanging_off_an_earlier_entry_is_read_whole(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A tail entry whose parent is neither in the tail nor the last entry read (an edited
+        prompt's new branch) cannot be read alone: the whole file is, with no note."""
+        s = _session()
+        path = tmp_path / "t.jsonl"
+        path.write_text(_lines(s, 7))
+        branch = dict(s.lines[6], uuid="edited", parentUuid=s.lines[5]["uuid"])
+        branch["message"] = {"role": "user", "content": "now run the tests, all of them"}
+        answer = dict(s.lines[7], uuid="answer", parentUuid="edited")
+        with eventstore.open(tmp_path / "j.db") as journal:
+            eventstore.ingest(journal, path)
+            with path.open("a") as f:
+                f.write(json.dumps(branch) + "\n" + json.dumps(answer) + "\n")
+            read: list[str] = []
+            load = _ingest.load
+            monkeypatch.setattr(
+                _ingest, "load", lambda p, f="claude-code": read.append(str(p)) or load(p, f)
+            )
+            with pytest.raises(eventstore.InvalidEvent, match="other content"):
+                eventstore.ingest(journal, path)
+        assert read == [str(path)]
+
+
+class TestRealTranscripts:
+    @pytest.mark.parametrize("name", [p.name for p in transcripts.real_sessions()] or ["none"])
+    def test_each_grows_by_its_tail_into_what_the_whole_file_gives(
+        self, tmp_path: Path, name: str
+    ) -> None:
+        """Each real session cut at 90% and 99% of its bytes (where that ingests), then
+        whole: event for event what a fresh ingest gives."""
+        path = transcripts.real(name)
+        data = path.read_bytes()
+        part = tmp_path / name
+        for share in (0.9, 0.99):
+            part.write_bytes(data[: data.rindex(b"\n", 0, int(len(data) * share)) + 1])
+            with eventstore.open(tmp_path / f"{share}.db", synchronous="normal") as journal:
+                sid = eventstore.ingest(journal, part, reviews=False).session_id
+                part.write_bytes(data)
+                try:
+                    eventstore.ingest(journal, part, reviews=False)
+                except eventstore.InvalidEvent as exc:  # cut inside one API message
+                    assert "other content" in str(exc)
+                    continue
+                assert _rows(journal, sid) == _as_whole(journal, part, sid)
