@@ -82,9 +82,9 @@ def growth(folder: Path, mb: float, reps: int) -> tuple[float, float, int]:
         copy = folder / f"grown-{mb:g}-{n}.db"
         shutil.copy(base, copy)
         with eventstore.open(empty) as journal:
-            full.append(_timed(lambda: ingest(journal, path, reviews=False)))  # noqa: B023
+            full.append(_timed(lambda: ingest(journal, path, reviews=False)))
         with eventstore.open(copy) as journal:
-            grown.append(_timed(lambda: ingest(journal, path, reviews=False)))  # noqa: B023
+            grown.append(_timed(lambda: ingest(journal, path, reviews=False)))
             events = journal.session(ingest(journal, path, reviews=False).session_id).version
         empty.unlink()
         copy.unlink()

@@ -61,7 +61,7 @@ def main_chain(
     return _widen(main, spine, warnings), spine
 
 
-class Unresumable(Exception):  # noqa: N818 (not an error: a reason to read it all)
+class Unresumable(Exception):
     """The tail cannot be read on its own; the whole file must be (the text says why)."""
 
 
@@ -96,7 +96,7 @@ def tail_chain(
         ref = _ref(entry)
         if ref == after.leaf:
             return _widen(main, spine, warnings, after.calls), spine
-        entry = by_uuid[ref]
+        entry = by_uuid[ref or ""]  # every entry hangs on the tail or the leaf: see above
     raise Unresumable(f"line {entry.line}: the chain runs in a cycle")
 
 

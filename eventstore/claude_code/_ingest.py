@@ -207,7 +207,7 @@ def _snapshot(journal: Journal, sid: str, session: Session | None = None) -> Non
 _Read = tuple[str, Noted | None]  # the file's path, the note on why it was read whole
 
 
-class _Moved(Exception):  # noqa: N818
+class _Moved(Exception):
     """The session changed between reading its position and writing the tail."""
 
 
@@ -319,7 +319,7 @@ def _decoded(row: tuple[str, str]) -> Ingested | Noted:
 def _slots(rows: Sequence[tuple[str, str]]) -> dict[int, Event]:
     """What the ingest recorded of itself among a session's rows, by version: its
     positions, and its notes that it read a file whole (``reread``)."""
-    slots = {}
+    slots: dict[int, Event] = {}
     for version, row in enumerate(rows, 1):
         if row[0] == INGESTED or (row[0] == "Noted" and _REREAD in row[1]):
             event = _decoded(row)

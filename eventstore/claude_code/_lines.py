@@ -206,11 +206,10 @@ class Source:
         last two lines, and the last few that look like a user or assistant entry);
         ``None`` otherwise."""
         last = self.first - 1 + len(self._ends)
-        if number == last:
-            return self._digest.hexdigest()
-        if number == last - 1:
-            return self._before_last.hexdigest()
-        return next((d.hexdigest() for n, d in self._marks if n == number), None)
+        kept = dict(self._marks)
+        kept.update({last: self._digest, last - 1: self._before_last})
+        digest = kept.get(number)
+        return None if digest is None else str(digest.hexdigest())
 
 
 def entries(

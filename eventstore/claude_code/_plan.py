@@ -100,8 +100,8 @@ class Plan:
         return {name: getattr(self, name) for name in COUNTS}
 
 
-COUNTS = ("turns", "calls", "failed", "rejected", "interruptions", "constraints", "queued")
-COUNTS += ("retells",)
+COUNTS: tuple[str, ...] = ("turns", "calls", "failed", "rejected", "interruptions")
+COUNTS += ("constraints", "queued", "retells")
 
 
 @attrs.frozen(kw_only=True)

@@ -49,7 +49,7 @@ class Position:
     carried: Carried | None = None
 
 
-class Reread(Exception):  # noqa: N818 (not an error: why the file is read whole)
+class Reread(Exception):
     """The file is not what the position says was read: the text says how."""
 
 
@@ -171,7 +171,7 @@ def check(path: str | Path, at: Position, max_bytes: int) -> Checked:
             raise Reread(f"it is shorter ({size:,} bytes) than the {at.offset:,} read before")
         file.seek(0)
         digest = hashlib.sha256()
-        resumable = at.start is not None and 0 < at.leaf_offset
+        resumable = at.start is not None and at.leaf_offset > 0
         leaf = _hash(file, digest, at.leaf_offset) if resumable else None
         if resumable and leaf is not None and leaf.hexdigest() != at.leaf_sha256:
             raise Reread(f"its first {at.leaf_offset:,} bytes are not those read before")

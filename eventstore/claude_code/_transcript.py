@@ -10,7 +10,7 @@ boundaries and queued text in order ``_items``'s, content blocks and short keys
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeAlias
 
@@ -144,6 +144,7 @@ def _parse(lines: Iterable[tuple[int, bytes]], start: Start | None = None) -> Tr
     sid = _session_id(found, chain) if start is None or chain else start.session_id
     if start is not None and sid != start.session_id:
         raise Unresumable(f"the tail is of session {sid!r}")
+    _mixed(found, chain, sid, warnings, tail=start is not None)
     notes = sorted(warnings.notes, key=lambda n: n.line)
     return Transcript(
         session_id=sid,
@@ -205,6 +206,23 @@ def _session_id(entries: Sequence[Entry], chain: set[int]) -> str:
     if not isinstance(value, str) or not _SESSION_ID.fullmatch(value):
         raise InvalidEvent(f"line {leaf.line}: sessionId {value!r} is not a usable session id")
     return value
+
+
+def _mixed(
+    entries: Sequence[Entry], chain: set[int], sid: str, warnings: Warnings, *, tail: bool
+) -> None:
+    """A note when entries of the main chain carry another ``sessionId`` than the session
+    is read as (Unresumable in a tail: the note counts them over the whole file)."""
+    others = [e for e in entries if e.line in chain and e.raw.get("sessionId") not in (sid, None)]
+    if not others:
+        return
+    if tail:
+        raise Unresumable(f"line {others[0].line}: another sessionId")
+    text = (
+        f"{len(others)} entries of the main chain carry another sessionId"
+        f" ({shown(others[0].raw.get('sessionId'))} first): read as session {sid!r}"
+    )
+    warnings.note("mixed_sessions", others[0].line, text, count=len(others))
 
 
 def _content(e: Entry, warnings: Warnings) -> tuple[Block, ...]:

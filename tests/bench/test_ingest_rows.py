@@ -16,14 +16,18 @@ class TestIngestRows:
         growth row carries a series of re-ingest cost against a growing log length."""
         growth, same = ingest_rows.rows(tmp_path, quick=True)
         for row in (growth, same):
-            assert KEYS <= set(row)
+            assert set(row) >= KEYS
             assert row["unit"] == "ms"
-            assert row["floor"] > 0 and row["tierlog"] > 0
+            assert row["floor"] > 0
+            assert row["tierlog"] > 0
             assert row["ratio"] == row["floor"] / row["tierlog"]
             assert isinstance(row["met"], bool)
-        assert "growth" in growth["row"] and "unchanged" in same["row"]
+        assert "growth" in growth["row"]
+        assert "unchanged" in same["row"]
         xs = [x for x, _ in growth["series"]["points"]]
-        assert len(xs) == 2 and xs == sorted(xs) and xs[0] < xs[1]
+        assert len(xs) == 2
+        assert xs == sorted(xs)
+        assert xs[0] < xs[1]
         assert growth["series"]["x"] == "log length"
 
     def test_the_grown_journal_holds_the_new_part(self, tmp_path: Path) -> None:

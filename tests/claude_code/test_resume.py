@@ -198,9 +198,12 @@ class TestReadWhole:
                 f.write(json.dumps(branch) + "\n" + json.dumps(answer) + "\n")
             read: list[str] = []
             load = _ingest.load
-            monkeypatch.setattr(
-                _ingest, "load", lambda p, f="claude-code": read.append(str(p)) or load(p, f)
-            )
+
+            def counted(path: str | Path, format: str = "claude-code") -> Loaded:  # noqa: A002
+                read.append(str(path))
+                return load(path, format)
+
+            monkeypatch.setattr(_ingest, "load", counted)
             with pytest.raises(eventstore.InvalidEvent, match="other content"):
                 eventstore.ingest(journal, path)
         assert read == [str(path)]
@@ -221,9 +224,47 @@ class TestRealTranscripts:
             with eventstore.open(tmp_path / f"{share}.db", synchronous="normal") as journal:
                 sid = eventstore.ingest(journal, part, reviews=False).session_id
                 part.write_bytes(data)
-                try:
-                    eventstore.ingest(journal, part, reviews=False)
-                except eventstore.InvalidEvent as exc:  # cut inside one API message
-                    assert "other content" in str(exc)
+                if _cut_inside_a_message(journal, part):
                     continue
                 assert _rows(journal, sid) == _as_whole(journal, part, sid)
+
+
+def _cut_inside_a_message(journal: eventstore.Journal, path: Path) -> bool:
+    """Ingest ``path``; whether it was refused as going on with a message already read."""
+    try:
+        eventstore.ingest(journal, path, reviews=False)
+    except eventstore.InvalidEvent as exc:
+        return "other content" in str(exc)
+    return False
+
+
+class TestMixedSessionIds:
+    def test_a_chain_that_mixes_session_ids_is_noted(self, tmp_path: Path) -> None:
+        """Entries of the main chain written under another sessionId (a resumed session's
+        file carrying on an older one) are read as the leaf's session, with a note audit
+        shows, naming the first such line and how many there are."""
+        s = _session()
+        for entry in s.lines[:4]:
+            entry["sessionId"] = "older-1"
+        path = s.write(tmp_path / "t.jsonl")
+        with eventstore.open(tmp_path / "j.db") as journal:
+            eventstore.ingest(journal, path)
+            (note,) = audit(journal).sessions["s-1"].notes
+        assert (note.kind, note.line) == ("mixed_sessions", 1)
+        assert "'older-1'" in note.text
+        assert note.count == 4
+
+    def test_a_tail_under_another_session_id_is_read_whole(self, tmp_path: Path) -> None:
+        """A tail whose chain entries carry another sessionId is not read alone: the whole
+        file is, and the note counts every such entry."""
+        s = _session()
+        path = tmp_path / "t.jsonl"
+        path.write_text(_lines(s, 6))
+        for entry in s.lines[6:9]:
+            entry["sessionId"] = "other-2"
+        with eventstore.open(tmp_path / "j.db") as journal:
+            eventstore.ingest(journal, path)
+            s.write(path)
+            eventstore.ingest(journal, path)
+            notes = [n for n in audit(journal).sessions["s-1"].notes if n.kind == "mixed_sessions"]
+        assert [(n.line, n.count) for n in notes] == [(7, 3)]
