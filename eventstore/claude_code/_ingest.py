@@ -32,6 +32,7 @@ from eventstore.claude_code._chain import Unresumable
 from eventstore.claude_code._lines import MAX_BYTES, Source, open_regular
 from eventstore.claude_code._plan import Plan, build_plan
 from eventstore.claude_code._resume import Position, Reread, check, position, recorded
+from eventstore.claude_code._resync import resync
 from eventstore.claude_code._review import CompactionReview, review_session
 from eventstore.claude_code._write import write
 from reducers import Event, Ingested, InvalidEvent, Noted, SessionConfig
@@ -92,18 +93,20 @@ def ingest(
         raise InvalidEvent(f"unknown format {format!r} (known: {', '.join(FORMATS)})")
     sid = sniff_session(path)
     at = last_position(journal, sid) if sid is not None else None
-    reread = ""
+    reread, grew = "", False
     if at is not None:
         try:
             done = _incremental(journal, path, sid or "", at, reviews)
         except Reread as exc:
             reread = f"{Path(path).name} is not the file ingested before: {exc}"
         except (Unresumable, _Moved):
-            done = None
+            done, grew = None, True
         else:
             if done is not None:
                 return done
-    return ingest_loaded(journal, load(path, format), reviews=reviews, reread=reread)
+            grew = True
+    loaded = load(path, format)
+    return ingest_loaded(journal, loaded, reviews=reviews, reread=reread, grew=grew)
 
 
 @attrs.frozen(kw_only=True)
@@ -128,11 +131,18 @@ def load(path: str | Path, format: str = "claude-code") -> Loaded:  # noqa: A002
 
 
 def ingest_loaded(
-    journal: Journal, loaded: Loaded, *, reviews: bool = True, reread: str = ""
+    journal: Journal,
+    loaded: Loaded,
+    *,
+    reviews: bool = True,
+    reread: str = "",
+    grew: bool = False,
 ) -> IngestResult:
     """Write a loaded transcript as its session (see :func:`ingest`). ``reviews=False``
     leaves ``compactions`` empty (reviewing every compaction costs as much as a replay).
-    ``reread``: why the file was read whole though a position was recorded (a note)."""
+    ``reread``: why the file was read whole though a position was recorded (a note);
+    ``grew``: the file only grew since the position recorded (a rewound chain is taken
+    up again, see ``_resync``)."""
     plan, sid = loaded.plan, loaded.transcript.session_id
     fresh = None
     if journal.has_session(sid):  # outside the lock
@@ -143,7 +153,7 @@ def ingest_loaded(
             write(journal.start_session(sid, CONFIG), plan)
         else:
             note = Noted(kind=REREAD, text=reread) if reread else None
-            _extend(journal, sid, plan, fresh, (loaded.path, note))
+            _extend(journal, sid, plan, fresh, (loaded.path, note, grew))
         if _mark(journal, sid, loaded.position):
             _snapshot(journal, sid)
     return _result(journal, sid, stored, (loaded.path, loaded.transcript, plan), reviews)
@@ -204,7 +214,7 @@ def _snapshot(journal: Journal, sid: str, session: Session | None = None) -> Non
 
 
 # -- reading only the tail -------------------------------------------------------------------
-_Read = tuple[str, Noted | None]  # the file's path, the note on why it was read whole
+_Read = tuple[str, Noted | None, bool]  # the path, the note why it was read whole, grown
 
 
 class _Moved(Exception):
@@ -343,7 +353,7 @@ def _extend(journal: Journal, sid: str, plan: Plan, fresh: _Fresh | None, read: 
     ingest positions where they are), after ``read``'s note if it adds anything: nothing
     when it is all there; InvalidEvent (writing nothing) when the stored events are not
     where it starts."""
-    path, note = read
+    path, note, grew = read
     stored = list(journal.recorder.read_payloads(sid))
     slots = _slots(stored)
     if fresh is None or fresh.slots.keys() != slots.keys():
@@ -354,6 +364,9 @@ def _extend(journal: Journal, sid: str, plan: Plan, fresh: _Fresh | None, read: 
             write(session, plan, done=len(stored), ends=fresh.ends, slots=slots)
         if note is not None:
             session.extend([note])
+        return
+    remap = not any(kind == INGESTED for kind, _ in stored)  # an older tierlog's session
+    if resync(journal.session(sid), plan, stored, rewind=grew, remap=remap):
         return
     pairs = enumerate(zip(stored, fresh.payloads, strict=False), 1)
     at = next((v for v, (a, b) in pairs if a != b), len(fresh.payloads) + 1)

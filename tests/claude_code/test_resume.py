@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 import eventstore
+import reducers
 from eventstore._ops._audit import audit, verify
-from eventstore.claude_code import _ingest
+from eventstore.claude_code import _ingest, _plan
 from eventstore.claude_code._ingest import Loaded
-from reducers import Ingested
+from reducers import Ingested, Noted
 from tests import transcripts
 from tests.transcripts import Script
 
@@ -181,32 +182,77 @@ class TestReadWhole:
                 eventstore.ingest(journal, path)
             assert journal.session("s-1").version == first.events
 
-    def test_a_tail_hanging_off_an_earlier_entry_is_read_whole(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """A tail entry whose parent is neither in the tail nor the last entry read (an edited
-        prompt's new branch) cannot be read alone: the whole file is, with no note."""
+
+class TestTakenUpAgain:
+    def test_a_rewound_session_is_taken_up_again(self, tmp_path: Path) -> None:
+        """A prompt edited (or rewound to) after it was ingested: its tail hangs off an
+        earlier entry, so the file is read whole; the stored turns from that prompt on
+        are retracted with a ``rewound`` note, and the new branch follows."""
         s = _session()
         path = tmp_path / "t.jsonl"
-        path.write_text(_lines(s, 7))
+        path.write_text(_lines(s, 9))
         branch = dict(s.lines[6], uuid="edited", parentUuid=s.lines[5]["uuid"])
         branch["message"] = {"role": "user", "content": "now run the tests, all of them"}
         answer = dict(s.lines[7], uuid="answer", parentUuid="edited")
+        text = [{"type": "text", "text": "Running them all."}]
+        answer["message"] = dict(answer["message"], id="msg_answer", content=text)
         with eventstore.open(tmp_path / "j.db") as journal:
-            eventstore.ingest(journal, path)
+            first = eventstore.ingest(journal, path)
             with path.open("a") as f:
                 f.write(json.dumps(branch) + "\n" + json.dumps(answer) + "\n")
-            read: list[str] = []
-            load = _ingest.load
+            grown = eventstore.ingest(journal, path)
+            session = journal.session("s-1")
+            resident = [
+                t.content
+                for t in session.turns()
+                if not reducers.in_spans(session.state.withdrawn, t.index)
+            ]
+            kinds = [n.kind for n in audit(journal).sessions["s-1"].notes]
+            assert verify(journal) == []
+        assert grown.appended_after == first.events
+        assert kinds == ["off_chain", "rewound"]
+        assert "now run the tests" not in resident
+        assert "now run the tests, all of them" in resident
 
-            def counted(path: str | Path, format: str = "claude-code") -> Loaded:  # noqa: A002
-                read.append(str(path))
-                return load(path, format)
-
-            monkeypatch.setattr(_ingest, "load", counted)
+    def test_a_response_read_while_written_is_still_refused(self, tmp_path: Path) -> None:
+        """A stored assistant turn that the grown file gives more blocks is not a rewind:
+        the grown file is refused as before, nothing written."""
+        s = _session()
+        s.lines[3]["message"] = dict(s.lines[3]["message"], id=s.lines[1]["message"]["id"])
+        path = tmp_path / "t.jsonl"
+        path.write_text(_lines(s, 2))
+        with eventstore.open(tmp_path / "j.db") as journal:
+            first = eventstore.ingest(journal, path)
+            s.write(path)
             with pytest.raises(eventstore.InvalidEvent, match="other content"):
                 eventstore.ingest(journal, path)
-        assert read == [str(path)]
+            assert journal.session("s-1").version == first.events
+
+    def test_an_older_tierlogs_session_is_remapped(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A session an older tierlog wrote (no ingest position, its notes worded
+        otherwise) is not the start of what this version gives: the grown file is taken
+        up again with a ``remapped`` note instead of refused."""
+        s = _session()
+        s.lines[1]["message"]["content"][0]["id"] = ""  # a bad value: a note
+        path = tmp_path / "t.jsonl"
+        path.write_text(_lines(s, 6))
+        with eventstore.open(tmp_path / "j.db") as journal:
+            with monkeypatch.context() as older:
+                older.setattr(_ingest, "recorded", lambda *_: None)
+                older.setattr(
+                    _plan,
+                    "_noted",
+                    lambda k, n, t, c=1: Noted(kind=k, text="old " + t, line=n, count=c),
+                )
+                eventstore.ingest(journal, path)
+            s.write(path)
+            grown = eventstore.ingest(journal, path)
+            kinds = [n.kind for n in audit(journal).sessions["s-1"].notes]
+            assert verify(journal) == []
+        assert grown.appended_after is not None
+        assert "remapped" in kinds
 
 
 class TestRealTranscripts:
