@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 
 from eventstore.claude_code import _transcript as cc
+from eventstore.claude_code._ends import End, Start
 from eventstore.claude_code._lines import Source, open_regular
 from eventstore.claude_code._plan import Carried, Plan, carried
 from reducers import Ingested
@@ -45,7 +46,7 @@ class Position:
     sha256: str
     leaf_offset: int = 0
     leaf_sha256: str = ""
-    start: cc.Start | None = None
+    start: Start | None = None
     carried: Carried | None = None
 
 
@@ -102,7 +103,7 @@ def _resumable(base: Position, record: Mapping[str, Any], session_id: str) -> Po
         return base
     end = record["end"]
     queued = tuple(cc.Queued(line=_int(q["line"]), text=_str(q["text"])) for q in end["queued"])
-    finish = cc.End(
+    finish = End(
         leaf=_str(end["leaf"]),
         message=None if end["message"] is None else _str(end["message"]),
         line=_int(end["line"]),
@@ -124,7 +125,7 @@ def _resumable(base: Position, record: Mapping[str, Any], session_id: str) -> Po
     leaf_offset = _int(record["leaf_offset"])
     if not (finish.line <= base.lines and leaf_offset <= base.offset):
         raise ValueError("the leaf is past what was read")
-    start = cc.Start(session_id=session_id, end=finish, calls=frozenset(before.open))
+    start = Start(session_id=session_id, end=finish, calls=frozenset(before.open))
     return attrs.evolve(
         base,
         leaf_offset=leaf_offset,

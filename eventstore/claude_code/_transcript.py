@@ -28,8 +28,9 @@ from eventstore.claude_code._blocks import command_head as command_head
 from eventstore.claude_code._blocks import short_key as short_key
 from eventstore.claude_code._blocks import text_of as text_of
 from eventstore.claude_code._chain import After, Unresumable, main_chain
+from eventstore.claude_code._ends import End, Start, digests, end_of
 from eventstore.claude_code._items import Boundary as Boundary
-from eventstore.claude_code._items import Dequeued, pending_boundary, settle, settled_at
+from eventstore.claude_code._items import Dequeued, pending_boundary, settle
 from eventstore.claude_code._items import Item as Item
 from eventstore.claude_code._items import Message as Message
 from eventstore.claude_code._items import Queued as Queued
@@ -50,7 +51,6 @@ from eventstore.claude_code._lines import (
 from eventstore.claude_code._lines import Note as Note
 from reducers import InvalidEvent
 
-TALK = ("user", "assistant")
 INTERRUPTED_TEXT = "[Request interrupted by user"
 QUEUE_OPERATIONS = frozenset({"enqueue", "dequeue", "remove"})
 MAX_TOKENS = 10**9  # a usage count beyond this is not a context's: the block is ignored
@@ -61,34 +61,6 @@ _USAGE_FIELDS = (
     "cache_read_input_tokens",
     "output_tokens",
 )
-
-
-@attrs.frozen(kw_only=True)
-class End:
-    """Where a later read of the transcript's tail starts: after the main chain's last
-    user or assistant entry (``leaf``, its ``line``; ``message``: the id of the chain's
-    last assistant message, which the tail must not go on with), with the text
-    still queued there; ``last`` is the last line read (its notes are recorded), and
-    ``folded``, ``types``, ``digests`` the warnings given, the unknown entry types
-    noted, and the entries without a uuid read up to the leaf (blake2b hex)."""
-
-    leaf: str
-    message: str | None
-    line: int
-    queued: tuple[Queued, ...]
-    last: int
-    folded: tuple[str, ...]
-    types: tuple[str, ...]
-    digests: tuple[str, ...]
-
-
-@attrs.frozen(kw_only=True)
-class Start:
-    """An :class:`End` and the session it was read into, to read the tail from."""
-
-    session_id: str
-    end: End
-    calls: frozenset[str]  # the calls still open
 
 
 @attrs.frozen(kw_only=True)
@@ -132,7 +104,7 @@ def _parse(lines: Iterable[tuple[int, bytes]], start: Start | None = None) -> Tr
     warnings = Warnings(before.folded if before else ())
     seen = Seen()
     if before is not None:
-        seen = Seen(tail=True, noted=set(before.types), lines=_digests(before.digests))
+        seen = Seen(tail=True, noted=set(before.types), lines=digests(before.digests))
     found = entries(lines, warnings, seen)
     after = None
     if start is not None:
@@ -151,50 +123,8 @@ def _parse(lines: Iterable[tuple[int, bytes]], start: Start | None = None) -> Tr
         items=items,
         warnings=warnings.all(),
         notes=tuple(n for n in notes if before is None or n.line > before.last),
-        end=_end(found, chain, (raw, at, queued), len(items), (warnings, seen), before),
+        end=end_of(found, chain, (raw, at, queued), len(items), (warnings, seen), before),
         last=max(seen.last, before.last if before else 0),
-    )
-
-
-def _digests(texts: Iterable[str]) -> dict[bytes, int]:
-    try:
-        return {bytes.fromhex(t): 0 for t in texts}
-    except ValueError:
-        raise Unresumable("a recorded digest is not hex") from None
-
-
-def _end(
-    found: Sequence[Entry],
-    chain: set[int],
-    settling: tuple[Sequence[RawItem], int, Sequence[Queued]],
-    count: int,
-    reading: tuple[Warnings, Seen],
-    before: End | None,
-) -> End | None:
-    """Where a read of the tail can start (see :class:`End`), if nothing is open there."""
-    raw, at, queued = settling
-    warnings, seen = reading
-    if chain:
-        leaf = next(e for e in reversed(found) if e.line in chain and e.type in TALK)
-        said = (e for e in reversed(found) if e.line in chain and e.type == "assistant")
-        message = next((e.message_id for e in said), before.message if before else None)
-        mark = (leaf.uuid, message, leaf.line)
-    elif before is not None:
-        mark, at = (before.leaf, before.message, before.line), -1
-    else:
-        return None
-    settled, left = settled_at(raw[: at + 1], queued)
-    if mark[0] is None or settled != count:
-        return None
-    return End(
-        leaf=mark[0],
-        message=mark[1],
-        line=mark[2],
-        queued=tuple(left),
-        last=max(seen.last, before.last if before else 0),
-        folded=warnings.folded(),
-        types=tuple(sorted(seen.noted)),
-        digests=tuple(sorted(d.hex() for d, at in seen.lines.items() if at <= mark[2])),
     )
 
 
