@@ -48,6 +48,7 @@ UNCHANGED = (
 def transcript(folder: Path, mb: float) -> tuple[Path, int]:
     """A transcript of about ``mb`` MB, and the end of the last line before its last 1%."""
     path = folder / f"t-{mb:g}.jsonl"
+    path.unlink(missing_ok=True)  # a Writer appends: start each one afresh
     Writer(path).grow(int(mb * 1e6))
     data = path.read_bytes()
     return path, data.rindex(b"\n", 0, int(len(data) * (1 - GROWTH))) + 1

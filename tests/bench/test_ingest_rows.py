@@ -39,3 +39,11 @@ class TestIngestRows:
         with eventstore.open(db) as journal:
             result = eventstore.ingest(journal, path, reviews=False)
         assert result.appended_after is not None
+
+    def test_a_transcript_of_a_size_asked_again_starts_afresh(self, tmp_path: Path) -> None:
+        """Asked twice for one size, the transcript is written anew, not appended to (a
+        second chain would make the grown journal read whole)."""
+        first, _ = ingest_rows.transcript(tmp_path, 0.05)
+        size = first.stat().st_size
+        again, _ = ingest_rows.transcript(tmp_path, 0.05)
+        assert again.stat().st_size == size
