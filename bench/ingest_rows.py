@@ -58,7 +58,8 @@ def _journal(folder: Path, path: Path, cut: int) -> Path:
     """A journal holding the transcript's first ``cut`` bytes."""
     part = folder / f"part-{path.name}"
     part.write_bytes(path.read_bytes()[:cut])
-    db = folder / f"part-{path.stem}.db"
+    db = folder / f"part-{path.stem}-{cut}.db"
+    db.unlink(missing_ok=True)
     with eventstore.open(db) as journal:
         ingest(journal, part, reviews=False)
     part.unlink()
