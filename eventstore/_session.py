@@ -34,12 +34,12 @@ from eventstore._errors import ChainBroken, IntegrityError
 from eventstore._logging import bound
 from eventstore._store import (
     GENESIS,
+    EventWalk,
     Head,
-    Links,
     Recorder,
     Snapshots,
     expect_version,
-    from_rows,
+    link_rows_of,
 )
 from eventstore._values import Context, Retelling, Turn
 from invariants import Owed, owed
@@ -144,18 +144,15 @@ class Session:
             raise ChainBroken(self.id, start - 1, "the row is missing")
         return Head(start - 1, digest)
 
-    def _walk(self, after: Head, stop: int) -> tuple[Links, Iterator[Event]]:
-        """The rows after ``after`` up to ``stop``, checked to link (``Links``, whose
+    def _walk(self, after: Head, stop: int) -> tuple[EventWalk, Iterator[Event]]:
+        """The rows after ``after`` up to ``stop``, checked to link (``EventWalk``, whose
         ``head`` follows the walk), and their events."""
-        rows = self._recorder.read(self.id, start=after.version + 1, stop=stop)
-        links = Links(self.id, rows, after)
-        return links, self._decoded(links)
-
-    def _decoded(self, links: Links) -> Iterator[Event]:
-        try:
-            yield from from_rows(links)
-        except InvalidEvent as exc:
-            raise IntegrityError(f"session {self.id!r}: malformed stored event: {exc}") from None
+        recorder, session_id = self._recorder, self.id
+        rows = link_rows_of(recorder, session_id, after.version + 1, stop)
+        walk = EventWalk(
+            session_id, rows, after, lambda v: recorder.read(session_id, start=v, stop=stop)
+        )
+        return walk, iter(walk)
 
     def turns(self, lo: int = 0, hi: int | None = None) -> list[Turn]:
         """Raw turns with ``lo <= index < hi``, truncated ones included."""
@@ -222,17 +219,18 @@ class Session:
         """
         if expected_version is not None:
             require_count("expected_version", expected_version)
-        lengths = self._snapshot_lengths
-        with self._recorder.transaction():
-            head = self._recorder.head(self.id)
-            state = self._catch_up(head)
+        lengths, recorder = self._snapshot_lengths, self._recorder
+        with recorder.transaction():
+            head = recorder.head(self.id)
+            # the row the cached state stands for is the head: nothing to catch up
+            state = self._state if head == self._anchor else self._catch_up(head)
             if expected_version is not None:
                 expect_version(self.id, state.version, expected_version)
             decision = decide(command, state, self.effects)
-            self._recorder.append(
+            recorder.append(
                 self.id, decision.events, expected_version=head.version, head_hash=head.hash
             )
-            written = self._recorder.head(self.id) if decision.events else head
+            written = recorder.head(self.id) if decision.events else head
             if self._snapshots.due(decision.state, self._snapshot_version):
                 lengths = self._snapshots.save(self.id, decision.state, lengths)
         if lengths is not self._snapshot_lengths:  # saved, and now committed
@@ -249,10 +247,14 @@ class Session:
 
     def _log_decision(self, decision: Decision[Any]) -> None:
         """Refusals and invalidations at WARNING; every commit at DEBUG (only if enabled)."""
-        invalidated = [e for e in decision.events if isinstance(e, MarkerInvalidated)]
         debug = self._logger.isEnabledFor(logging.DEBUG)
-        if decision.error is None and not invalidated and not debug:
-            return  # the hot path: rendering a dropped log line is not free
+        if decision.error is None and not debug:
+            for event in decision.events:
+                if isinstance(event, MarkerInvalidated):
+                    break
+            else:
+                return  # the hot path: rendering a dropped log line is not free
+        invalidated = [e for e in decision.events if isinstance(e, MarkerInvalidated)]
         log = bound(self._logger, session_id=self.id, version=decision.state.version)
         if decision.error is not None:
             log.warning(

@@ -83,17 +83,25 @@ def handle_problem(handle: object) -> str | None:
     return None
 
 
+# The validators pass the common case (ASCII text, an integer in range) at once: every
+# event is built through them, a live session's turn included.
 def _text(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is str and value.isascii():
+        return
     if (problem := text_problem(value)) is not None:
         raise _fail(attribute, problem, value)
 
 
 def _name(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is str and value and value.isascii():
+        return
     if (problem := text_problem(value, empty=False)) is not None:
         raise _fail(attribute, problem, value)
 
 
 def _count(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is int and 0 <= value <= MAX_COUNT:
+        return
     if (problem := count_problem(value)) is not None:
         raise _fail(attribute, problem, value)
 
@@ -140,7 +148,7 @@ def _to_tuple(value: object) -> tuple[Any, ...]:
 
 def require_count(what: str, value: object) -> int:
     """``value`` if it is an integer in ``0..2**63-1``, else :class:`InvalidEvent`."""
-    if type(value) is int and count_problem(value) is None:
+    if type(value) is int and 0 <= value <= MAX_COUNT:
         return value
     raise InvalidEvent(f"{what}: {count_problem(value)} (got {value!r})")
 

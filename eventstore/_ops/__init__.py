@@ -14,6 +14,7 @@ from eventstore._ops._audit import (
 from eventstore._ops._carry import NotVerified, session_findings
 from eventstore._ops._evidence import RESOLVED, Carried, carried_by, resolved_later
 from eventstore._ops._import import Import, Imported, created_journal
+from eventstore._ops._jobs import Reopen
 from eventstore._ops._lines import FileSession, read_file
 from eventstore._ops._reviews import Review, Reviewer, ReviewLine, review, reviewers
 from eventstore._ops._ship import CHUNK, require_chunk, ship
@@ -31,6 +32,7 @@ __all__ = [
     "Import",
     "Imported",
     "NotVerified",
+    "Reopen",
     "Review",
     "ReviewLine",
     "Reviewer",

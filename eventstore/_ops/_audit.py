@@ -18,6 +18,7 @@ from eventstore._store import (
     MarkerRefusalRow,
     NoteRow,
     from_rows,
+    whole_rows,
 )
 from invariants import carries_call, carries_constraint, carries_fact, owed
 from reducers import Node, SessionState, Told, fold, in_spans
@@ -42,17 +43,34 @@ Progress = Callable[[str], None]
 
 
 def verify(
-    journal: Journal, session_ids: list[str] | None = None, progress: Progress | None = None
+    journal: Journal,
+    session_ids: list[str] | None = None,
+    progress: Progress | None = None,
+    *,
+    jobs: int = 1,
+    reopen: Callable[[], Journal] | None = None,
 ) -> list[Finding]:
-    """Integrity check, hash chains, spill files, snapshots, and every decision re-derived."""
+    """Integrity check, hash chains, spill files, snapshots, and every decision re-derived.
+
+    ``jobs`` > 1 with ``reopen`` (a picklable function that opens this journal again,
+    read-only): the sessions are verified by that many worker processes; the findings
+    are the same, in the same order."""
+    ids = session_ids or journal.sessions()
+    if jobs > 1 and reopen is not None and len(ids) > 1:
+        from eventstore._ops._jobs import verify_in_workers  # processes only when asked
+
+        problems, sessions = verify_in_workers(reopen, ids, jobs)
+    else:  # each session's findings found as they are handed on, after its progress
+        problems = journal.recorder.integrity_problems()
+        sessions = ((sid, verify_session(journal, sid)) for sid in ids)
     found = [
         Finding(check="integrity", session_id=None, version=None, problem=problem)
-        for problem in journal.recorder.integrity_problems()
+        for problem in problems
     ]
-    for session_id in session_ids or journal.sessions():
+    for session_id, findings in sessions:
         if progress:
             progress(session_id)
-        found += list(verify_session(journal, session_id))
+        found += findings
     if session_ids is None:
         found += orphan_spills(journal)
     return found
@@ -62,7 +80,7 @@ def verify_session(journal: Journal, session_id: str) -> Iterator[Finding]:
     """One session's findings, in one pass: walk the chain, and replay what it yields
     through the decisions (spill bytes checked on the way); then the snapshot's."""
     recorder = journal.recorder
-    walk = ChainWalk(session_id, recorder.read(session_id))
+    walk = ChainWalk(session_id, whole_rows(recorder, session_id))
     snap = journal.snapshots.check(session_id)
     compare = (snap.version, snap.sha256) if snap and snap.problem is None else None
     for d in divergences(session_id, walk, journal.effects(session_id), snapshot=compare):

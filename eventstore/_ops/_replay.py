@@ -41,12 +41,16 @@ from reducers import (
     fold,
 )
 
+# the events that may join the group before them (``_continues`` says when)
+_JOINERS = (MarkerInvalidated, CompactionRefused, MarkerRefused, Retold)
+
 
 def commands(events: Iterable[Event]) -> Iterator[list[Event]]:
     """Group a session's events into the commands that produced them."""
     group: list[Event] = []
+    joiners = _JOINERS
     for event in events:
-        if _continues(group, event):
+        if isinstance(event, joiners) and _continues(group, event):
             group.append(event)
             continue
         if group:

@@ -55,7 +55,13 @@ class Statements:
             raise ConcurrencyError(f"journal is busy: {exc}") from None
 
     def commit(self) -> None:
-        _commit(self._store.conn)
+        conn = self._store.conn
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise JournalError(f"commit failed, nothing was written: {exc}") from None
 
     def rollback(self) -> None:
         conn = self._store.conn
@@ -76,12 +82,3 @@ class Statements:
         if conn.in_transaction:
             conn.execute(f"ROLLBACK TO {name}")
             conn.execute(f"RELEASE {name}")
-
-
-def _commit(conn: sqlite3.Connection) -> None:
-    try:
-        conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise JournalError(f"commit failed, nothing was written: {exc}") from None

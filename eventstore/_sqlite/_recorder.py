@@ -22,10 +22,12 @@ from eventstore._sqlite._connection import Closed, Statements, connect
 from eventstore._sqlite._guard import QueryGuard
 from eventstore._store import (
     GENESIS,
+    LINK_COLUMNS,
     AppendPath,
     AuditQueries,
     EventLog,
     Head,
+    LinkRow,
     QueryResult,
     Recorded,
     Row,
@@ -152,7 +154,9 @@ class SqliteRecorder(AuditQueries, AppendPath):
         except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:  # as _writing()
             raise JournalError(f"cannot write to {self.path}: {exc}") from None
         self._heads[last[0]] = Head(last[1], last[7])
-        self.on_rollback(self._heads.clear)  # a rolled-back append leaves no cached head
+        undo = self._tx.undo
+        if undo:  # a rolled-back append leaves no cached head (on_rollback, inline)
+            undo[-1].append(self._heads.clear)
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
@@ -209,6 +213,18 @@ class SqliteRecorder(AuditQueries, AppendPath):
         """Rows ``start..stop`` (inclusive) of a session in version order, streamed
         (without ``stop``, up to the last version stored when the read begins)."""
         return map(Recorded._make, self._rows(_COLUMNS, session_id, *read_range(start, stop)))
+
+    def read_rows(self, session_id: str) -> Iterator[Recorded]:
+        """``read``'s rows as plain tuples of the same columns (a ``ChainWalk`` unpacks
+        them; typed as ``Recorded``, whose fields they hold in order)."""
+        return cast(Iterator[Recorded], self._rows(_COLUMNS, session_id, 1, None))
+
+    def read_links(
+        self, session_id: str, *, start: int = 1, stop: int | None = None
+    ) -> Iterator[LinkRow]:
+        """``LinkRow`` of rows ``start..stop``: what a reader's link check reads (only
+        the columns the hash covers that the walk does not know)."""
+        return self._rows(LINK_COLUMNS, session_id, *read_range(start, stop))
 
     def read_payloads(
         self, session_id: str, *, start: int = 1, stop: int | None = None

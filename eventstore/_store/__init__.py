@@ -16,6 +16,7 @@ from eventstore._store._chain import (
     chain_hash,
     check_chain,
     link_rows,
+    whole_rows,
 )
 from eventstore._store._clock import utc_now
 from eventstore._store._codec import (
@@ -25,7 +26,7 @@ from eventstore._store._codec import (
     strict_converter,
     to_payload,
 )
-from eventstore._store._links import Links
+from eventstore._store._links import LINK_COLUMNS, EventWalk, LinkRow, Links, link_rows_of
 from eventstore._store._recorder import (
     AuditReads,
     EventLog,
@@ -59,6 +60,7 @@ from eventstore._store._views import COMMON, REQUIRED, audit_queries, render
 __all__ = [
     "COMMON",
     "GENESIS",
+    "LINK_COLUMNS",
     "REQUIRED",
     "SCHEMA_VERSION",
     "SNAPSHOT_EVERY",
@@ -70,10 +72,12 @@ __all__ = [
     "ChainWalk",
     "CompactionRefusalRow",
     "EventLog",
+    "EventWalk",
     "FallbackRow",
     "FolderSpills",
     "Head",
     "InvalidationRow",
+    "LinkRow",
     "Links",
     "MarkerRefusalRow",
     "NoteRow",
@@ -99,10 +103,12 @@ __all__ = [
     "handle_for",
     "is_legacy",
     "link_rows",
+    "link_rows_of",
     "read_range",
     "render",
     "seconds",
     "strict_converter",
     "to_payload",
     "utc_now",
+    "whole_rows",
 ]

@@ -27,7 +27,7 @@ from eventstore._errors import ConcurrencyError
 from eventstore._store._chain import Recorded, check_links, link_rows
 from eventstore._store._recorder import EventLog
 from eventstore._store._rows import Head, Row, check_session_id
-from eventstore._store._transaction import Statements, Transactions
+from eventstore._store._transaction import Block, Statements, Transactions
 from reducers import Event, InvalidArgument, InvalidEvent, JournalError, require_count
 
 
@@ -72,7 +72,7 @@ class AppendPath(abc.ABC):
     def transaction(self) -> AbstractContextManager[None]:
         """One write transaction: commit on success, roll back on error. Inside another
         it is a savepoint: an error rolls back this block only."""
-        return self._tx.block()
+        return Block(self._tx)
 
     def on_rollback(self, undo: Callable[[], None]) -> None:
         """Run ``undo`` if the open transaction (or savepoint) rolls back instead of
@@ -109,7 +109,8 @@ class AppendPath(abc.ABC):
         """
         require_count("expected_version", expected_version)
         check_session_id(session_id)
-        events = batch(events)
+        if type(events) is not tuple:
+            events = batch(events)
         if self._tx.depth:
             return self._append(session_id, events, expected_version, head_hash)
         if head_hash is not None:
@@ -120,7 +121,8 @@ class AppendPath(abc.ABC):
     def _append(
         self, session_id: str, events: Sequence[Event], expected: int, head_hash: str | None
     ) -> int:
-        head = self.head(session_id)
+        held = self._tx.held  # ``head`` and ``_write``, inline: once a commit
+        head = held.get(session_id) or self.head(session_id)
         if head_hash is None:
             expect_version(session_id, head.version, expected)
         elif head != (expected, head_hash):
@@ -129,7 +131,10 @@ class AppendPath(abc.ABC):
                 f" back (version {expected}) is not the one this transaction holds"
             )
         rows = link_rows(session_id, head.version, head.hash, events, self._clock())
-        self._write(session_id, rows)
+        if rows:
+            self.insert(rows)
+            last = rows[-1]
+            held[session_id] = Head(last[1], last[7])
         return head.version + len(rows)
 
     def _write(self, session_id: str, rows: Sequence[Row]) -> None:

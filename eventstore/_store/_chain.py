@@ -186,8 +186,8 @@ class ChainWalk:
                             )
             except Exception:  # check_row words every failure
                 event = None
-            if event is None:
-                event, problem = check_row(row, prev, expected)
+            if event is None:  # rows may come as plain tuples (``read_rows``)
+                event, problem = check_row(Recorded._make(row), prev, expected)
                 if event is None:
                     self.problem = ChainProblem(  # a missing row is named, not its successor
                         session_id=self.session_id,
@@ -279,9 +279,16 @@ class _Rows(Protocol):
     def read(self, session_id: str) -> Iterator[Recorded]: ...
 
 
+def whole_rows(recorder: _Rows, session_id: str) -> Iterable[Recorded]:
+    """A session's rows for a ``ChainWalk``: the backend's ``read_rows`` when it has
+    one (the same columns as plain tuples, no ``Recorded`` built a row), else ``read``."""
+    read_rows: Callable[[str], Iterable[Recorded]] | None = getattr(recorder, "read_rows", None)
+    return read_rows(session_id) if read_rows is not None else recorder.read(session_id)
+
+
 def check_chain(recorder: _Rows, session_id: str) -> ChainProblem | None:
     """The first version whose sequence, payload or hash is wrong, or ``None``."""
-    walk = ChainWalk(session_id, recorder.read(session_id))
+    walk = ChainWalk(session_id, whole_rows(recorder, session_id))
     for _ in walk:
         pass
     return walk.problem

@@ -24,14 +24,25 @@ Row = tuple[str, int, str, int, str, str, str, str]
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 
 
+_CHECKED: set[str] = set()  # ids that passed (a commit's append checks its session's id)
+
+
 def check_session_id(session_id: object) -> str:
     """``session_id`` if a journal can store it and open it again (it names spill
-    folders and command-line arguments), else InvalidEvent."""
+    folders and command-line arguments), else InvalidEvent. Ids that passed are
+    remembered (plain ``str`` only, at most 4,096): a live session's append matches
+    its id once."""
+    if type(session_id) is str and session_id in _CHECKED:
+        return session_id
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         raise InvalidEvent(
             f"session id {session_id!r}: use 1-128 of A-Z a-z 0-9 . _ : @ -, not starting with"
             " punctuation"
         )
+    if type(session_id) is str:
+        if len(_CHECKED) >= 4096:
+            _CHECKED.clear()
+        _CHECKED.add(session_id)
     return session_id
 
 

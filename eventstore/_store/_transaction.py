@@ -106,7 +106,8 @@ class Block:
             else:
                 tx.statements.rollback()
         finally:
-            _run(undo)
+            if undo:
+                _run(undo)
 
     def _end_savepoint(self, undo: list[Callable[[], None]], *, failed: bool) -> None:
         tx = self._tx

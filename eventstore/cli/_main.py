@@ -108,6 +108,13 @@ def _version(text: str) -> int:
     return value
 
 
+def _jobs(text: str) -> int:
+    """An argparse type: a number of worker processes in ``1..256``."""
+    if not text.isdigit() or not 1 <= int(text) <= 256:
+        raise argparse.ArgumentTypeError(f"--jobs takes a number from 1 to 256, not {text[:40]!r}")
+    return int(text)
+
+
 def _amount(kind: type[int] | type[float]) -> Callable[[str], float]:
     """An argparse type: a number >= 0 (0 means no limit)."""
 
@@ -247,6 +254,13 @@ def _diff(args: argparse.Namespace) -> int:
     action="store_true",
     help="remove orphan spill files (a crash between writing a spill and committing it)",
 )
+@arg(
+    "--jobs",
+    type=_jobs,
+    default=1,
+    metavar="N",
+    help="verify the sessions in N processes (the same findings, in the same order)",
+)
 def _verify(args: argparse.Namespace) -> int:
     import attrs
 
@@ -258,7 +272,7 @@ def _verify(args: argparse.Namespace) -> int:
     witness = read_witness(read_text(args.witness), args.witness) if args.witness else None
     try:
         with _reader(args) as journal:
-            findings = _verify_or_corrupt(journal, args.session, witness)
+            findings = _verify_or_corrupt(journal, args, witness)
     except IntegrityError as exc:  # too damaged to open
         findings = [_corruption(exc)]
     if args.clean:  # orphans are notes: exit 0 unless something else is wrong
@@ -277,13 +291,13 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _verify_or_corrupt(
-    journal: Journal, session_id: str | None, witness: list[SessionHead] | None
+    journal: Journal, args: argparse.Namespace, witness: list[SessionHead] | None
 ) -> list[Finding]:
     """verify's findings; on a corrupt page, what ``PRAGMA integrity_check`` says instead."""
     import attrs
 
     try:
-        return _verify_journal(journal, session_id, witness)
+        return _verify_journal(journal, args, witness)
     except Exception as exc:  # re-raised unless it is corruption
         found = _corruption(exc)
     try:
@@ -294,13 +308,14 @@ def _verify_or_corrupt(
 
 
 def _verify_journal(
-    journal: Journal, session_id: str | None, witness: list[SessionHead] | None
+    journal: Journal, args: argparse.Namespace, witness: list[SessionHead] | None
 ) -> list[Finding]:
     """verify's findings, then the witness's (a witnessed session may be missing altogether)."""
-    from eventstore._ops import check_witness, verify
+    from eventstore._ops import Reopen, check_witness, verify
     from eventstore.cli import _output as out
     from reducers import InvalidEvent
 
+    session_id = args.session
     if session_id is not None and witness is not None:
         witness = [w for w in witness if w.session_id == session_id]
         if not witness:
@@ -309,7 +324,7 @@ def _verify_journal(
             return check_witness(journal, witness)
     ids = _session_ids(journal, session_id)
     with out.Progress("verifying") as show:
-        findings = verify(journal, ids, progress=show)
+        findings = verify(journal, ids, progress=show, jobs=args.jobs, reopen=Reopen(args.db))
     return findings + check_witness(journal, witness or [])
 
 

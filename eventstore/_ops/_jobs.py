@@ -1,0 +1,97 @@
+"""``verify --jobs N``: the sessions of one journal verified by N worker processes.
+
+Each worker opens the journal itself (``reopen``, read-only) once, and verifies the
+sessions it is handed; the file's integrity check is one more task among them. The
+parent hands the findings on in the order a single process finds them (the integrity
+check's, then session by session in the order asked), so the output does not depend
+on ``N`` or on which worker finished first. Sessions are verified in processes, not
+threads: a verify is Python (decoding, hashing, folding) held by the GIL.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+
+import attrs
+
+from eventstore._journal import Journal
+from eventstore._ops._audit import Finding, verify_session
+
+Opener = Callable[[], Journal]
+"""Opens the journal again (read-only) in a worker: it must pickle (``Reopen``, a
+module-level function or a ``functools.partial`` of one) where processes are spawned."""
+
+
+@attrs.frozen
+class Reopen:
+    """Opens the journal at ``location`` (a path or a URL) read-only: an ``Opener``."""
+
+    location: str
+
+    def __call__(self) -> Journal:
+        return Journal(self.location, readonly=True)
+
+
+_journal: Journal | None = None  # the worker's own
+
+
+def _open(reopen: Opener) -> None:
+    global _journal
+    _journal = reopen()
+
+
+def _integrity() -> list[str]:
+    assert _journal is not None  # _open ran first: the pool's initializer
+    return _journal.recorder.integrity_problems()
+
+
+def _session(session_id: str) -> list[Finding]:
+    assert _journal is not None
+    return list(verify_session(_journal, session_id))
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """``fork`` where there is one (a worker starts in milliseconds, nothing imported
+    again), else ``spawn``."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def verify_in_workers(
+    reopen: Opener, session_ids: list[str], jobs: int
+) -> tuple[list[str], Iterator[tuple[str, Iterable[Finding]]]]:
+    """The integrity problems, then ``(session_id, findings)`` in ``session_ids``'
+    order as each becomes available (the workers run ahead)."""
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs, len(session_ids) + 1),
+        mp_context=_context(),
+        initializer=_open,
+        initargs=(reopen,),
+    )
+    integrity = pool.submit(_integrity)
+    futures = [pool.submit(_session, session_id) for session_id in session_ids]
+    return _collected(pool, integrity, session_ids, futures)
+
+
+def _collected(
+    pool: ProcessPoolExecutor,
+    integrity: Future[list[str]],
+    session_ids: list[str],
+    futures: list[Future[list[Finding]]],
+) -> tuple[list[str], Iterator[tuple[str, Iterable[Finding]]]]:
+    try:
+        problems = integrity.result()
+    except BaseException:
+        pool.shutdown(cancel_futures=True)
+        raise
+
+    def sessions() -> Iterator[tuple[str, Iterable[Finding]]]:
+        try:
+            for session_id, future in zip(session_ids, futures, strict=True):
+                yield session_id, future.result()
+        finally:
+            pool.shutdown(cancel_futures=True)
+
+    return problems, sessions()
