@@ -40,15 +40,17 @@ from eventstore._store._chain import link_rows
 from eventstore._store._clock import utc_now
 
 
-def per_commit(tmp: Path, n: int, reps: int) -> list[float]:
-    """Commits/s of append_turn, the plain floor and the bare loop of its steps."""
-    live = new_session(tmp, "live", "normal")
-    journal = eventstore.open(tmp / "bare.db", synchronous="normal")
+def per_commit(tmp: Path, n: int, reps: int, sync: str = "normal") -> list[float]:
+    """Commits/s of append_turn, the plain floor and the bare loop of its steps (files
+    ``live``, ``bare`` and ``floor``, with ``-full`` under ``synchronous=full``)."""
+    tag = "" if sync == "normal" else f"-{sync}"
+    live = new_session(tmp, f"live{tag}", sync)
+    journal = eventstore.open(tmp / f"bare{tag}.db", synchronous=sync)
     state = journal.start_session("s", CONFIG).state
     recorder = journal.recorder
     assert isinstance(recorder, SqliteRecorder)
     conn, (version, prev) = recorder.conn, recorder.head("s")
-    floor = floor_db(tmp / "floor.db", "normal")
+    floor = floor_db(tmp / f"floor{tag}.db", sync)
     rows = iter(rows_for(plain_events(n * reps)))
     texts = (content(i) for i in itertools.count())
 

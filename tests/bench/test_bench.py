@@ -1,15 +1,17 @@
-"""The benchmark scripts' own claims: each measures real work against floors that ran.
+"""The benchmark table's own claims: every row measures real work against a floor that ran.
 
-``bench/run.py``'s run is driven here at smoke sizes (the eventsourcing peer and the
-PostgreSQL rows replaced by their "skipped" lines: they have their own runs); the
-test reads the files it wrote, not its timings. ``bench/ceiling.py``'s bare loop does
-the work a checked commit does (the journal it writes verifies, turn for turn).
+``bench/run.py``'s modules run here in quick mode (the eventsourcing peer has no
+quick rows); the tests read the rows and the files they wrote, not their timings.
+``bench/ceiling.py``'s bare loop does the work a checked commit does (the journal
+it writes verifies, turn for turn). The table and the chart are checked on rows
+given by hand.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -17,36 +19,39 @@ import attrs
 import pytest
 
 import eventstore
-from bench import ceiling, run
+from bench import ceiling, chart, run
 from eventstore._ops._audit import verify
 
-BIG, MID, REPS = 2_000, 1_000, 1
-PER_COMMIT = {"commit_normal": ("NORMAL", 500), "commit_full": ("FULL", 200)}
-RATED = ("commit_normal", "commit_full", "bulk", "replay_1k", "replay_2k", "verify")
-PEER, PG = "eventsourcing: skipped in the smoke test", "PostgreSQL: skipped in the smoke test"
+ROWS = (  # issue 26's targets that the core and steady modules own, in the table's order
+    "append_turn NORMAL / bare steps",
+    "append_turn FULL / bare steps",
+    "append_turn FULL / raw floor",
+    "bulk extend / raw floor",
+    "replay / orjson floor",
+    "replay / checked floor",
+    "verify one session / floor",
+    "verify --jobs 2 / --jobs 1",
+    "commit at 2,000 events / at 200",
+    "reopen + append, 2,200 events",
+)
 
 
 @attrs.frozen
-class Smoke:
-    """One smoke run of ``bench/run.py``: its folder of journals and floors, its rows."""
+class Quick:
+    """One quick run of the table's modules: the folder they wrote, their rows."""
 
     tmp: Path
-    results: dict[str, Any]
-    table: str
+    rows: list[dict[str, Any]]
 
 
-@pytest.fixture(name="smoke", scope="module")
-def _smoke(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Smoke]:
+@pytest.fixture(name="quick", scope="module")
+def _quick(tmp_path_factory: pytest.TempPathFactory) -> Quick:
     tmp = tmp_path_factory.mktemp("bench")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(run, "peer", lambda *_: PEER)
-        patch.setattr("bench.pg.run_pg", lambda **_: PG)
-        results = run.run_all(tmp, BIG, MID, REPS)
-        yield Smoke(tmp=tmp, results=results, table=run.render(results))
+    return Quick(tmp=tmp, rows=run.collect(tmp, quick=True))
 
 
 def _count(db: Path) -> int:
-    """Rows in a floor file's events table, read with plain sqlite3."""
+    """Rows in a file's events table, read with plain sqlite3."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
@@ -54,70 +59,121 @@ def _count(db: Path) -> int:
         conn.close()
 
 
-def _version(db: Path) -> int:
-    with eventstore.open(db, readonly=True) as journal:
-        return journal.session("s").version
+def _row(name: str, ratio: float, *, met: bool, series: list[list[float]] | None = None) -> Any:
+    out = {"row": name, "floor": 2.0, "tierlog": 1.0, "unit": "ms", "ratio": ratio}
+    out |= {"target": ">= 1.0x", "met": met}
+    if series:
+        out["series"] = {"label": name, "x": "log length", "points": series}
+    return out
 
 
-class TestRun:
-    def test_it_writes_every_row(self, smoke: Smoke) -> None:
-        """results.json holds one row per path, the peer's and PostgreSQL's included."""
-        assert set(smoke.results) == {
-            *RATED,
-            "history",
-            "reopen_append",
-            "replay_memory",
-            "peer_eventsourcing",
-            "postgres",
-        }
+class TestRows:
+    def test_every_target_has_a_row_in_order(self, quick: Quick) -> None:
+        """The core and steady modules give issue 26's rows, then replay memory."""
+        names = [r["row"] for r in quick.rows]
+        assert names[: len(ROWS)] == list(ROWS)
+        assert names[len(ROWS)].startswith("replay memory")
 
-    def test_each_rated_row_has_tierlog_floor_and_ratio(self, smoke: Smoke) -> None:
-        """A rated row names tierlog's rate, its floor's and their ratio, which agree."""
-        for name in RATED:
-            row = smoke.results[name]
-            assert {"tierlog", "floor", "ratio", "unit"} <= set(row), name
-            assert row["ratio"] == pytest.approx(row["tierlog"] / row["floor"], rel=0.01)
-        for name in PER_COMMIT:
-            assert "schema_floor" in smoke.results[name]
+    def test_ratios_and_verdicts_agree_with_the_values(self, quick: Quick) -> None:
+        """A rate's ratio is tierlog/floor, a time's floor/tierlog; met follows the target."""
+        for r in quick.rows:
+            if r["floor"] is None:  # an absolute bound: ratio is bound / value
+                continue
+            rate = r["unit"].endswith("/s")
+            expected = r["tierlog"] / r["floor"] if rate else r["floor"] / r["tierlog"]
+            assert r["ratio"] == pytest.approx(expected, rel=0.02), r["row"]
+            if r["target"].startswith(">= "):
+                assert r["met"] == (r["ratio"] >= float(r["target"][3:-1])), r["row"]
 
-    def test_the_journals_it_wrote_verify(self, smoke: Smoke) -> None:
+    def test_the_commit_series_runs_along_the_log(self, quick: Quick) -> None:
+        """The history row carries its cost at each log length, for the chart."""
+        (history,) = [r for r in quick.rows if "series" in r]
+        assert [x for x, _ in history["series"]["points"]] == [200, 1_000, 2_000]
+        assert all(y > 0 for _, y in history["series"]["points"])
+
+    def test_the_journals_it_timed_verify(self, quick: Quick) -> None:
         """Every tierlog journal of the run passes verify: it timed real, checked work."""
-        journals = [p for p in smoke.tmp.glob("*.db") if not p.name.startswith(("floor", "schema"))]
-        assert {p.stem for p in journals} >= {"commit-NORMAL", "commit-FULL", "big", "mid"}
+        journals = [p for p in quick.tmp.rglob("*.db") if not p.name.startswith(("floor", "es-"))]
+        assert {p.stem for p in journals} >= {"live", "bare", "live-full", "mid", "jobs"}
         for path in journals:
             with eventstore.open(path, readonly=True) as journal:
-                assert journal.sessions() == ["s"], path.name
-                assert verify(journal, ["s"]) == [], path.name
+                assert verify(journal) == [], path
 
-    def test_the_journals_hold_what_was_timed(self, smoke: Smoke) -> None:
-        """One event per timed commit; the replay and reopen rows count the events read."""
-        for name, (sync, n) in PER_COMMIT.items():
-            assert _version(smoke.tmp / f"commit-{sync}.db") == 1 + n * REPS, name
-        assert _version(smoke.tmp / "bulk-0.db") == 1 + MID
-        assert smoke.results["reopen_append"]["events"] == BIG
-        assert smoke.results["replay_memory"]["events"] == _version(smoke.tmp / "big.db")
+    def test_the_floors_ran(self, quick: Quick) -> None:
+        """The commit floors inserted a row a commit, the bulk floor its whole batch."""
+        core = quick.tmp / "core"
+        assert _count(core / "floor.db") == 100 * 3
+        assert _count(core / "floor-full.db") == 50 * 3
+        assert {_count(p) for p in core.glob("floor-bulk-*.db")} == {2_000}
 
-    def test_the_floors_ran(self, smoke: Smoke) -> None:
-        """Each floor file holds the rows its loop inserted, on the plain and the schema DDL."""
-        for sync, n in PER_COMMIT.values():
-            assert _count(smoke.tmp / f"floor-commit-{sync}.db") == n * REPS
-            assert _count(smoke.tmp / f"schema-commit-{sync}.db") == n * REPS
-        for ddl in ("p", "s"):
-            assert _count(smoke.tmp / f"floor-bulk-{ddl}-0.db") == MID
 
-    def test_the_table_names_every_row_and_target(self, smoke: Smoke) -> None:
-        """The printed table has a line per rated row, with its target and ok or MISS."""
-        lines = {line.split()[0]: line for line in smoke.table.splitlines() if line.strip()}
-        for name in RATED:
-            target = run.TARGETS.get(name)
-            if target is not None:
-                met = smoke.results[name]["ratio"] >= target
-                assert f">= {target} {'ok' if met else 'MISS'}" in lines[name], name
-        for name, key in (("history", "history"), ("reopen+append", "reopen_append")):
-            assert f"(target {smoke.results[key]['target']})" in lines[name]
-        assert "(target <= 100 MB)" in lines["replay"]
-        assert PEER in smoke.table
-        assert PG in smoke.table
+class TestTable:
+    def test_each_row_is_printed_with_its_verdict(self) -> None:
+        """One line a row, with its target and ok or MISSED, and the count met."""
+        table = run.render([_row("fast", 2.0, met=True), _row("slow", 0.5, met=False)])
+        lines = table.splitlines()
+        assert lines[1].split()[0] == "fast"
+        assert lines[1].endswith(" ok")
+        assert lines[2].split()[0] == "slow"
+        assert lines[2].endswith(" MISSED")
+        assert lines[-1] == "1 of 2 targets met"
+
+    def test_another_module_adds_its_rows(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A module named in the list is asked for its rows with a folder of its own."""
+        module = types.ModuleType("bench_other")
+        seen: list[Path] = []
+
+        def rows(tmp: Path, quick: bool) -> list[dict[str, Any]]:
+            seen.append(tmp)
+            return [_row("other", 1.0, met=True)]
+
+        module.rows = rows  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "bench_other", module)
+        assert [r["row"] for r in run.collect(tmp_path, True, ["bench_other"])] == ["other"]
+        assert seen == [tmp_path / "bench_other"]
+
+    def test_a_row_without_the_tables_keys_is_refused(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A module's row that lacks a key stops the run, naming what is missing."""
+        module = types.ModuleType("bench_bad")
+        module.rows = lambda tmp, quick: [{"row": "x"}]  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "bench_bad", module)
+        with pytest.raises(ValueError, match="lacks"):
+            run.collect(tmp_path, True, ["bench_bad"])
+
+    def test_reference_writes_the_table_between_the_markers(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """--reference replaces the README's table block and writes the chart."""
+        readme, svg = tmp_path / "README.md", tmp_path / "cost.svg"
+        readme.write_text(f"before\n{run.MARKERS[0]}\nold\n{run.MARKERS[1]}\nafter\n")
+        monkeypatch.setattr(run, "README", readme)
+        monkeypatch.setattr(run, "CHART", svg)
+        rows = [_row("fast", 2.0, met=True, series=[[10, 1.0], [100, 1.0]])]
+        run.reference(run.render(rows), run.meta(True), rows)
+        text = readme.read_text()
+        assert text.startswith("before\n")
+        assert text.endswith(f"{run.MARKERS[1]}\nafter\n")
+        assert "fast" in text
+        assert "old" not in text
+        assert svg.read_text().count("<polyline") == 1
+
+
+class TestChart:
+    def test_a_flat_series_is_drawn_flat(self) -> None:
+        """Every point of a series of equal costs sits at the same height (1.0)."""
+        drawn = chart.svg([_row("flat", 1.0, met=True, series=[[10, 5.0], [100, 5.0]])])
+        points = drawn.split('points="')[1].split('"')[0].split()
+        assert len({p.split(",")[1] for p in points}) == 1
+
+    def test_rows_without_series_draw_no_line(self) -> None:
+        """No series, no polyline: the chart is still a valid, empty SVG."""
+        drawn = chart.svg([_row("plain", 1.0, met=True)])
+        assert drawn.startswith("<svg")
+        assert "<polyline" not in drawn
 
 
 class TestCeiling:
@@ -141,3 +197,8 @@ class TestCeiling:
         ]  # fmt: skip
         assert [_count(tmp_path / f"bulk-{i}.db") for i in (0, 1)] == [500, 500]
         assert _version(tmp_path / "x2.db") == 501
+
+
+def _version(db: Path) -> int:
+    with eventstore.open(db, readonly=True) as journal:
+        return journal.session("s").version
