@@ -150,7 +150,7 @@ class Session:
         recorder, session_id = self._recorder, self.id
         rows = link_rows_of(recorder, session_id, after.version + 1, stop)
         walk = EventWalk(
-            session_id, rows, after, lambda v: recorder.read(session_id, start=v, stop=stop)
+            session_id, rows, after, lambda v: recorder.read(session_id, start=v), stop
         )
         return walk, iter(walk)
 

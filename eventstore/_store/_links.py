@@ -109,7 +109,9 @@ class EventWalk:
     """The events of ``rows`` (``LinkRow``), which follow ``head``, each checked to link
     as ``Links`` checks it; ``head`` follows the walk. ``whole(version)`` reads the
     stored rows from ``version`` on, whole: where the fast check fails, the first of
-    them is checked by ``check_row``, which words the problem (or passes it)."""
+    them is checked by ``check_row``, which words the problem (or passes it). With
+    ``stop``, rows that end before it are a break too (the version column is not
+    read: a row stored under another version is found by position)."""
 
     def __init__(
         self,
@@ -117,11 +119,13 @@ class EventWalk:
         rows: Iterable[LinkRow],
         head: Head,
         whole: Callable[[int], Iterable[Recorded]],
+        stop: int | None = None,
     ) -> None:
         self.session_id = session_id
         self.head = head
         self._rows = rows
         self._whole = whole
+        self._stop = stop
 
     def __iter__(self) -> Iterator[Event]:
         """Hash, check and decode each row in one loop (the shared hashed bytes encoded
@@ -156,6 +160,9 @@ class EventWalk:
                     except Exception:  # from_payload words every failure
                         event = None
                 yield event if event is not None else self._decoded(type_name, payload)
+            if self._stop is not None and version < self._stop:
+                self._check(version + 1, prev)  # words why the rows end early
+                raise ChainBroken(self.session_id, version + 1, "the row is missing")
         except UnreadableRow as exc:  # a row the database cannot hand over: a break
             raise ChainBroken(self.session_id, exc.version, "a stored text is not UTF-8") from None
         finally:  # where the walk got to, however it ended

@@ -52,3 +52,18 @@ class TestSessionIds:
             return True
 
         assert verdict(port_rule) == verdict(journal_rule)
+
+    def test_an_id_that_passed_is_remembered_and_the_rest_still_checked(self) -> None:
+        """Ids that passed are matched once; a bad id after them, or a ``str`` subclass
+        equal to a good one, is still checked (the subclass passes, uncached)."""
+        from eventstore._store import _rows
+
+        class Sneaky(str):
+            pass
+
+        assert _rows.check_session_id("mig-42") == "mig-42"
+        assert "mig-42" in _rows._CHECKED
+        with pytest.raises(eventstore.InvalidEvent):
+            _rows.check_session_id("mig 42")
+        assert _rows.check_session_id(Sneaky("sneaky-1")) == "sneaky-1"
+        assert "sneaky-1" not in _rows._CHECKED
