@@ -59,7 +59,7 @@ lint: install  ## ruff, mypy --strict, and the report's script parsed by node (w
 
 bench: install  ## benchmarks against raw SQLite and the eventsourcing library; Claude Code hook latency
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[bench]'
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/run.py --reference
 	$(BIN)/python -m bench.hook_latency
 
 fuzz: install  ## the long campaigns: Hypothesis, crash loops, tampers carried, FIFOs, full disks, URLs, restarts
