@@ -272,7 +272,10 @@ class Session:
         self, role: str, content: str, tokens: int, *, expected_version: int | None = None
     ) -> Turn:
         """Append one raw L0 turn."""
-        return self._do(AppendTurn(role=role, content=content, tokens=tokens), expected_version)
+        decision = self.run(AppendTurn(role=role, content=content, tokens=tokens), expected_version)
+        if decision.error is not None:  # ``_do``, inline: the hottest command
+            raise decision.error
+        return decision.result
 
     def extend(
         self, events: Iterable[Event], *, expected_version: int | None = None
