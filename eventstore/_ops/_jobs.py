@@ -13,12 +13,16 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from typing import TypeVar
 
 import attrs
 
 from eventstore._journal import Journal
-from eventstore._ops._audit import Finding, verify_session
 
+T = TypeVar("T")
+Check = Callable[[Journal, str], Iterable[T]]
+"""What a worker runs for a session (``verify_session``: a module-level function, so
+that it pickles by name where processes are spawned)."""
 Opener = Callable[[], Journal]
 """Opens the journal again (read-only) in a worker: it must pickle (``Reopen``, a
 module-level function or a ``functools.partial`` of one) where processes are spawned."""
@@ -47,9 +51,9 @@ def _integrity() -> list[str]:
     return _journal.recorder.integrity_problems()
 
 
-def _session(session_id: str) -> list[Finding]:
+def _session(check: Check[T], session_id: str) -> list[T]:
     assert _journal is not None
-    return list(verify_session(_journal, session_id))
+    return list(check(_journal, session_id))
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -60,10 +64,10 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def verify_in_workers(
-    reopen: Opener, session_ids: list[str], jobs: int
-) -> tuple[list[str], Iterator[tuple[str, Iterable[Finding]]]]:
-    """The integrity problems, then ``(session_id, findings)`` in ``session_ids``'
-    order as each becomes available (the workers run ahead)."""
+    reopen: Opener, check: Check[T], session_ids: list[str], jobs: int
+) -> tuple[list[str], Iterator[tuple[str, Iterable[T]]]]:
+    """The integrity problems, then ``(session_id, check(journal, session_id))`` in
+    ``session_ids``' order as each becomes available (the workers run ahead)."""
     pool = ProcessPoolExecutor(
         max_workers=min(jobs, len(session_ids) + 1),
         mp_context=_context(),
@@ -71,7 +75,7 @@ def verify_in_workers(
         initargs=(reopen,),
     )
     integrity = pool.submit(_integrity)
-    futures = [pool.submit(_session, session_id) for session_id in session_ids]
+    futures = [pool.submit(_session, check, session_id) for session_id in session_ids]
     return _collected(pool, integrity, session_ids, futures)
 
 
@@ -79,15 +83,15 @@ def _collected(
     pool: ProcessPoolExecutor,
     integrity: Future[list[str]],
     session_ids: list[str],
-    futures: list[Future[list[Finding]]],
-) -> tuple[list[str], Iterator[tuple[str, Iterable[Finding]]]]:
+    futures: list[Future[list[T]]],
+) -> tuple[list[str], Iterator[tuple[str, Iterable[T]]]]:
     try:
         problems = integrity.result()
     except BaseException:
         pool.shutdown(cancel_futures=True)
         raise
 
-    def sessions() -> Iterator[tuple[str, Iterable[Finding]]]:
+    def sessions() -> Iterator[tuple[str, Iterable[T]]]:
         try:
             for session_id, future in zip(session_ids, futures, strict=True):
                 yield session_id, future.result()
