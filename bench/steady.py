@@ -117,8 +117,8 @@ def peer(tmp: Path, quick: bool) -> list[dict[str, Any]]:
     if quick:
         return []
 
-    class Transcript(Aggregate):  # type: ignore[misc]
-        @event("TurnAppended")  # type: ignore[untyped-decorator]
+    class Transcript(Aggregate):  # type: ignore[misc, unused-ignore]
+        @event("TurnAppended")  # type: ignore[untyped-decorator, unused-ignore]
         def append_turn(self, role: str, content: str, tokens: int) -> None:
             pass
 
