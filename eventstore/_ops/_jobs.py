@@ -10,14 +10,16 @@ threads: a verify is Python (decoding, hashing, folding) held by the GIL.
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
 from eventstore._journal import Journal
+
+if TYPE_CHECKING:  # the pool's modules are imported when a pool is made
+    import multiprocessing.context
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 T = TypeVar("T")
 Check = Callable[[Journal, str], Iterable[T]]
@@ -59,6 +61,8 @@ def _session(check: Check[T], session_id: str) -> list[T]:
 def _context() -> multiprocessing.context.BaseContext:
     """``fork`` where there is one (a worker starts in milliseconds, nothing imported
     again), else ``spawn``."""
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
@@ -68,6 +72,8 @@ def verify_in_workers(
 ) -> tuple[list[str], Iterator[tuple[str, Iterable[T]]]]:
     """The integrity problems, then ``(session_id, check(journal, session_id))`` in
     ``session_ids``' order as each becomes available (the workers run ahead)."""
+    from concurrent.futures import ProcessPoolExecutor
+
     pool = ProcessPoolExecutor(
         max_workers=min(jobs, len(session_ids) + 1),
         mp_context=_context(),

@@ -9,6 +9,7 @@ given by hand.
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
 import sys
 import types
@@ -47,7 +48,7 @@ class Quick:
 @pytest.fixture(name="quick", scope="module")
 def _quick(tmp_path_factory: pytest.TempPathFactory) -> Quick:
     tmp = tmp_path_factory.mktemp("bench")
-    return Quick(tmp=tmp, rows=run.collect(tmp, quick=True))
+    return Quick(tmp=tmp, rows=run.collect(tmp, True, ["bench.core", "bench.steady"]))
 
 
 def _count(db: Path) -> int:
@@ -108,6 +109,11 @@ class TestRows:
 
 
 class TestTable:
+    def test_every_module_gives_rows(self) -> None:
+        """Each module the table names has ``rows(tmp, quick)``."""
+        for name in run.MODULES:
+            assert callable(importlib.import_module(name).rows), name
+
     def test_each_row_is_printed_with_its_verdict(self) -> None:
         """One line a row, with its target and ok or MISSED, and the count met."""
         table = run.render([_row("fast", 2.0, met=True), _row("slow", 0.5, met=False)])
