@@ -68,14 +68,15 @@ def _number(value: float | None) -> str:
 def render(rows: Sequence[dict[str, Any]]) -> str:
     """The one table: row, floor, tierlog, unit, ratio, target, ok or MISSED."""
     width = max([len(r["row"]) for r in rows] + [4])
+    aim = max([len(r["target"]) for r in rows] + [6])
     lines = [
         f"{'row':<{width}} {'floor':>11} {'tierlog':>11} {'unit':<10} {'ratio':>7}"
-        f"  {'target':<14} met"
+        f"  {'target':<{aim}} met"
     ]
     for r in rows:
         lines.append(
             f"{r['row']:<{width}} {_number(r['floor']):>11} {_number(r['tierlog']):>11}"
-            f" {r['unit']:<10} {r['ratio']:>7.3f}  {r['target']:<14}"
+            f" {r['unit']:<10} {r['ratio']:>7.3f}  {r['target']:<{aim}}"
             f" {'ok' if r['met'] else 'MISSED'}"
         )
     missed = sum(not r["met"] for r in rows)
