@@ -34,7 +34,14 @@ if str(ROOT) not in sys.path:
 from bench.chart import svg  # noqa: E402
 
 # the modules whose rows make the table, in its order (each: rows(tmp, quick))
-MODULES = ["bench.core", "bench.startup", "bench.refusals", "bench.pg", "bench.steady"]
+MODULES = [
+    "bench.core",
+    "bench.startup",
+    "bench.ingest_rows",
+    "bench.refusals",
+    "bench.pg",
+    "bench.steady",
+]
 README = ROOT / "bench" / "README.md"
 CHART = ROOT / "bench" / "cost.svg"
 MARKERS = ("<!-- bench:table -->", "<!-- /bench:table -->")
