@@ -31,7 +31,15 @@ from eventstore.claude_code import _transcript as cc
 from eventstore.claude_code._chain import Unresumable
 from eventstore.claude_code._lines import MAX_BYTES, Source, open_regular
 from eventstore.claude_code._plan import Plan, build_plan
-from eventstore.claude_code._resume import Position, Reread, check, position, recorded
+from eventstore.claude_code._resume import (
+    Position,
+    Reread,
+    Untrusted,
+    check,
+    position,
+    recorded,
+    vouch,
+)
 from eventstore.claude_code._resync import resync
 from eventstore.claude_code._review import CompactionReview, review_session
 from eventstore.claude_code._write import write
@@ -99,6 +107,9 @@ def ingest(
             done = _incremental(journal, path, sid or "", at, reviews)
         except Reread as exc:
             reread = f"{Path(path).name} is not the file ingested before: {exc}"
+        except Untrusted as exc:  # the file only grew (checked): a rewind is taken up
+            reread = f"the resume record of the last ingest is not the session's: {exc}"
+            grew = True
         except (Unresumable, _Moved):
             done, grew = None, True
         else:
@@ -262,6 +273,11 @@ def _incremental(
     if checked.tail is None or at.start is None or at.carried is None:
         return None
     session = journal.session(sid)
+    try:
+        vouch(at.carried, session.state)
+    except Untrusted:
+        checked.tail.close()
+        raise
     tail = cc.read_tail(checked.tail, at.start)
     before = attrs.evolve(at.carried, said=lambda: _said(session))
     plan = build_plan(tail, before)

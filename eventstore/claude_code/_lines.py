@@ -197,6 +197,11 @@ class Source:
                     self._marks.append((number, self._digest.copy()))
                 yield number, line
 
+    def close(self) -> None:
+        """Close the file handed in, if it is never read."""
+        if self._file is not None:
+            self._file.close()
+
     def end_of(self, number: int) -> int:
         """Where line ``number`` ends (the start, for the line before the first)."""
         return self.start if number < self.first else self._ends[number - self.first]

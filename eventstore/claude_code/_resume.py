@@ -30,7 +30,7 @@ from eventstore.claude_code import _transcript as cc
 from eventstore.claude_code._ends import End, Start
 from eventstore.claude_code._lines import Source, open_regular
 from eventstore.claude_code._plan import Carried, Plan, carried
-from reducers import Ingested
+from reducers import Ingested, SessionState
 
 FORMAT = 1
 CHUNK = 1 << 20
@@ -52,6 +52,52 @@ class Position:
 
 class Reread(Exception):
     """The file is not what the position says was read: the text says how."""
+
+
+class Untrusted(Exception):
+    """The resume record says what the session's own state does not: the text says how."""
+
+
+ATTEMPTED = ("failed", "rejected")  # the dispositions a failed attempt is recorded with
+
+
+def vouch(carried: Carried, state: SessionState) -> None:
+    """Check a resume record's carried state against the session it was read into (its
+    events are hash-chained and verified; the record is only its last event's text):
+    the occupancy, the calls still open and their names, and the failed attempts not
+    resolved yet must be the session's. Untrusted says which is not."""
+    if carried.occupancy != state.occupancy:
+        raise Untrusted(f"occupancy {carried.occupancy:,}, the session's {state.occupancy:,}")
+    opened = sorted((c, name) for c, (name, _) in carried.open.items())
+    calls = state.open_calls.values()
+    held = sorted((o.call_id, o.name) for o in calls if not _retracted(state, o.position))
+    if opened != held:
+        raise Untrusted(f"open calls {opened}, the session's {held}")
+    for subject, keys in carried.attempts.items():
+        for key in keys:
+            fact = state.dispositions.get(key)
+            if not key.startswith(f"{subject} (line ") or fact is None:
+                raise Untrusted(f"attempt {key!r}, which the session does not hold")
+            if fact.disposition not in ATTEMPTED:
+                raise Untrusted(f"attempt {key!r}, which the session holds {fact.disposition}")
+    _all_attempts(carried, state)
+
+
+def _retracted(state: SessionState, position: int) -> bool:
+    """Whether what was raised at ``position`` was raised by a turn taken back (a rewind:
+    what it raised stays owed in the session, not in the record read on from)."""
+    return bool(state.withdrawn) and state.is_withdrawn(state.turns_before(position) - 1)
+
+
+def _all_attempts(carried: Carried, state: SessionState) -> None:
+    """Every failed attempt the session holds open is in the record (interruptions and
+    corrections are not attempts)."""
+    recorded = {key for keys in carried.attempts.values() for key in keys}
+    for key, fact in state.dispositions.items():
+        other = key.startswith(("interrupted: ", "corrected: "))
+        other = other or _retracted(state, fact.position)
+        if fact.disposition in ATTEMPTED and not other and key not in recorded:
+            raise Untrusted(f"attempt {key!r} left out")
 
 
 def recorded(source: Source, transcript: cc.Transcript, plan: Plan) -> Ingested | None:

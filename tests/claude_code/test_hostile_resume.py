@@ -1,0 +1,126 @@
+"""A hostile user against the incremental ingest: an edited resume record, a rewound
+file grown again, a transcript grown at any cut; each must give what one whole ingest
+gives, never a wrong session written silently."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import eventstore
+from eventstore._ops._audit import audit, verify
+from eventstore._store._chain import chain_hash
+from tests.claude_code.test_resume import _as_whole, _lines, _rows, _session
+
+Record = dict[str, Any]
+
+
+def _edit_resume(db: Path, edit: Callable[[Record], None], rehash: bool = True) -> None:
+    """Edit the resume record of the journal's last event (an ``Ingested``), its hash
+    chain recomputed (or not) as a user with sqlite3 could."""
+    con = sqlite3.connect(db)
+    with con:
+        row = con.execute(
+            "SELECT seq, session_id, version, type, schema_version, payload, recorded_at,"
+            " prev_hash, hash FROM events ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        seq, sid, version, kind, schema, payload, at, prev, digest = row
+        assert kind == "Ingested"
+        fields = json.loads(payload)
+        record = json.loads(fields["resume"])
+        edit(record)
+        fields["resume"] = json.dumps(record, sort_keys=True, separators=(",", ":"))
+        payload = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+        if rehash:
+            digest = chain_hash(prev, sid, version, kind, schema, payload, at)
+        (guard,) = con.execute("SELECT sql FROM sqlite_master WHERE name='events_no_update'")
+        con.execute("DROP TRIGGER events_no_update")
+        con.execute("UPDATE events SET payload=?, hash=? WHERE seq=?", (payload, digest, seq))
+        con.execute(guard[0])
+    con.close()
+
+
+def _occupancy(record: Record) -> None:
+    record["carried"]["occupancy"] += 50_000
+
+
+def _no_open_calls(record: Record) -> None:
+    record["carried"]["open"] = {}
+
+
+def _renamed_call(record: Record) -> None:
+    opened = record["carried"]["open"]
+    for call in opened:
+        opened[call] = ["Bash: rm", "Bash: rm -rf /"]
+
+
+def _no_attempts(record: Record) -> None:
+    record["carried"]["attempts"] = {}
+
+
+class TestAnEditedResumeRecord:
+    @pytest.mark.parametrize("rehash", [True, False])
+    @pytest.mark.parametrize(
+        ("edit", "cut"),
+        [
+            (_occupancy, 6),
+            (_occupancy, 12),
+            (_no_open_calls, 4),
+            (_renamed_call, 4),
+            (_no_attempts, 6),
+        ],
+    )
+    def test_is_not_trusted_the_file_is_read_whole_with_a_note(
+        self, tmp_path: Path, edit: Callable[[Record], None], cut: int, rehash: bool
+    ) -> None:
+        """A resume record edited after it was written (its hash recomputed or not) that
+        the session's own state contradicts is not read on from: the grown file is read
+        whole, gives what one whole ingest gives, and a ``reread`` note says why."""
+        s = _session()
+        path, db = tmp_path / "t.jsonl", tmp_path / "j.db"
+        path.write_text(_lines(s, cut))
+        with eventstore.open(db) as journal:
+            eventstore.ingest(journal, path, reviews=False)
+        _edit_resume(db, edit, rehash)
+        s.write(path)
+        with eventstore.open(db) as journal:
+            eventstore.ingest(journal, path, reviews=False)
+            notes = audit(journal).sessions["s-1"].notes
+            assert _rows(journal) == _as_whole(journal, path)
+        assert any(n.kind == "reread" and "resume" in n.text for n in notes)
+
+
+class TestAnHonestRecord:
+    def test_a_rewound_session_grown_again_is_vouched_for(self, tmp_path: Path) -> None:
+        """Rewound at a prompt after a call was left open, then grown again: the stored
+        session still holds the retracted turns' call, yet its record is not taken for an
+        edited one (no ``reread`` note)."""
+        s = _session()
+        path = tmp_path / "t.jsonl"
+        path.write_text(_lines(s, 8))  # the call t3 is open
+        branch = dict(s.lines[6], uuid="edited", parentUuid=s.lines[5]["uuid"])
+        branch["message"] = {"role": "user", "content": "now run the tests, all of them"}
+        answer = dict(s.lines[7], uuid="answer", parentUuid="edited")
+        use = [s.tool_use("t4", "Bash", command="mix test --all")]
+        answer["message"] = dict(answer["message"], id="msg_answer", content=use)
+        result = dict(s.lines[8], uuid="result", parentUuid="answer")
+        done = [{"type": "tool_result", "tool_use_id": "t4", "content": "ok", "is_error": False}]
+        result["message"] = {"role": "user", "content": done}
+        more = dict(s.lines[12], uuid="more", parentUuid="result")
+        with eventstore.open(tmp_path / "j.db") as journal:
+            eventstore.ingest(journal, path)
+            with path.open("a") as f:
+                f.write(json.dumps(branch) + "\n" + json.dumps(answer) + "\n")
+            eventstore.ingest(journal, path)
+            with path.open("a") as f:
+                f.write(json.dumps(result) + "\n" + json.dumps(more) + "\n")
+            eventstore.ingest(journal, path)
+            kinds = [n.kind for n in audit(journal).sessions["s-1"].notes]
+            assert verify(journal) == []
+        assert "rewound" in kinds
+        assert "reread" not in kinds
