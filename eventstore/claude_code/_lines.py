@@ -42,7 +42,7 @@ KNOWN_TYPES = frozenset(
 READ_TYPES = frozenset({"user", "assistant", "system", "queue-operation"})  # mapped to events
 MAX_BYTES = 256 * 2**20  # a file larger than this is refused (about 4x this in memory)
 MAX_DEPTH = 100  # JSON nesting (real entries: 7 at most); deeper is refused
-_TALK = (b'"type":"user"', b'"type":"assistant"', b'"type": "user"', b'"type": "assistant"')
+TALK_MARKS = (b'"type":"user"', b'"type":"assistant"', b'"type": "user"', b'"type": "assistant"')
 _KINDS = {
     stat.S_IFIFO: "a FIFO",
     stat.S_IFCHR: "a character device",
@@ -193,7 +193,7 @@ class Source:
                 self._before_last = self._digest.copy()
                 self._digest.update(line)
                 self._ends.append(total)
-                if any(t in line for t in _TALK):
+                if any(t in line for t in TALK_MARKS):
                     self._marks.append((number, self._digest.copy()))
                 yield number, line
 

@@ -22,13 +22,13 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import attrs
 
 from eventstore.claude_code import _transcript as cc
 from eventstore.claude_code._ends import End, Start
-from eventstore.claude_code._lines import Source, open_regular
+from eventstore.claude_code._lines import TALK_MARKS, Source, open_regular
 from eventstore.claude_code._plan import Carried, Plan, carried
 from reducers import Ingested, SessionState
 
@@ -225,6 +225,8 @@ def check(path: str | Path, at: Position, max_bytes: int) -> Checked:
         _hash(file, digest, at.offset - file.tell())
         if digest.hexdigest() != at.sha256:
             raise Reread(f"its first {at.offset:,} bytes are not those read before")
+        if leaf is not None and at.start is not None:
+            _leaf_is_last(file, at.start.end, (at.leaf_offset, at.offset))
     except BaseException:
         file.close()
         raise
@@ -236,6 +238,53 @@ def check(path: str | Path, at: Position, max_bytes: int) -> Checked:
         path, max_bytes=max_bytes, start=at.leaf_offset, first=first, digest=leaf, file=file
     )
     return Checked(unchanged=False, tail=tail)
+
+
+TALK_TYPES = ("user", "assistant")
+
+
+def _leaf_is_last(file: BinaryIO, end: End, span: tuple[int, int]) -> None:
+    """Untrusted unless the recorded leaf is the entry whose line ends at its offset
+    (its uuid, and its message id when it is an assistant entry) and no user or
+    assistant entry of the main conversation follows it in what was read: a leaf
+    moved back would read stored entries again."""
+    leaf_offset, offset = span
+    leaf = _entry(_line_before(file, leaf_offset))
+    if leaf.get("uuid") != end.leaf:
+        raise Untrusted(f"its leaf {end.leaf!r} is not line {end.line}'s entry")
+    said = leaf.get("message") if leaf.get("type") == "assistant" else None
+    if isinstance(said, dict) and said.get("id") != end.message:
+        raise Untrusted(f"its message {end.message!r} is not its leaf's ({said.get('id')!r})")
+    file.seek(leaf_offset)
+    for number, line in enumerate(iter(lambda: file.readline(offset - file.tell()), b""), 1):
+        entry = _entry(line) if any(t in line for t in TALK_MARKS) else {}
+        if entry.get("type") in TALK_TYPES and not entry.get("isSidechain"):
+            raise Untrusted(f"line {end.line + number}, after its leaf, is a {entry['type']} entry")
+        if file.tell() >= offset:
+            return
+
+
+def _line_before(file: BinaryIO, offset: int) -> bytes:
+    """The line that ends at ``offset`` (its newline included)."""
+    start = offset - 1
+    while start > 0:
+        step = min(CHUNK, start)
+        file.seek(start - step)
+        cut = file.read(step).rfind(b"\n")
+        if cut >= 0:
+            start = start - step + cut + 1
+            break
+        start -= step
+    file.seek(max(start, 0))
+    return file.read(offset - max(start, 0))
+
+
+def _entry(line: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _hash(file: Any, digest: Any, count: int) -> Any:

@@ -4,6 +4,7 @@ gives, never a wrong session written silently."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Callable
@@ -93,6 +94,58 @@ class TestAnEditedResumeRecord:
             notes = audit(journal).sessions["s-1"].notes
             assert _rows(journal) == _as_whole(journal, path)
         assert any(n.kind == "reread" and "resume" in n.text for n in notes)
+
+
+def _leaf_moved_back(path: Path, line: int) -> Callable[[Record], None]:
+    """An edit that points the record at an earlier entry of ``path`` (line ``line``),
+    with that entry's offset and sha256 as the file gives them."""
+    data = path.read_bytes()
+    offset = sum(len(x) for x in data.splitlines(keepends=True)[:line])
+    entry = json.loads(data.splitlines()[line - 1])
+
+    def edit(record: Record) -> None:
+        record["leaf_offset"] = offset
+        record["leaf_sha256"] = hashlib.sha256(data[:offset]).hexdigest()
+        record["end"].update(leaf=entry["uuid"], line=line)
+        if entry["type"] == "assistant":
+            record["end"]["message"] = entry["message"]["id"]
+
+    return edit
+
+
+class TestAMovedLeaf:
+    @pytest.mark.parametrize(("cut", "line"), [(13, 12), (10, 8), (10, 6), (12, 2)])
+    def test_an_earlier_leaf_is_not_read_on_from(self, tmp_path: Path, cut: int, line: int) -> None:
+        """A record pointed at an earlier entry (its offset and sha256 right) would read
+        stored entries again: the file is read whole instead, with a note."""
+        s = _session()
+        path, db = tmp_path / "t.jsonl", tmp_path / "j.db"
+        path.write_text(_lines(s, cut))
+        with eventstore.open(db) as journal:
+            eventstore.ingest(journal, path, reviews=False)
+        _edit_resume(db, _leaf_moved_back(path, line))
+        s.write(path)
+        with eventstore.open(db) as journal:
+            eventstore.ingest(journal, path, reviews=False)
+            notes = audit(journal).sessions["s-1"].notes
+            assert _rows(journal) == _as_whole(journal, path)
+        assert any(n.kind == "reread" and "leaf" in n.text for n in notes)
+
+    def test_another_message_id_is_not_read_on_from(self, tmp_path: Path) -> None:
+        """A record naming another assistant message than its leaf's (so that a response
+        read while it was written would be appended as a new turn) is read whole."""
+        s = _session()
+        path, db = tmp_path / "t.jsonl", tmp_path / "j.db"
+        path.write_text(_lines(s, 6))
+        with eventstore.open(db) as journal:
+            eventstore.ingest(journal, path, reviews=False)
+        _edit_resume(db, lambda record: record["end"].update(message="msg_other"))
+        s.write(path)
+        with eventstore.open(db) as journal:
+            eventstore.ingest(journal, path, reviews=False)
+            notes = audit(journal).sessions["s-1"].notes
+            assert _rows(journal) == _as_whole(journal, path)
+        assert any(n.kind == "reread" and "message" in n.text for n in notes)
 
 
 class TestAnHonestRecord:
