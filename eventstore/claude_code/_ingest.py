@@ -274,8 +274,10 @@ def _incremental(
         return None
     session = journal.session(sid)
     try:
+        if session.version != at.version:  # another ingest went on meanwhile
+            raise _Moved
         vouch(at.carried, session.state)
-    except Untrusted:
+    except (_Moved, Untrusted):
         checked.tail.close()
         raise
     tail = cc.read_tail(checked.tail, at.start)

@@ -16,6 +16,7 @@ import pytest
 import eventstore
 from eventstore._ops._audit import audit, verify
 from eventstore._store._chain import chain_hash
+from eventstore.claude_code import _ingest
 from tests.claude_code.test_resume import _as_whole, _lines, _rows, _session
 
 Record = dict[str, Any]
@@ -149,6 +150,25 @@ class TestAMovedLeaf:
 
 
 class TestAnHonestRecord:
+    def test_a_session_moved_on_by_another_ingest_is_not_taken_for_an_edit(
+        self, tmp_path: Path
+    ) -> None:
+        """A position read before another process ingested the file (the CLI and the
+        hooks' worker at once) meets a session that moved on: that is a race, read whole
+        without a note, not an edited record."""
+        s = _session()
+        path = tmp_path / "t.jsonl"
+        path.write_text(_lines(s, 4))
+        with eventstore.open(tmp_path / "j.db") as journal:
+            eventstore.ingest(journal, path, reviews=False)
+            stale = _ingest.last_position(journal, "s-1")
+            path.write_text(_lines(s, 9))
+            eventstore.ingest(journal, path, reviews=False)
+            s.write(path)
+            assert stale is not None
+            with pytest.raises(_ingest._Moved):
+                _ingest._incremental(journal, path, "s-1", stale, False)
+
     def test_a_rewound_session_grown_again_is_vouched_for(self, tmp_path: Path) -> None:
         """Rewound at a prompt after a call was left open, then grown again: the stored
         session still holds the retracted turns' call, yet its record is not taken for an
