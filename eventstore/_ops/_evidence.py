@@ -25,7 +25,9 @@ counts by its last component (``notes.txt`` for ``docs/notes.txt``). Common word
   or two words of its error that errors in general do not have: five letters or more
   (``dialyzer``, ``cyclomatic complexity``), or the check a tag names (``[MYPY]``).
   *Went wrong*: a word of failure or refusal (fail, error, blocked, denied, fixed,
-  interrupted, ...) or half the words of the error excerpt. A sentence naming the same
+  interrupted, fehlgeschlagen, échoué, ...) not under a negation ("did not fail",
+  "without errors", "no problems"; "didn't run it" is not a failure, "didn't work"
+  is), or half the words of the error excerpt. A sentence naming the same
   file without saying anything went wrong is no evidence ("edited notes.txt" does not
   carry a failed Edit of notes.txt).
 - **A user correction** or **interruption** is evidenced when one sentence holds half

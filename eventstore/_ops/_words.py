@@ -59,7 +59,16 @@ FAILURE = _vocab(
     "fail* error* exit couldnt cannot cant unable broke crash* missing found exist*"
     " denied refus* reject* declin* interr* stopp* block* permi* abort* timeout"
     " fatal fixed warning* problem* conflict* wasnt didnt unresolv* bug"
+    " fehl* échou* erreur* échec fallo falló fallido fallida"
 )
+# A negation governs the next two words: ``did not fail``, ``without any errors``.
+NEGATORS = _vocab(
+    "not no without never zero didnt wasnt isnt doesnt dont nor ohne kein keine keinen"
+    " nicht sans pas aucun aucune sin ningún ningun senza"
+)
+NEGATABLE = _vocab("fail* error* problem* crash* conflict* bug* warning* fatal fehl* erreur*")
+SUCCESS = _vocab("work* succe* pass* success*")  # negated: a failure (``didn't work``)
+TRIED = _vocab("run* ran tri* try attempt* execut* call* invok* use* touch*")
 REFUSAL = _vocab(
     "refus* reject* declin* denied interr* stopp* block* permi* abort* didnt wrong correct*"
 )
@@ -124,17 +133,38 @@ class _Outline:
 def words(text: str) -> frozenset[str]:
     """The words of ``text`` as the matcher compares them: lower-cased, common words left
     out, each stemmed (:func:`stem`); a path, file name or identifier (``docs/notes.txt``,
-    ``span_id``) whole, by its last part."""
+    ``span_id``) whole, by its last part. Read in order: a word of failure a negation
+    governs (``did not fail``, ``without errors``) is kept apart (``~fail``), as is
+    ``didn't``/``wasn't`` before a verb of trying (``we didn't run it``: not a failure);
+    a negated verb of success (``didn't work``) says ``fail``."""
     out: set[str] = set()
-    for raw in _WORD.findall(text.lower().replace("'", "").replace("\u2019", "")):
-        w = raw.strip("./-")
-        if not w or w in STOP:
+    kept = [
+        w
+        for raw in _WORD.findall(text.lower().replace("'", "").replace("\u2019", ""))
+        if (w := raw.strip("./-")) and (w not in STOP or w in NEGATORS)
+    ]
+    for i, w in enumerate(kept):
+        if w in STOP:
             continue
-        last = w.rsplit("/", 1)[-1]
-        out.add(last if _NAME.search(last) else stem(last))
-        if "/" in w and "." not in w:  # and/or, credo/compiler: each word counts
-            out.update(stem(p) for p in w.split("/") if p and p not in STOP)
+        out.update(_read(w, kept[max(0, i - 2) : i], kept[i + 1 : i + 3]))
     return frozenset(out)
+
+
+def _read(w: str, before: list[str], after: list[str]) -> set[str]:
+    """What word ``w`` counts as, with the two words before and after it."""
+    last = w.rsplit("/", 1)[-1]
+    word = last if _NAME.search(last) else stem(last)
+    negated = any(b in NEGATORS for b in before)
+    if negated and cued(word, NEGATABLE):
+        return {"~" + word}
+    if negated and cued(word, SUCCESS):
+        return {word, "fail"}
+    if w in ("didnt", "wasnt") and any(cued(stem(a), TRIED) for a in after):
+        return {"~" + word}
+    out = {word}
+    if "/" in w and "." not in w:  # and/or, credo/compiler: each word counts
+        out.update(stem(p) for p in w.split("/") if p and p not in STOP)
+    return out
 
 
 def names(text: str) -> frozenset[str]:

@@ -72,6 +72,44 @@ class TestAttempts:
         assert fact_kept(sentences_of(text), self.KEY, "failed", self.REASON)
 
 
+class TestNegated:
+    KEY = "Bash: git push (line 3)"
+    REASON = "line 3: fatal: no upstream"
+
+    @pytest.mark.parametrize(
+        "summary",
+        [
+            "We didn't run git push.",
+            "git push did not fail.",
+            "git push ran without errors.",
+            "git push worked, no problem.",
+            "No problems with git push.",
+            "git push lief ohne Fehler durch.",
+        ],
+    )
+    def test_a_failure_denied_or_never_attempted_is_not_kept(self, summary: str) -> None:
+        """A failure word under a negation, or an attempt the summary says was not made,
+        is no evidence that the attempt failed."""
+        assert not fact_kept(sentences_of(summary), self.KEY, "failed", self.REASON)
+
+    @pytest.mark.parametrize(
+        "summary",
+        [
+            "git push failed: no upstream branch.",
+            "git push didn't work (no upstream).",
+            "git push did not succeed.",
+            "git push ist fehlgeschlagen.",
+            "git push a échoué.",
+            "The push could not be done: git push found no upstream.",
+        ],
+    )
+    def test_a_failure_said_with_a_negation_or_in_another_language_is_kept(
+        self, summary: str
+    ) -> None:
+        """Saying the attempt did not work, or failed in German or French, carries it."""
+        assert fact_kept(sentences_of(summary), self.KEY, "failed", self.REASON)
+
+
 class TestOtherWords:
     """Failures a real summary kept in other words (the shapes of three real sessions)."""
 
