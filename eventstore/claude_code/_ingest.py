@@ -117,7 +117,12 @@ def ingest(
                 return done
             grew = True
     loaded = load(path, format)
-    return ingest_loaded(journal, loaded, reviews=reviews, reread=reread, grew=grew)
+    try:
+        return ingest_loaded(journal, loaded, reviews=reviews, reread=reread, grew=grew)
+    except InvalidEvent as exc:
+        if reread:  # why it was read whole is what the user needs to know first
+            raise InvalidEvent(f"{reread}; read whole: {exc}") from exc
+        raise
 
 
 @attrs.frozen(kw_only=True)

@@ -149,6 +149,23 @@ class TestAMovedLeaf:
         assert any(n.kind == "reread" and "message" in n.text for n in notes)
 
 
+class TestARewrittenFile:
+    def test_a_refusal_says_the_file_changed_before_where_it_was_read(self, tmp_path: Path) -> None:
+        """A transcript edited in the middle (same length) that no longer continues the
+        session is refused, writing nothing, and the error says its start changed
+        rather than only blaming a response read while written."""
+        s = _session()
+        path = tmp_path / "t.jsonl"
+        path.write_text(_lines(s, 9))
+        with eventstore.open(tmp_path / "j.db") as journal:
+            first = eventstore.ingest(journal, path)
+            text = _lines(s, len(s.lines)).replace("Fix the parser", "Fix the parsex")
+            path.write_text(text)
+            with pytest.raises(eventstore.InvalidEvent, match="not those read before"):
+                eventstore.ingest(journal, path)
+            assert journal.session("s-1").version == first.events
+
+
 class TestAnHonestRecord:
     def test_a_session_moved_on_by_another_ingest_is_not_taken_for_an_edit(
         self, tmp_path: Path
