@@ -38,6 +38,7 @@ from eventstore.claude_code._resume import (
     check,
     position,
     recorded,
+    reopens,
     vouch,
 )
 from eventstore.claude_code._resync import resync
@@ -288,6 +289,8 @@ def _incremental(
     tail = cc.read_tail(checked.tail, at.start)
     before = attrs.evolve(at.carried, said=lambda: _said(session))
     plan = build_plan(tail, before)
+    if reopens(plan, session.state):
+        raise Unresumable("the tail uses a call id the session holds: read whole")
     mark = recorded(checked.tail, tail, plan)
     with journal.recorder.transaction():
         if journal.recorder.head(sid).version != at.version:

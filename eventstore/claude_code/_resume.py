@@ -29,8 +29,8 @@ import attrs
 from eventstore.claude_code import _transcript as cc
 from eventstore.claude_code._ends import End, Start
 from eventstore.claude_code._lines import TALK_MARKS, Source, open_regular
-from eventstore.claude_code._plan import Carried, Plan, carried
-from reducers import Ingested, SessionState
+from eventstore.claude_code._plan import Carried, Draft, Plan, carried
+from reducers import CallOpened, Ingested, SessionState
 
 FORMAT = 1
 CHUNK = 1 << 20
@@ -81,6 +81,17 @@ def vouch(carried: Carried, state: SessionState) -> None:
             if fact.disposition not in ATTEMPTED:
                 raise Untrusted(f"attempt {key!r}, which the session holds {fact.disposition}")
     _all_attempts(carried, state)
+
+
+def reopens(plan: Plan, state: SessionState) -> bool:
+    """Whether a tail's plan opens a call id the session already holds (the whole file's
+    plan notes the second use and keeps the first: the tail's alone cannot tell)."""
+    return any(
+        isinstance(e, CallOpened) and e.call_id in state.call_ids
+        for step in plan.steps
+        if isinstance(step, Draft)
+        for e in step.raised
+    )
 
 
 def _retracted(state: SessionState, position: int) -> bool:

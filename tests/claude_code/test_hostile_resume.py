@@ -166,6 +166,27 @@ class TestARewrittenFile:
             assert journal.session("s-1").version == first.events
 
 
+class TestARepeatedCallId:
+    def test_a_tail_reusing_a_resolved_call_id_reads_as_the_whole_file(
+        self, tmp_path: Path
+    ) -> None:
+        """A grown part that uses a tool_use id again (one resolved before it) gives
+        what the whole file gives (the second use noted, the first counts), not a
+        refusal: the tail alone cannot tell, so the file is read whole."""
+        s = _session()
+        path = tmp_path / "t.jsonl"
+        path.write_text(_lines(s, 9))
+        s.assistant(s.tool_use("t1", "Bash", command="git push -u origin"), prompt=3_000)
+        s.result("t1", "ok")
+        with eventstore.open(tmp_path / "j.db") as journal:
+            eventstore.ingest(journal, path, reviews=False)
+            s.write(path)
+            eventstore.ingest(journal, path, reviews=False)
+            kinds = [n.kind for n in audit(journal).sessions["s-1"].notes]
+            assert _rows(journal) == _as_whole(journal, path)
+        assert "bad_value" in kinds
+
+
 class TestAnHonestRecord:
     def test_a_session_moved_on_by_another_ingest_is_not_taken_for_an_edit(
         self, tmp_path: Path
