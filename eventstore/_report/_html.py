@@ -88,9 +88,26 @@ def _td(cell: str) -> str:
     return f'<td class="wrap">{cell}</td>' if long else f"<td>{cell}</td>"
 
 
+_DATA: Final = '<script type="application/json" class="data">'
+
+
 def script_json(data: Any) -> str:
-    """JSON that is safe inside a ``<script>`` element: it cannot close or comment it."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).translate(_JSON_UNSAFE)
+    """JSON that is safe inside a ``<script>`` element: it cannot close or comment it;
+    each text in it with a URL's password hidden (``redact_text``, before encoding:
+    the encoded text's escapes are no place to cut)."""
+    text = json.dumps(_redacted(data), ensure_ascii=False, separators=(",", ":"))
+    return text.translate(_JSON_UNSAFE)
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with every string in it passed through ``redact_text``."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted(v) for v in value]
+    return value
 
 
 def _delta(values: Sequence[int]) -> list[int]:
@@ -168,8 +185,8 @@ def render(report: Report) -> str:
         parts += _listing(report.listing, {p.session_id for p in report.broken})
     for s in report.sessions:
         parts += _session(s)
-    page = redact_text("\n".join(parts))  # agent text can hold a URL and its password
-    return f"{page}\n<script>{SCRIPT}</script></body></html>"
+    page = (p if p.startswith(_DATA) else redact_text(p) for p in parts)  # data: script_json
+    return "\n".join([*page, f"<script>{SCRIPT}</script></body></html>"])
 
 
 def _tampered(report: Report) -> Iterator[str]:
@@ -258,7 +275,7 @@ def _session(s: SessionReport) -> Iterator[str]:
     yield ' rules here.</p></div><div class="events"><h4>Events (turns left out)</h4></div></div>'
     yield from _audit(s.audit)
     data = script_json(timeline_data(t, s.at, s.chain))
-    yield f'<script type="application/json" class="data">{data}</script></section>'
+    yield f"{_DATA}{data}</script></section>"
 
 
 _SECTIONS = {

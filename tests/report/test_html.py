@@ -186,6 +186,19 @@ class TestSecrets:
         assert SCRIPT in page
         assert CSS in page
 
+    def test_a_password_keyword_before_a_quote_leaves_the_data_whole(
+        self, journal: eventstore.Journal
+    ) -> None:
+        """``password=abc"...`` in a turn is hidden in the page's data, which still parses
+        (a redaction of the encoded JSON would have cut its ``\\"`` escape in two)."""
+        s = new_session(journal, "quoted")
+        s.append_turn("user", 'use password=abc"def and go', 10)
+        fill(s, 2)
+        parsed = _parse(render(collect(journal, "quoted")))
+        data = json.loads(parsed.scripts[0])
+        assert data["info"][0][2] == 'use password=***"def and go'
+        assert "abc" not in parsed.scripts[0]
+
 
 class TestLongText:
     def test_long_texts_do_not_bloat_the_page(self, journal: eventstore.Journal) -> None:
