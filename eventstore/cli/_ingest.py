@@ -110,4 +110,4 @@ def _write_transcript(journal: Journal, item: Transcript) -> IngestResult | code
 
 
 def _ingest_text(r: IngestResult | codex.IngestResult) -> str:
-    return r.text() if isinstance(r, codex.IngestResult) else out.ingest_text(r)
+    return out.rollout_text(r) if isinstance(r, codex.IngestResult) else out.ingest_text(r)

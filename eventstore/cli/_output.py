@@ -6,7 +6,7 @@ import itertools
 import json
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -16,6 +16,9 @@ from eventstore._store import NoteRow, QueryResult, Recorded
 from eventstore.claude_code import IngestResult
 from eventstore.cli._terminal import json_safe, printable
 from reducers import SessionState
+
+if TYPE_CHECKING:
+    from eventstore import codex
 
 
 def rows_of(result: QueryResult) -> list[dict[str, Any]]:
@@ -290,16 +293,34 @@ def import_lines(r: Imported, untrailed: bool) -> str:
 # -- ingest and compaction reviews -------------------------------------------------------
 def ingest_text(r: IngestResult) -> str:
     """What ``tierlog ingest`` did with one transcript."""
+    return _ingested(
+        r,
+        "",
+        f"  {_n(r.turns, 'turn')}, {_n(r.calls, 'call')} ({r.failed} failed, {r.rejected}"
+        f" rejected), {_n(r.interruptions, 'interruption')}, {_n(r.constraints, 'rule')} found,"
+        f" {_n(r.queued, 'queued text')}, {_n(len(r.compactions), 'compaction')}",
+    )
+
+
+def rollout_text(r: codex.IngestResult) -> str:
+    """What ``tierlog ingest`` did with one Codex rollout."""
+    return _ingested(
+        r,
+        " (Codex rollout)",
+        f"  {_n(r.turns, 'turn')}, {_n(r.calls, 'call')} ({r.failed} failed),"
+        f" {r.interruptions} interrupted, {_n(r.constraints, 'rule')} found,"
+        f" {_n(len(r.compactions), 'compaction')}, {_n(len(r.notes), 'note')}",
+    )
+
+
+def _ingested(r: IngestResult | codex.IngestResult, kind: str, counts: str) -> str:
+    """An ingest's lines: what became of the session, ``counts``, each compaction's
+    review and what it did not evidence."""
     done = "unchanged (already ingested)" if r.unchanged else "ingested"
     done += f", {_n(r.events, 'event')}"
     if r.appended_after is not None:
         done = f"grown, {_n(r.events - r.appended_after, 'event')} appended (now {r.events:,})"
-    lines = [
-        f"{r.session_id}: {done} from {r.path}",
-        f"  {_n(r.turns, 'turn')}, {_n(r.calls, 'call')} ({r.failed} failed, {r.rejected}"
-        f" rejected), {_n(r.interruptions, 'interruption')}, {_n(r.constraints, 'rule')} found,"
-        f" {_n(r.queued, 'queued text')}, {_n(len(r.compactions), 'compaction')}",
-    ]
+    lines = [f"{r.session_id}: {done} from {r.path}{kind}", counts]
     for review in r.compactions:
         lines.append("  " + review.headline())
         missing = [f"{o.key} ({o.detail})" for o in review.not_evidenced]

@@ -64,30 +64,6 @@ class IngestResult:
         """The notes, one line each."""
         return tuple(note_text(n) for n in self.notes)
 
-    def text(self) -> str:
-        """What ``tierlog ingest`` did with this rollout, as it prints it."""
-        done = "unchanged (already ingested)" if self.unchanged else "ingested"
-        done += f", {self.events:,} events"
-        if self.appended_after is not None:
-            grown = self.events - self.appended_after
-            done = f"grown, {grown:,} events appended (now {self.events:,})"
-        lines = [
-            f"{self.session_id}: {done} from {self.path} (Codex rollout)",
-            f"  {_n(self.turns, 'turn')}, {_n(self.calls, 'call')} ({self.failed} failed),"
-            f" {self.interruptions} interrupted, {_n(self.constraints, 'rule')} found,"
-            f" {_n(len(self.compactions), 'compaction')}, {_n(len(self.notes), 'note')}",
-        ]
-        for review in self.compactions:
-            lines.append("  " + review.headline())
-            missing = [f"{o.key} ({o.detail})" for o in review.not_evidenced]
-            if missing:
-                lines.append(f"    not evidenced: {'; '.join(missing)} (tierlog audit shows where)")
-        return "\n".join(lines)
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
-
 
 def load(path: str | Path) -> Mapped:
     """Read and map the rollout at ``path`` (InvalidEvent naming the line if unsound)."""
