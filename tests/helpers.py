@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
+import pytest
 
 import eventstore
 from eventstore import Session, SessionConfig
@@ -147,3 +149,11 @@ def refuse(s: Session) -> eventstore.Spill:
     except eventstore.UnrecoverableCompactionError:
         return s.state.spills[-1]
     raise AssertionError("the compaction was not refused")
+
+
+def real_part_missing(reason: str, required_by: str) -> NoReturn:
+    """Skip a test whose real part (a CLI, a server) cannot run, or fail it where the
+    environment variable ``required_by`` says it must run (CI)."""
+    if os.environ.get(required_by):
+        pytest.fail(reason)
+    pytest.skip(reason)

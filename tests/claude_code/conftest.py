@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import pytest
 
 from tests.claude_code import cli
 from tests.claude_code.mock_api import MockApi
+from tests.helpers import real_part_missing
 
 
 @pytest.fixture(name="cli_binary", scope="session")
@@ -17,9 +17,7 @@ def _cli_binary() -> Path:
     """The pinned CLI; skips (fails in CI: TIERLOG_REQUIRE_CLAUDE_CODE) when it cannot run."""
     reason = cli.missing()
     if reason is not None:
-        if os.environ.get("TIERLOG_REQUIRE_CLAUDE_CODE"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+        real_part_missing(reason, "TIERLOG_REQUIRE_CLAUDE_CODE")
     return cli.BINARY
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 from tests import transcripts
 from tests.codex import cli
 from tests.codex.mock_api import MockApi
+from tests.helpers import real_part_missing
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "codex"
 FIXTURE = DATA / f"cli-{cli.VERSION}-compaction.jsonl"
@@ -22,9 +22,7 @@ def _cli_binary() -> Path:
     """The pinned CLI; skips (fails in CI: TIERLOG_REQUIRE_CODEX) when it cannot run."""
     reason = cli.missing()
     if reason is not None:
-        if os.environ.get("TIERLOG_REQUIRE_CODEX"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+        real_part_missing(reason, "TIERLOG_REQUIRE_CODEX")
     return cli.BINARY
 
 
