@@ -12,6 +12,7 @@ import contextlib
 import itertools
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -103,7 +104,7 @@ class SqliteRecorder(AuditQueries, AppendPath):
         except (sqlite3.Error, ValueError, OSError) as exc:  # ValueError: NUL, surrogates
             raise JournalError(f"cannot open {self.path}: {exc}") from None
         try:
-            self._configure(synchronous, busy_timeout)
+            self._configure_waiting(synchronous, busy_timeout)
         except sqlite3.OperationalError as exc:  # locked past the timeout, unreadable, ...
             self.conn.close()
             kind = ConcurrencyError if "locked" in str(exc) else JournalError
@@ -116,6 +117,22 @@ class SqliteRecorder(AuditQueries, AppendPath):
         except JournalError:
             self.conn.close()
             raise
+
+    def _configure_waiting(self, synchronous: str, busy_timeout: float) -> None:
+        """``_configure``, tried again while another connection that is creating the
+        file or switching it to WAL holds it locked (SQLite answers some of those steps
+        "database is locked" at once, without its busy handler), up to ``busy_timeout``."""
+        deadline = time.monotonic() + busy_timeout
+        while True:
+            try:
+                self._configure(synchronous, busy_timeout)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                time.sleep(0.005)
 
     def _configure(self, synchronous: str, busy_timeout: float) -> None:
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
