@@ -43,6 +43,8 @@ WORKER = "eventstore.claude_code._worker"
 POLL = 0.01
 PROMPT_WAIT = 2.0  # a prompt waits this long for PostCompact's queue, then goes on without
 MAX_LOG = 2**20
+RUNNING = "running"  # the folder of the workers' pid files, inside the hook folder
+PID_FILES = ("busy-", "died-")
 
 
 def units(text: str) -> int:
@@ -61,22 +63,30 @@ class HookError(Exception):
 
 
 class Folder:
-    """The hook's files for one session, beside the journal."""
+    """The hook's files for one session, beside the journal.
+
+    The workers' pid files (``busy-``, ``died-``) live in a folder of their own,
+    ``<journal>.claude-code/running/``, which holds only the workers running or just
+    dead: a hook that waits for a worker lists it, and the files every session leaves
+    behind (its lock and log) do not make the hooks of later sessions slower."""
 
     def __init__(self, journal: str, session: str) -> None:
         if not SESSION.fullmatch(session):
             raise HookError(f"session_id {session[:40]!r} is not a usable session id")
         self.journal = journal
         self.root = journal + FOLDER_SUFFIX
+        self.running = os.path.join(self.root, RUNNING)
         self.session = session
 
     def path(self, what: str) -> str:
-        """``<journal>.claude-code/<session>.<what>``."""
-        return os.path.join(self.root, f"{self.session}.{what}")
+        """``<journal>.claude-code/<session>.<what>``; a pid file (``busy-...``,
+        ``died-...``) is in ``running/``."""
+        folder = self.running if what.startswith(PID_FILES) else self.root
+        return os.path.join(folder, f"{self.session}.{what}")
 
     def make(self) -> None:
-        """Create the folder (and the journal's) if missing."""
-        os.makedirs(self.root, exist_ok=True)
+        """Create the folder, its ``running/`` (and the journal's folder) if missing."""
+        os.makedirs(self.running, exist_ok=True)
 
     def read(self, what: str) -> str | None:
         """The text of a file, ``None`` when there is none."""
@@ -139,6 +149,7 @@ def start_worker(event: str, folder: Folder, transcript: str) -> None:
     import subprocess  # only the hooks that start one pay for it
 
     busy = f"busy-{event}.{os.getpid()}"
+    folder.make()
     folder.write(busy, str(os.getpid()))
     with _log(folder) as log:
         child = subprocess.Popen(
@@ -161,6 +172,7 @@ def run_worker(event: str, folder: Folder, transcript: str, timeout: float) -> s
     import subprocess
 
     busy = f"busy-{event}.{os.getpid()}"
+    folder.make()
     folder.write(busy, str(os.getpid()))
     with _log(folder) as log:
         done = subprocess.run(
@@ -186,7 +198,7 @@ def wait_for(folder: Folder, event: str, seconds: float) -> bool:
     not a running process); ``False`` when ``seconds`` pass first."""
     deadline = time.monotonic() + seconds
     while True:
-        if not _busy(folder.root, f"{folder.session}.busy-{event}."):
+        if not _busy(folder.running, f"{folder.session}.busy-{event}."):
             return True
         if time.monotonic() >= deadline:
             return False
@@ -198,7 +210,7 @@ def wait_idle(journal: str, seconds: float) -> bool:
     ``seconds`` pass first. (Tests and benchmarks wait with it before reading the journal.)"""
     deadline = time.monotonic() + seconds
     while True:
-        if not _busy(journal + FOLDER_SUFFIX, ""):
+        if not _busy(os.path.join(journal + FOLDER_SUFFIX, RUNNING), ""):
             return True
         if time.monotonic() >= deadline:
             return False
@@ -206,9 +218,9 @@ def wait_idle(journal: str, seconds: float) -> bool:
 
 
 def _busy(root: str, prefix: str) -> bool:
-    """Whether a worker whose pid file starts with ``prefix`` still runs (the file of a
-    worker that died before removing it becomes ``<session>.died-<event>.<n>``, which the
-    next worker notes in the journal)."""
+    """Whether a worker whose pid file in ``root`` (a ``running/`` folder) starts with
+    ``prefix`` still runs (the file of a worker that died before removing it becomes
+    ``<session>.died-<event>.<n>``, which the next worker notes in the journal)."""
     try:
         names = [n for n in os.listdir(root) if n.startswith(prefix) and ".busy-" in n]
     except FileNotFoundError:
@@ -299,7 +311,7 @@ class Hook:
     def stop(self) -> None:
         """After a delivery (``told``, handed on as ``recording`` to one worker, which looks
         for it in the transcript) or during a compaction: ingest the transcript again."""
-        compacting = _busy(self.folder.root, f"{self.folder.session}.busy-postcompact.")
+        compacting = _busy(self.folder.running, f"{self.folder.session}.busy-postcompact.")
         try:
             os.replace(self.folder.path("told"), self.folder.path("recording"))
         except FileNotFoundError:

@@ -124,7 +124,11 @@ def _deaths(journal: Journal, folder: Folder) -> None:
     """Note each worker of the session that died before it finished (see ``_hook._busy``):
     what it was to do (a block, a queue) was not done."""
     prefix = f"{folder.session}.died-"
-    for name in sorted(n for n in os.listdir(folder.root) if n.startswith(prefix)):
+    try:
+        names = sorted(n for n in os.listdir(folder.running) if n.startswith(prefix))
+    except FileNotFoundError:  # no worker has run since the folder was made
+        return
+    for name in names:
         event = name[len(prefix) :].split(".")[0]
         pid = (folder.read(name[len(folder.session) + 1 :]) or "?").strip()
         text = f"the {event} worker of session {folder.session} (pid {pid}) ended before it"

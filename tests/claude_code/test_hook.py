@@ -213,6 +213,28 @@ class TestWaiting:
         folder.write("busy-precompact.1", str(os.getpid()))
         assert not wait_for(folder, "precompact", 0.05)
 
+    def test_the_files_other_sessions_left_are_not_listed(
+        self, journal: Path, folder: Folder, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Every session leaves its lock and log in the hook folder; a prompt's hook lists
+        only ``running/`` (30,000 such files cost each prompt 14 ms of CPU when it listed
+        the whole folder), and still finds a worker running there."""
+        for n in range(200):
+            Path(folder.root, f"old-{n}.lock").touch()
+        folder.write("busy-postcompact.1", str(os.getpid()))
+        assert Path(folder.running, f"{SESSION}.busy-postcompact.1").exists()
+        listed: list[str] = []
+        real = os.listdir
+
+        def listdir(path: str) -> list[str]:
+            listed.append(path)
+            return real(path)
+
+        monkeypatch.setattr(os, "listdir", listdir)
+        monkeypatch.setattr(_hook, "PROMPT_WAIT", 0.05)
+        assert hook(journal, "UserPromptSubmit", prompt="hi") == (0, "")
+        assert set(listed) == {folder.running}
+
 
 class TestCommand:
     def test_tierlog_claude_code_hook_is_the_same_entry_point(
