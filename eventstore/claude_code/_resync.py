@@ -1,6 +1,6 @@
 """A session whose stored events are not the start of what the transcript now gives.
 
-Two such sessions are taken up again, turn by turn, with a note, instead of refused:
+Three such sessions are taken up again, turn by turn, with a note, instead of refused:
 
 - **rewound** (the file only grew since the last ingest, its bytes up to there checked,
   but its main chain now leaves the turns read before at some turn: Claude Code's
@@ -11,7 +11,11 @@ Two such sessions are taken up again, turn by turn, with a note, instead of refu
 - **remapped** (a session an older tierlog wrote, with no ingest position, that is not
   the start of what this version makes of the transcript: an older mapping): stored
   turns from the first that differs on are retracted (not past a compaction), and the
-  rest is appended as this version maps it.
+  rest is appended as this version maps it;
+- **completed** (the file only grew, and the first stored turn that differs is a
+  response the file now gives more blocks of, followed only by tool results the file
+  gives too: it was read while Claude Code wrote it, an entry a content block): those
+  turns are retracted and the rest appended, without raising twice what they raised.
 
 Either way the notes the plan raises before that turn and the session lacks are
 recorded first. A turn matches when its role and text do (a re-tell block, whose turn
@@ -24,14 +28,18 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
+import attrs
+
 from eventstore._session import Session
+from eventstore._store import to_payload
 from eventstore._values import Turn
-from eventstore.claude_code._plan import Draft, Plan, Retell
+from eventstore.claude_code._plan import Draft, Plan, Retell, Step
 from eventstore.claude_code._write import write
 from reducers import Event, Noted, TurnRetracted, in_spans
 
 REWOUND = "rewound"
 REMAPPED = "remapped"
+COMPLETED = "completed"
 _UNDOABLE = frozenset({"Compacted", "CompactionRefused"})
 
 
@@ -48,14 +56,19 @@ def resync(
     )
     left = resident[fork:]
     rewound = bool(left) and rewind and _branch(left[0], wanted, fork, rows)
-    if not (rewound or (remap and (not left or _undoable(rows, left[0].index)))):
+    completed = bool(left) and rewind and not rewound and _completed(left, wanted, fork, rows)
+    if not (rewound or completed or (remap and (not left or _undoable(rows, left[0].index)))):
         return False
     step = wanted[fork][0] if fork < len(wanted) else len(plan.steps)
-    why = REWOUND if rewound else REMAPPED
+    why = REWOUND if rewound else COMPLETED if completed else REMAPPED
     events: list[Event] = [*_unrecorded(rows, plan.steps[:step]), _note(why, left, fork)]
-    events += [TurnRetracted(index=t.index, reason=f"{why}: off the main chain") for t in left]
+    reason = "read while Claude Code wrote it" if completed else "off the main chain"
+    events += [TurnRetracted(index=t.index, reason=f"{why}: {reason}") for t in left]
     session.extend(events)
-    write(session, Plan(steps=plan.steps[step:]), index=session.state.turns)
+    steps = plan.steps[step:]
+    if completed:  # what the turns read before raised (a call opened) is raised once
+        steps = _unraised(steps, rows, left[0].index)
+    write(session, Plan(steps=steps), index=session.state.turns)
     return True
 
 
@@ -80,9 +93,66 @@ def _branch(
     return said and _undoable(rows, first.index)
 
 
-def _undoable(rows: Sequence[tuple[str, str]], index: int) -> bool:
-    """Whether nothing after turn ``index`` was stored that cannot be taken back."""
-    at = next(
+def _completed(
+    left: Sequence[Turn],
+    wanted: Sequence[tuple[int, Draft | Retell]],
+    fork: int,
+    rows: Sequence[tuple[str, str]],
+) -> bool:
+    """Whether the turns that differ start with a response the file now gives more of,
+    followed only by tool results it gives too: Claude Code writes a response as an
+    entry a content block over a few seconds, a tool's result as soon as it comes
+    (between the blocks), and an ingest in between read only the first blocks."""
+    new = wanted[fork][1] if fork < len(wanted) else None
+    first, later = left[0], [step for _, step in wanted[fork + 1 :]]
+    return (
+        isinstance(new, Draft)
+        and new.role == first.role == "assistant"
+        and len(new.content) > len(first.content)
+        and new.content.startswith(first.content)
+        and all(_result_in(turn, later) for turn in left[1:])
+        and _undoable(rows, first.index)
+    )
+
+
+def _result_in(turn: Turn, steps: Sequence[Draft | Retell]) -> bool:
+    """Whether ``turn`` is a tool's result that ``steps`` hold too."""
+    return (
+        turn.role == "user"
+        and turn.content.startswith("[tool_result ")
+        and any(
+            isinstance(s, Draft) and (s.role, s.content) == (turn.role, turn.content) for s in steps
+        )
+    )
+
+
+def _unraised(steps: Sequence[Step], rows: Sequence[tuple[str, str]], index: int) -> list[Step]:
+    """``steps`` without the events the stored turns from ``index`` on raised (the rows
+    after its ``TurnAppended`` that are no turn), each taken once: a call the part of the
+    response opened is open already, one whose result was read is resolved."""
+    stored = Counter(
+        (kind, payload)
+        for kind, payload in rows[_turn_row(rows, index) + 1 :]
+        if kind not in ("TurnAppended", "TurnRetracted")
+    )
+    out: list[Step] = []
+    for step in steps:
+        if isinstance(step, Draft):
+            kept: list[Event] = []
+            for event in step.raised:
+                key = (type(event).__name__, to_payload(event))
+                if stored[key] > 0:
+                    stored[key] -= 1
+                else:
+                    kept.append(event)
+            step = attrs.evolve(step, raised=kept)
+        out.append(step)
+    return out
+
+
+def _turn_row(rows: Sequence[tuple[str, str]], index: int) -> int:
+    """The position in ``rows`` of turn ``index``'s ``TurnAppended`` (``len(rows)`` if none)."""
+    return next(
         (
             v
             for v, (kind, payload) in enumerate(rows)
@@ -90,6 +160,11 @@ def _undoable(rows: Sequence[tuple[str, str]], index: int) -> bool:
         ),
         len(rows),
     )
+
+
+def _undoable(rows: Sequence[tuple[str, str]], index: int) -> bool:
+    """Whether nothing after turn ``index`` was stored that cannot be taken back."""
+    at = _turn_row(rows, index)
     return not any(kind in _UNDOABLE for kind, _ in rows[at:])
 
 
@@ -100,7 +175,13 @@ def _note(why: str, left: Sequence[Turn], fork: int) -> Noted:
         if left
         else ""
     )
-    if why == REWOUND:
+    if why == COMPLETED:
+        text = (
+            f"turn {fork} was read while Claude Code wrote its response (an entry a"
+            f" content block): {len(left)} stored turn(s) from turn {fork} on are"
+            " retracted and the whole response follows"
+        )
+    elif why == REWOUND:
         text = (
             f"the transcript's main chain leaves the turns read before at turn {fork} (a"
             f" rewind, an edited prompt){gone}, and the new branch follows"

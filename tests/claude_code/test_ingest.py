@@ -635,9 +635,10 @@ class TestGrowingTranscript:
         stored = _payloads(tmp_path / "g.db")
         assert stored == _fresh(tmp_path, whole, like=stored)
 
-    def test_a_cut_inside_one_api_message_is_refused(self, tmp_path: Path) -> None:
-        """Read while Claude Code wrote one response's parts: that turn reads differently
-        once complete, so the grown file is refused and nothing is written."""
+    def test_a_cut_inside_one_api_message_is_completed(self, tmp_path: Path) -> None:
+        """Read while Claude Code wrote one response's parts: once the file has grown,
+        the part is retracted with a ``completed`` note and the whole response follows
+        (the call it opens opened once); ``verify`` passes."""
         s = Script()
         s.user("go")
         s.assistant(s.text("Let me look."), s.tool_use("t1", "Read", file_path="/a"))
@@ -645,12 +646,13 @@ class TestGrowingTranscript:
         part = tmp_path / "part.jsonl"
         part.write_text("".join(json.dumps(e) + "\n" for e in s.lines[:2]))
         with eventstore.open(tmp_path / "g.db") as journal:
-            eventstore.ingest(journal, part)
-            before = rows(tmp_path / "g.db")
-            stuck = r"other content \(from version 4 on\)"
-            with pytest.raises(eventstore.InvalidEvent, match=stuck):
-                eventstore.ingest(journal, whole)
-        assert rows(tmp_path / "g.db") == before
+            sid = eventstore.ingest(journal, part).session_id
+            eventstore.ingest(journal, whole)
+            assert verify(journal) == []
+            assert list(journal.session(sid).state.open_calls) == ["t1"]
+        kinds = [t for (t,) in rows(tmp_path / "g.db", "SELECT type FROM events ORDER BY seq")]
+        assert kinds.count("TurnRetracted") == 1
+        assert kinds.count("CallOpened") == 1
 
     def test_a_shorter_file_than_the_session_is_refused(self, tmp_path: Path) -> None:
         """An older copy of a transcript already ingested whole is not ingested."""

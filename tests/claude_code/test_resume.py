@@ -214,19 +214,41 @@ class TestTakenUpAgain:
         assert "now run the tests" not in resident
         assert "now run the tests, all of them" in resident
 
-    def test_a_response_read_while_written_is_still_refused(self, tmp_path: Path) -> None:
-        """A stored assistant turn that the grown file gives more blocks is not a rewind:
-        the grown file is refused as before, nothing written."""
+    def test_a_response_read_while_written_is_completed(self, tmp_path: Path) -> None:
+        """A stored assistant turn that the grown file gives more blocks (the ingest read
+        the response while Claude Code wrote it, an entry a block): the part is retracted
+        with a ``completed`` note and the whole response follows; the call the part
+        opened is opened once, and resolved by its result."""
         s = _session()
         s.lines[3]["message"] = dict(s.lines[3]["message"], id=s.lines[1]["message"]["id"])
+        s.lines[3]["parentUuid"] = s.lines[1]["uuid"]  # t2 in the same response as t1
+        s.lines[2]["parentUuid"] = s.lines[3]["uuid"]
+        s.lines[2], s.lines[3] = s.lines[3], s.lines[2]
         path = tmp_path / "t.jsonl"
         path.write_text(_lines(s, 2))
         with eventstore.open(tmp_path / "j.db") as journal:
             first = eventstore.ingest(journal, path)
+            assert "t1" in journal.session("s-1").state.open_calls
             s.write(path)
-            with pytest.raises(eventstore.InvalidEvent, match="other content"):
-                eventstore.ingest(journal, path)
-            assert journal.session("s-1").version == first.events
+            grown = eventstore.ingest(journal, path)
+            session = journal.session("s-1")
+            resident = [
+                t.content
+                for t in session.turns()
+                if not reducers.in_spans(session.state.withdrawn, t.index)
+            ]
+            opened = [p for k, p in _rows(journal) if k == "CallOpened"]
+            kinds = [n.kind for n in audit(journal).sessions["s-1"].notes]
+            assert verify(journal) == []
+            assert session.state.open_calls == {}
+        whole = tmp_path / "whole.db"
+        with eventstore.open(whole) as fresh:
+            eventstore.ingest(fresh, path)
+            expected = [t.content for t in fresh.session("s-1").turns()]
+        assert grown.appended_after == first.events
+        assert kinds == ["completed"]
+        assert resident == expected
+        assert len(opened) == len({*opened}) == 3
 
     def test_an_older_tierlogs_session_is_remapped(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -270,18 +292,29 @@ class TestRealTranscripts:
             with eventstore.open(tmp_path / f"{share}.db", synchronous="normal") as journal:
                 sid = eventstore.ingest(journal, part, reviews=False).session_id
                 part.write_bytes(data)
-                if _cut_inside_a_message(journal, part):
+                eventstore.ingest(journal, part, reviews=False)
+                if "completed" in _kinds(journal, sid):  # cut inside a response
+                    assert _resident(journal, sid) == _whole_turns(tmp_path, part, sid)
+                    assert verify(journal) == []
                     continue
                 assert _rows(journal, sid) == _as_whole(journal, part, sid)
 
 
-def _cut_inside_a_message(journal: eventstore.Journal, path: Path) -> bool:
-    """Ingest ``path``; whether it was refused as going on with a message already read."""
-    try:
+def _kinds(journal: eventstore.Journal, sid: str) -> list[str]:
+    return [n.kind for n in audit(journal).sessions[sid].notes]
+
+
+def _resident(journal: eventstore.Journal, sid: str) -> list[str]:
+    session = journal.session(sid)
+    withdrawn = session.state.withdrawn
+    return [t.content for t in session.turns() if not reducers.in_spans(withdrawn, t.index)]
+
+
+def _whole_turns(tmp_path: Path, path: Path, sid: str) -> list[str]:
+    """The turns a fresh ingest of ``path`` gives (none retracted)."""
+    with eventstore.open(tmp_path / "whole.db", synchronous="normal") as journal:
         eventstore.ingest(journal, path, reviews=False)
-    except eventstore.InvalidEvent as exc:
-        return "other content" in str(exc)
-    return False
+        return _resident(journal, sid)
 
 
 class TestMixedSessionIds:
