@@ -201,13 +201,8 @@ class TestTakenUpAgain:
             with path.open("a") as f:
                 f.write(json.dumps(branch) + "\n" + json.dumps(answer) + "\n")
             grown = eventstore.ingest(journal, path)
-            session = journal.session("s-1")
-            resident = [
-                t.content
-                for t in session.turns()
-                if not reducers.in_spans(session.state.withdrawn, t.index)
-            ]
-            kinds = [n.kind for n in audit(journal).sessions["s-1"].notes]
+            resident = _resident(journal, "s-1")
+            kinds = _kinds(journal, "s-1")
             assert verify(journal) == []
         assert grown.appended_after == first.events
         assert kinds == ["off_chain", "rewound"]
@@ -231,16 +226,11 @@ class TestTakenUpAgain:
             assert "t1" in journal.session("s-1").state.open_calls
             s.write(path)
             grown = eventstore.ingest(journal, path)
-            session = journal.session("s-1")
-            resident = [
-                t.content
-                for t in session.turns()
-                if not reducers.in_spans(session.state.withdrawn, t.index)
-            ]
+            resident = _resident(journal, "s-1")
             opened = [p for k, p in _rows(journal) if k == "CallOpened"]
-            kinds = [n.kind for n in audit(journal).sessions["s-1"].notes]
+            kinds = _kinds(journal, "s-1")
             assert verify(journal) == []
-            assert session.state.open_calls == {}
+            assert journal.session("s-1").state.open_calls == {}
         whole = tmp_path / "whole.db"
         with eventstore.open(whole) as fresh:
             eventstore.ingest(fresh, path)
