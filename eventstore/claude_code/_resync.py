@@ -31,11 +31,10 @@ from collections.abc import Sequence
 import attrs
 
 from eventstore._session import Session
-from eventstore._store import to_payload
 from eventstore._values import Turn
 from eventstore.claude_code._plan import Draft, Plan, Retell, Step
 from eventstore.claude_code._write import write
-from reducers import Event, Noted, TurnRetracted, in_spans
+from reducers import Event, Noted, TurnAppended, TurnRetracted, in_spans
 
 REWOUND = "rewound"
 REMAPPED = "remapped"
@@ -67,7 +66,7 @@ def resync(
     session.extend(events)
     steps = plan.steps[step:]
     if completed:  # what the turns read before raised (a call opened) is raised once
-        steps = _unraised(steps, rows, left[0].index)
+        steps = _unraised(steps, session, rows, left[0].index)
     write(session, Plan(steps=steps), index=session.state.turns)
     return True
 
@@ -126,23 +125,21 @@ def _result_in(turn: Turn, steps: Sequence[Draft | Retell]) -> bool:
     )
 
 
-def _unraised(steps: Sequence[Step], rows: Sequence[tuple[str, str]], index: int) -> list[Step]:
-    """``steps`` without the events the stored turns from ``index`` on raised (the rows
+def _unraised(
+    steps: Sequence[Step], session: Session, rows: Sequence[tuple[str, str]], index: int
+) -> list[Step]:
+    """``steps`` without the events the stored turns from ``index`` on raised (the events
     after its ``TurnAppended`` that are no turn), each taken once: a call the part of the
     response opened is open already, one whose result was read is resolved."""
-    stored = Counter(
-        (kind, payload)
-        for kind, payload in rows[_turn_row(rows, index) + 1 :]
-        if kind not in ("TurnAppended", "TurnRetracted")
-    )
+    after = session.events(start=_turn_row(rows, index) + 2, stop=len(rows))
+    stored = [e for e in after if not isinstance(e, TurnAppended | TurnRetracted)]
     out: list[Step] = []
     for step in steps:
         if isinstance(step, Draft):
             kept: list[Event] = []
             for event in step.raised:
-                key = (type(event).__name__, to_payload(event))
-                if stored[key] > 0:
-                    stored[key] -= 1
+                if event in stored:
+                    stored.remove(event)
                 else:
                     kept.append(event)
             step = attrs.evolve(step, raised=kept)
