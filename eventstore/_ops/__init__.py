@@ -17,12 +17,15 @@ from eventstore._ops._import import Import, Imported, created_journal
 from eventstore._ops._jobs import Reopen
 from eventstore._ops._lines import FileSession, read_file
 from eventstore._ops._reviews import Review, Reviewer, ReviewLine, review, reviewers
+from eventstore._ops._rules import HEURISTIC, IMPERATIVE, rule_key, sentences, stated_rules
 from eventstore._ops._ship import CHUNK, require_chunk, ship
 from eventstore._ops._transfer import export_lines, read_sessions
 from eventstore._ops._witness import SessionHead, check_witness, heads, read_witness
 
 __all__ = [
     "CHUNK",
+    "HEURISTIC",
+    "IMPERATIVE",
     "RESOLVED",
     "AuditReport",
     "Carried",
@@ -52,7 +55,10 @@ __all__ = [
     "resolved_later",
     "review",
     "reviewers",
+    "rule_key",
+    "sentences",
     "session_findings",
     "ship",
+    "stated_rules",
     "verify",
 ]

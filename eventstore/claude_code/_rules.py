@@ -20,20 +20,14 @@ had written before and the user quoted back.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 import attrs
 
-KEY_CHARS = 60
-IMPERATIVE = re.compile(
-    r"\b(?:never|do not|don'?t|always|must|only|niemals|nie|immer|muss|musst|nicht"
-    r"|jamais|toujours|nunca|siempre)\b",
-    re.IGNORECASE,
-)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+from eventstore._ops import HEURISTIC, IMPERATIVE, rule_key, sentences
+
 _PASTED = ("This session is being continued from a previous conversation",)
 _SPEAKER = re.compile(r"^\s*(?:User:|Assistant:|Human:|⏺|> )", re.MULTILINE)
 _FILE = re.compile(r"(?<![\w/.-])([\w./-]*\w\.(?:md|txt|rst|adoc|ya?ml|toml|json))\b")
@@ -67,8 +61,8 @@ class Rules:
         if any(p in text for p in _PASTED) or len(_SPEAKER.findall(text)) >= 3:
             return []
         return [
-            Rule(key=rule_key("heuristic", s), text=s)
-            for s in _sentences(text)
+            Rule(key=rule_key(HEURISTIC, s), text=s)
+            for s in sentences(text)
             if IMPERATIVE.search(s) and not self._quoted(s)
         ]
 
@@ -99,19 +93,6 @@ def instructions(text: str) -> Iterator[Rule]:
     blocks = _CONTENTS.split(text)
     for path, body in zip(blocks[1::2], blocks[2::2], strict=True):
         yield from file_rules(PurePosixPath(path).name, body.split("</system-reminder>")[0])
-
-
-def rule_key(source: str, sentence: str) -> str:
-    """A rule's constraint key: where it came from and the sentence, or its start and a
-    hash of the whole when longer than ``KEY_CHARS`` (two rules alike keep apart)."""
-    if len(sentence) <= KEY_CHARS:
-        return f"{source}: {sentence}"
-    digest = hashlib.sha256(sentence.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{source}: {sentence[:KEY_CHARS]}... #{digest}"
-
-
-def _sentences(text: str) -> list[str]:
-    return [s for s in (" ".join(x.split()) for x in _SENTENCE.split(text)) if s]
 
 
 def _norm(text: str) -> str:

@@ -19,7 +19,6 @@ turn before it gets what they hold beyond the turns before it, every other turn
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from typing import TypeAlias
 
 import attrs
 
+from eventstore._ops import stated_rules
 from eventstore.codex._values import (
     Aborted,
     Call,
@@ -41,7 +41,6 @@ from eventstore.codex._values import (
 from reducers import (
     CallOpened,
     CallResolved,
-    ConstraintStated,
     Event,
     InvalidEvent,
     ItemDisposed,
@@ -51,8 +50,6 @@ from reducers import (
 REASON_CHARS = 200
 KEY_CHARS = 60
 CHARS_PER_TOKEN = 4
-RULE = re.compile(r"\b(never|do not|don't|dont|always|must|only)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _PREFIX = re.compile(r"^(?:\s*(?:cd\s+\S+\s*&&|[A-Za-z_][A-Za-z0-9_]*=\S*)\s*)+")
 _STOP = re.compile(r"\s(?:\||&&|\|\||;|\d?>>?|<)|[;|]")
 _SUBCOMMAND = re.compile(r"[a-z][a-z0-9._:-]*")
@@ -204,7 +201,7 @@ def _message(m: _Mapping, item: Message) -> None:
         m.model_turn = draft
     if item.typed:
         m.plan.last_call = None  # a new request: an interruption from now on is of its work
-        draft.raised += rules(item.text)
+        draft.raised += stated_rules(item.text)
         m.plan.constraints += len(draft.raised)
 
 
@@ -299,25 +296,6 @@ def _assign_tokens(steps: Sequence[Step]) -> None:
 def estimate(text: str) -> int:
     """Tokens of ``text`` no ``token_count`` accounts for: 4 characters a token, at least 1."""
     return max(1, len(text) // CHARS_PER_TOKEN)
-
-
-def rules(text: str) -> list[Event]:
-    """The sentences of ``text`` that state a rule, as pending constraints (a heuristic,
-    Claude Code ingest's: keys start ``heuristic:``)."""
-    out: list[Event] = []
-    for sentence in _SENTENCE.split(text):
-        sentence = " ".join(sentence.split())
-        if sentence and RULE.search(sentence):
-            out.append(ConstraintStated(key=rule_key(sentence), text=sentence))
-    return out
-
-
-def rule_key(sentence: str) -> str:
-    """A rule's key: the sentence, or its start and a hash when it is long."""
-    if len(sentence) <= KEY_CHARS:
-        return f"heuristic: {sentence}"
-    digest = hashlib.sha256(sentence.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"heuristic: {sentence[:KEY_CHARS]}... #{digest}"
 
 
 def command_head(command: str) -> str:

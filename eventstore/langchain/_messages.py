@@ -18,7 +18,6 @@ non-empty string is passed over for the sentence heuristic.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Container, Iterable, Iterator, Mapping
@@ -27,13 +26,11 @@ from typing import Any
 import attrs
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
+from eventstore._ops import stated_rules
 from reducers import CallOpened, CallResolved, ConstraintStated, Event, ItemDisposed, Noted
 
 REASON_CHARS = 200
-KEY_CHARS = 60  # as Claude Code ingest keys its rules
 ARG_CHARS = 60
-RULE = re.compile(r"\b(never|do not|don't|dont|always|must|only)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, only a lone one is left
 _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 _REPAIRED = ("content", "tool_calls", "tool_call_id", "name", "additional_kwargs")
@@ -198,7 +195,9 @@ def _stated(message: AnyMessage) -> list[Event]:
     stated = message.additional_kwargs.get("tierlog_rule")
     if isinstance(stated, str) and stated:
         return [ConstraintStated(key=stated, text=" ".join(message.text.split()))]
-    found = rules(message.text) if isinstance(message, HumanMessage) else []
+    found: list[Event] = []
+    if isinstance(message, HumanMessage):
+        found += stated_rules(message.text)
     if stated is None:
         return found
     text = f"tierlog_rule {stated!r} is not a non-empty string: passed over"
@@ -207,22 +206,3 @@ def _stated(message: AnyMessage) -> list[Event]:
 
 def _note(kind: str, text: str) -> Noted:
     return Noted(kind=kind, text=text)
-
-
-def rules(text: str) -> list[Event]:
-    """The sentences of ``text`` that state a rule, as pending constraints (a heuristic:
-    their keys start ``heuristic:``)."""
-    out: list[Event] = []
-    for sentence in _SENTENCE.split(text):
-        sentence = " ".join(sentence.split())
-        if sentence and RULE.search(sentence):
-            out.append(ConstraintStated(key=rule_key(sentence), text=sentence))
-    return out
-
-
-def rule_key(sentence: str) -> str:
-    """A rule's key: the sentence, or its start and a hash when it is long."""
-    if len(sentence) <= KEY_CHARS:
-        return f"heuristic: {sentence}"
-    digest = hashlib.sha256(sentence.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"heuristic: {sentence[:KEY_CHARS]}... #{digest}"

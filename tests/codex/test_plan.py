@@ -30,6 +30,13 @@ class TestPlan:
         ]
         assert "exit code 1: rejected: non-fast-forward" in failed[0].reason
 
+    def test_a_rule_in_french_is_read_as_claude_code_ingest_reads_it(self) -> None:
+        """One heuristic for every integration: "jamais" states a rule here too."""
+        data = lines(msg("user", "Ne touche jamais /etc. Merci."))
+        turns = [s for s in build_plan(parse(data)).plan.steps if isinstance(s, Turn)]
+        keys = [e.key for s in turns for e in s.raised if isinstance(e, ConstraintStated)]
+        assert keys == ["heuristic: Ne touche jamais /etc."]
+
     def test_context_text_codex_adds_is_not_read_for_rules(self) -> None:
         """``<environment_context>`` and AGENTS.md text are user-role but not typed."""
         data = lines(msg("user", "<environment_context>never mind</environment_context>"))

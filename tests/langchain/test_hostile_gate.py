@@ -161,6 +161,15 @@ class TestOddKeys:
         ]
         assert _notes(journal) == ["rule_key_unusable"]
 
+    def test_a_rule_in_german_is_read_as_claude_code_ingest_reads_it(
+        self, journal: Journal
+    ) -> None:
+        """One heuristic for every integration: "niemals" states a rule here too."""
+        _see(_gate(journal), [HumanMessage("Bitte niemals /etc ändern. Danke.")])
+        assert [c.key for c in _of(journal, ConstraintStated)] == [
+            "heuristic: Bitte niemals /etc ändern."
+        ]
+
     def test_a_failed_result_with_no_name_or_id_still_counts(self, journal: Journal) -> None:
         """An error result naming no call, tool or id is a failed fact on ``tool``, noted."""
         _see(
