@@ -72,10 +72,16 @@ def _is_flat(cls: type[Any]) -> bool:
 
 
 _SCALARS: tuple[object, ...] = (int, str, bool, int | None, str | None)
-# Flat events skip cattrs on the replay hot path: their attrs validators check every
-# field's type and domain, and ``cls(**data)`` refuses unknown or missing keys (with a
-# TypeError, after which cattrs runs to word the error).
-_FLAT = {name: cls for name, cls in EVENT_TYPES.items() if _is_flat(cls)}
+
+
+@functools.cache
+def flat_events() -> dict[str, type[Event]]:
+    """The flat events by name, found on first use (resolving every event's annotations
+    costs more than opening a journal). Flat events skip cattrs on the replay hot path:
+    their attrs validators check every field's type and domain, and ``cls(**data)``
+    refuses unknown or missing keys (with a TypeError, after which cattrs runs to word
+    the error)."""
+    return {name: cls for name, cls in EVENT_TYPES.items() if _is_flat(cls)}
 
 
 def _flat_fields(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
@@ -91,16 +97,15 @@ def _flat_fields(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
     return function
 
 
-# the unstructure function of every event type: flat ones read their fields directly
-# (what cattrs does for them, without its generic dispatch); the others go through cattrs
 def _unstructure(event: Any) -> Any:
     """An event that is not flat as JSON data, through cattrs."""
     return strict_converter().unstructure(event)
 
 
-_UNSTRUCTURE: dict[type[Any], Callable[[Any], Any]] = {
-    cls: _flat_fields(cls) if name in _FLAT else _unstructure for name, cls in EVENT_TYPES.items()
-}
+# the unstructure function of each event type met so far (``unstructurer`` makes them):
+# flat ones read their fields directly (what cattrs does for them, without its generic
+# dispatch); the others go through cattrs
+_UNSTRUCTURE: dict[type[Any], Callable[[Any], Any]] = {}
 
 
 def _fast_decoder(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:
@@ -148,9 +153,27 @@ def _fast_decoder(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:
     return function
 
 
-# the fast decoders of the flat events, used on what orjson decoded
+def _first_use(name: str) -> Callable[[dict[str, Any]], Any]:
+    """What ``FAST_DECODERS`` holds for event type ``name`` until its first use: it
+    puts the generated decoder in its place and decodes (a type that is not flat leaves
+    the table, and its payload takes the standard path). Generating all of them at
+    import cost a first ``eventstore.open`` more than its schema checks."""
+
+    def decode(data: dict[str, Any]) -> Any:
+        cls = flat_events().get(name)
+        if cls is None:
+            FAST_DECODERS.pop(name, None)
+            return None
+        decoder = FAST_DECODERS[name] = _fast_decoder(cls)
+        return decoder(data)
+
+    return decode
+
+
+# the fast decoders of the flat events, used on what orjson decoded; each is generated
+# on the first use of its type
 FAST_DECODERS: dict[str, Callable[[dict[str, Any]], Any]] = (
-    {name: _fast_decoder(cls) for name, cls in _FLAT.items()} if FAST else {}
+    {name: _first_use(name) for name in EVENT_TYPES} if FAST else {}
 )
 
 
@@ -163,7 +186,11 @@ def unstructurer(cls: type) -> Callable[[Any], Any]:
     """The function that turns an event of type ``cls`` into its JSON data."""
     unstructure = _UNSTRUCTURE.get(cls)
     if unstructure is None:
-        raise InvalidEvent(f"not a tierlog event: {cls.__name__}")
+        name = getattr(cls, "__name__", "")
+        if EVENT_TYPES.get(name) is not cls:
+            raise InvalidEvent(f"not a tierlog event: {cls.__name__}")
+        flat = name in flat_events()
+        unstructure = _UNSTRUCTURE[cls] = _flat_fields(cls) if flat else _unstructure
     return unstructure
 
 
@@ -185,7 +212,7 @@ def from_fast_data(type_name: str, data: Any) -> Event | None:
     decode = FAST_DECODERS.get(type_name)
     if decode is not None:
         return decode(data) if type(data) is dict else None
-    flat = _FLAT.get(type_name)
+    flat = flat_events().get(type_name)
     if flat is not None:
         return flat(**data) if type(data) is dict else None
     return _structure(type_name, data)
@@ -216,7 +243,7 @@ def _from_payload(type_name: str, payload: str | dict[str, Any]) -> Event:
             if isinstance(exc, json.JSONDecodeError):
                 raise
             raise InvalidEvent(f"{type_name}: {unreadable(exc)}") from None
-        flat = _FLAT.get(type_name)
+        flat = flat_events().get(type_name)
         if flat is not None and type(data) is dict:
             try:
                 return flat(**data)

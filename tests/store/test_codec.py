@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import attrs
@@ -12,13 +14,14 @@ from hypothesis import strategies as st
 
 import reducers as r
 from eventstore._store._codec import (
-    _FLAT,
-    _UNSTRUCTURE,
     FAST_DECODERS,
+    _first_use,
     _from_payload,
     converter,
+    flat_events,
     from_payload,
     to_payload,
+    unstructurer,
 )
 from reducers._json import FAST
 from tests import strategies
@@ -39,8 +42,8 @@ values = st.one_of(
 def flat_payloads(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     """A flat event type and a dict for it: its fields (some missing, some extra) with
     values of any type."""
-    name = draw(st.sampled_from(sorted(_FLAT)))
-    fields = [a.name for a in attrs.fields(_FLAT[name])]
+    name = draw(st.sampled_from(sorted(flat_events())))
+    fields = [a.name for a in attrs.fields(flat_events()[name])]
     data = {f: draw(values) for f in fields if draw(st.integers(0, 9))}
     if draw(st.integers(0, 9)) == 0:
         data[draw(st.sampled_from(["extra", "seq"]))] = draw(values)
@@ -65,7 +68,7 @@ class TestFastPaths:
     @given(strategies.events())
     def test_unstructure_is_cattrs(self, event: r.Event) -> None:
         """The generated unstructure of flat events gives what cattrs gives."""
-        assert _UNSTRUCTURE[type(event)](event) == converter.unstructure(event)
+        assert unstructurer(type(event))(event) == converter.unstructure(event)
 
     @given(flat_payloads())
     def test_payloads_decode_as_the_standard_path_decodes(
@@ -88,7 +91,7 @@ class TestFastPaths:
         """A generated decoder returns the event the class builds from the same dict, and
         returns nothing (or raises) exactly when the class refuses it."""
         name, data = case
-        kind, event = _outcome(lambda d: _FLAT[name](**d), data)
+        kind, event = _outcome(lambda d: flat_events()[name](**d), data)
         fast_kind, fast = _outcome(FAST_DECODERS[name], data)
         if kind == "event":
             assert (fast_kind, fast) == ("event", event)
@@ -121,3 +124,60 @@ class TestFastPaths:
         assert _outcome(from_payload, "CallResolved", payload) == _outcome(
             _from_payload, "CallResolved", payload
         )
+
+
+@pytest.mark.skipif(not FAST, reason="orjson (the [fast] extra) is not installed")
+class TestFirstUse:
+    def test_importing_the_codec_generates_no_decoder(self) -> None:
+        """A fresh process that imports the codec holds a first-use stand-in for every
+        event type, and generates nothing until one is used."""
+        code = (
+            "from eventstore._store._codec import FAST_DECODERS as D\n"
+            "print(sorted({f.__qualname__ for f in D.values()}))"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+        assert out.split() == ["['_first_use.<locals>.decode']"]
+
+    def test_a_flat_type_puts_its_decoder_in_place(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The stand-in of a flat type decodes, and leaves its generated decoder in the
+        table for the next row."""
+        monkeypatch.setitem(FAST_DECODERS, "Checkpointed", _first_use("Checkpointed"))
+        stand_in = FAST_DECODERS["Checkpointed"]
+        assert stand_in({"at": 3}) == r.Checkpointed(at=3)
+        assert FAST_DECODERS["Checkpointed"] is not stand_in
+        assert FAST_DECODERS["Checkpointed"]({"at": 4}) == r.Checkpointed(at=4)
+
+    def test_a_type_that_is_not_flat_leaves_the_table(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The stand-in of a type with nested fields decodes nothing and leaves, so its
+        payloads take the standard path, which still decodes them."""
+        monkeypatch.setitem(FAST_DECODERS, "CompactionRefused", _first_use("CompactionRefused"))
+        event = r.CompactionRefused(
+            proposal=r.Compacted(
+                node_id="n1",
+                tier=1,
+                input_lo=0,
+                input_hi=1,
+                covers_lo=0,
+                covers_hi=1,
+                tail_start=1,
+                summary="s",
+                tokens=1,
+            ),
+            violations=[r.Violation(rule="C4", name="seam_hole", message="m")],
+            action="halted",
+        )
+        payload = to_payload(event)
+        assert FAST_DECODERS["CompactionRefused"](json.loads(payload)) is None
+        assert "CompactionRefused" not in FAST_DECODERS
+        assert from_payload("CompactionRefused", payload) == event
+
+    def test_unstructurer_refuses_what_is_not_an_event(self) -> None:
+        """A class that is not one of the event types has no unstructure function, even
+        one named like an event."""
+        fake = type("TurnAppended", (), {})
+        with pytest.raises(r.InvalidEvent, match="not a tierlog event"):
+            unstructurer(fake)
