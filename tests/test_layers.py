@@ -354,6 +354,22 @@ class TestColdStart:
         stdin = '{"hook_event_name": "UserPromptSubmit", "session_id": "s1"}'
         assert _loaded(code, stdin) == HOOK
 
+    def test_import_reducers_loads_a_name_on_first_use(self) -> None:
+        """``import reducers`` loads the package's face alone; an error class loads its
+        module and not the events, the state or the fold."""
+        assert _loaded("import reducers") == {"reducers"}
+        assert _loaded("from reducers import JournalError") == {"reducers", "reducers._errors"}
+
+    def test_every_reducers_name_resolves(self) -> None:
+        """Each name of ``reducers.__all__`` is found where the face says it lives, and
+        a name it does not have is an AttributeError."""
+        import reducers
+
+        assert all(getattr(reducers, name) is not None for name in reducers.__all__)
+        assert set(dir(reducers)) >= set(reducers.__all__)
+        with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+            reducers.Nope
+
     def test_the_cli_names_the_ingest_formats_without_loading_them(self) -> None:
         """``tierlog ingest --format`` offers the Claude Code integration's formats and
         Codex's, written out in the CLI's frame so that its parser loads neither."""
