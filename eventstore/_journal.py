@@ -7,29 +7,28 @@ beside it, or a PostgreSQL URL with the spills in the same database
 
 from __future__ import annotations
 
-import logging
+import functools
 import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import attrs
 
-from eventstore._effects import SessionEffects, SpillStore
 from eventstore._location import check_location, is_url
-from eventstore._session import Session
 from eventstore._sqlite import SYNCHRONOUS, SqliteRecorder
-from eventstore._store import SNAPSHOT_EVERY, FolderSpills, Head, Recorder, Snapshots, utc_now
-from invariants import validate
-from reducers import (
-    InvalidArgument,
-    InvalidEvent,
-    SessionConfig,
-    SessionStarted,
-    SessionState,
-    fold,
-)
+from eventstore._store import SNAPSHOT_EVERY, utc_now
+from reducers import InvalidArgument, InvalidEvent, SessionConfig, SessionStarted
+
+if TYPE_CHECKING:
+    import logging
+
+    from eventstore._effects import SessionEffects, SpillStore
+    from eventstore._session import Session
+    from eventstore._store import Head, Recorder, Snapshots
+    from reducers import SessionState
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 
@@ -45,10 +44,14 @@ def check_session_id(session_id: object) -> str:
 
 
 class Journal:
-    """An open journal. Not shared across threads: open one per thread."""
+    """An open journal. Not shared across threads: open one per thread.
+
+    Opening one loads the backend alone: the session machinery (commands, decisions,
+    the invariants, snapshots) is imported when a session is first made, so a process
+    that opens a journal to list or read pays for what it uses.
+    """
 
     recorder: Recorder
-    spills: SpillStore
     path: Path | None  # the SQLite file, when there is one
 
     def __init__(
@@ -75,13 +78,36 @@ class Journal:
         journal._attach(recorder, spills, snapshot_every)
         return journal
 
-    def _attach(self, recorder: Recorder, spills: SpillStore, snapshot_every: int) -> None:
+    def _attach(self, recorder: Recorder, spills: SpillStore | _Later, every: int) -> None:
         self.recorder = recorder
-        self.spills = spills
+        self._spills = spills
         self.path = None
         self.thread = threading.get_ident()  # the thread that opened it, and may use it
-        self.logger = logging.getLogger("tierlog")
-        self.snapshots = Snapshots(self.recorder, snapshot_every, self.logger)
+        self._snapshot_every = every
+
+    @functools.cached_property
+    def logger(self) -> logging.Logger:
+        """The ``tierlog`` logger, which the journal's sessions log through (``logging``
+        is loaded when a session first needs it)."""
+        import logging
+
+        return logging.getLogger("tierlog")
+
+    @property
+    def spills(self) -> SpillStore:
+        """Where the journal's spills live: for a SQLite file, the folder beside it
+        (``<db file>.spills/``), made on first use."""
+        spills = self._spills
+        if isinstance(spills, _Later):
+            spills = self._spills = spills()
+        return spills
+
+    @functools.cached_property
+    def snapshots(self) -> Snapshots:
+        """The journal's snapshot cache (made, and its module loaded, on first use)."""
+        from eventstore._store import Snapshots
+
+        return Snapshots(self.recorder, self._snapshot_every, self.logger)
 
     def __enter__(self) -> Journal:
         return self
@@ -111,6 +137,9 @@ class Journal:
         check_session_id(session_id)
         if not isinstance(config, SessionConfig):
             raise InvalidArgument(f"config must be a SessionConfig, not {type(config).__name__}")
+        from invariants import validate
+        from reducers import SessionState, fold
+
         started = SessionStarted(**attrs.asdict(config))
         with self.recorder.transaction():
             if self.recorder.head(session_id).version:
@@ -129,6 +158,8 @@ class Journal:
 
     def replay_session(self, session_id: str) -> Session:
         """A session object that trusts nothing cached: its state starts empty."""
+        from reducers import SessionState
+
         return self._session(session_id, SessionState(), None)
 
     def read_spill(self, session_id: str, handle: str) -> bytes:
@@ -138,6 +169,8 @@ class Journal:
 
     def effects(self, session_id: str) -> SessionEffects:
         """The effects decisions on ``session_id`` use: its turns and the spill store."""
+        from eventstore._effects import SessionEffects
+
         return SessionEffects(self.recorder, session_id, self.spills)
 
     def _session(
@@ -147,6 +180,8 @@ class Journal:
         lengths: dict[str, int] | None,
         anchor: Head | None = None,
     ) -> Session:
+        from eventstore._session import Session
+
         return Session(
             session_id,
             state,
@@ -166,8 +201,9 @@ def _check_snapshot_every(snapshot_every: object) -> None:
 
 def _backend(
     location: str | Path, synchronous: str, readonly: bool, clock: Callable[[], str]
-) -> tuple[Recorder, SpillStore, Path | None]:
-    """A recorder and spill store for a file path or a ``postgresql://`` URL."""
+) -> tuple[Recorder, SpillStore | _Later, Path | None]:
+    """A recorder and spill store (or what makes it on first use) for a file path or a
+    ``postgresql://`` URL."""
     check_location(location)
     if is_url(location):
         from eventstore._postgres import PostgresRecorder, TableSpills  # psycopg only when used
@@ -179,7 +215,20 @@ def _backend(
         )
         return pg, TableSpills(pg), None
     sqlite = SqliteRecorder(location, synchronous=synchronous, readonly=readonly, clock=clock)
-    return sqlite, FolderSpills.beside(sqlite.path, on_write=sqlite.on_rollback), sqlite.path
+    return sqlite, _Later(sqlite), sqlite.path
+
+
+class _Later:
+    """The spill folder beside a SQLite journal, made when a session first needs it
+    (its module is loaded then, not when the journal is opened)."""
+
+    def __init__(self, sqlite: SqliteRecorder) -> None:
+        self.sqlite = sqlite
+
+    def __call__(self) -> SpillStore:
+        from eventstore._store import FolderSpills
+
+        return FolderSpills.beside(self.sqlite.path, on_write=self.sqlite.on_rollback)
 
 
 def open(  # noqa: A001 - the SPEC's name

@@ -296,6 +296,36 @@ CLI_FRAME = {
     "eventstore.cli._terminal",
 }
 HOOK = CLI_FRAME | {"eventstore.claude_code", "eventstore.claude_code._hook"}
+# ``eventstore.open`` of an existing SQLite journal loads the backend and the store
+# modules its recorder is built of, with the errors and events they name: not the
+# session machinery (commands, decide, invariants, the state and its fold), snapshots,
+# spill storage or logging, which a first session loads.
+OPEN_PATH = {
+    "eventstore",
+    "eventstore._errors",
+    "eventstore._journal",
+    "eventstore._location",
+    "eventstore._sqlite",
+    "eventstore._sqlite._connection",
+    "eventstore._sqlite._guard",
+    "eventstore._sqlite._recorder",
+    "eventstore._sqlite._schema",
+    "eventstore._store",
+    "eventstore._store._append",
+    "eventstore._store._chain",
+    "eventstore._store._clock",
+    "eventstore._store._codec",
+    "eventstore._store._links",
+    "eventstore._store._recorder",
+    "eventstore._store._rows",
+    "eventstore._store._transaction",
+    "eventstore._store._views",
+    "reducers",
+    "reducers._errors",
+    "reducers._events",
+    "reducers._json",
+}
+OPEN_THIRD_PARTY = {"attr", "attrs", "orjson"}  # the events' classes, the fast codec
 OURS = ("eventstore", "reducers", "invariants", *LAZY_THIRD_PARTY, "attr", "asyncio")
 
 
@@ -354,6 +384,37 @@ class TestColdStart:
         stdin = '{"hook_event_name": "UserPromptSubmit", "session_id": "s1"}'
         assert _loaded(code, stdin) == HOOK
 
+    def test_opening_a_journal_loads_the_backend_alone(self, tmp_path: Path) -> None:
+        """``eventstore.open`` of an existing SQLite journal loads the open path's
+        modules and no others: no session machinery, snapshots, spills or logging."""
+        db = tmp_path / "j.db"
+        eventstore.open(db).close()
+        code = (
+            f"import eventstore; eventstore.open({str(db)!r}).close()\n"
+            "import sys; assert 'logging' not in sys.modules, 'logging'"
+        )
+        loaded = _loaded(code)
+        ours = {m for m in loaded if m.split(".")[0] in ("eventstore", "reducers", "invariants")}
+        assert ours == OPEN_PATH
+        assert {m.split(".")[0] for m in loaded - ours} == OPEN_THIRD_PARTY
+
+    def test_a_first_session_loads_what_open_left_out(self, tmp_path: Path) -> None:
+        """The modules an open leaves out are loaded by the first session that needs
+        them (the rule can fail: the open path is not all there is)."""
+        db = tmp_path / "j.db"
+        code = (
+            "import eventstore\n"
+            f"j = eventstore.open({str(db)!r})\n"
+            "j.start_session('s', eventstore.SessionConfig(window_tokens=10,"
+            " trigger_tokens=8, truncator_unit='turns', floor_span=1, floor_unit='turns',"
+            " on_unsafe='spill'))\n"
+            "j.session('s').append_turn('user', 'hi', 1)"
+        )
+        loaded = _loaded(code)
+        assert loaded > OPEN_PATH
+        wanted = {"eventstore._session", "eventstore._store._spills", "reducers._fold"}
+        assert wanted | {"eventstore._store._snapshots", "invariants"} <= loaded
+
     def test_import_reducers_loads_a_name_on_first_use(self) -> None:
         """``import reducers`` loads the package's face alone; an error class loads its
         module and not the events, the state or the fold."""
@@ -369,6 +430,15 @@ class TestColdStart:
         assert set(dir(reducers)) >= set(reducers.__all__)
         with pytest.raises(AttributeError, match="no attribute 'Nope'"):
             reducers.Nope
+
+    def test_every_store_name_resolves(self) -> None:
+        """Each name of the store's face resolves, and an unknown one is an
+        AttributeError."""
+        from eventstore import _store
+
+        assert all(getattr(_store, name) is not None for name in _store.__all__)
+        with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+            _store.Nope
 
     def test_the_cli_names_the_ingest_formats_without_loading_them(self) -> None:
         """``tierlog ingest --format`` offers the Claude Code integration's formats and

@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 FORMAT = 2  # 2: obligations hold the version they were raised at; re-tells are kept
-SNAPSHOT_EVERY = 1000  # events between two snapshots of a session
 CHUNK = 65_536
 INT_LEDGERS = ("tok_starts", "turn_versions", "checkpoints")
 OBJECT_LEDGERS: dict[str, type[Any]] = {"call_ids": str, "truncations": Truncation, "spills": Spill}
