@@ -19,6 +19,15 @@ SNAPSHOT_EVERY = 1000  # events between two snapshots of a session
 # Where each name lives.
 _HOMES = {
     "eventstore._store._append": ("AppendPath", "expect_version"),
+    "eventstore._store._audit_rows": (
+        "AuditRows",
+        "CompactionRefusalRow",
+        "FallbackRow",
+        "InvalidationRow",
+        "MarkerRefusalRow",
+        "NoteRow",
+        "SessionSummary",
+    ),
     "eventstore._store._chain": (
         "GENESIS",
         "ChainProblem",
@@ -50,16 +59,9 @@ _HOMES = {
     ),
     "eventstore._store._rows": (
         "AuditQueries",
-        "AuditRows",
-        "CompactionRefusalRow",
-        "FallbackRow",
         "Head",
-        "InvalidationRow",
-        "MarkerRefusalRow",
-        "NoteRow",
         "QueryResult",
         "Row",
-        "SessionSummary",
         "StoredSnapshot",
         "check_session_id",
     ),
@@ -87,6 +89,15 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from eventstore._store._append import AppendPath, expect_version
+    from eventstore._store._audit_rows import (
+        AuditRows,
+        CompactionRefusalRow,
+        FallbackRow,
+        InvalidationRow,
+        MarkerRefusalRow,
+        NoteRow,
+        SessionSummary,
+    )
     from eventstore._store._chain import (
         GENESIS,
         ChainProblem,
@@ -118,16 +129,9 @@ if TYPE_CHECKING:
     )
     from eventstore._store._rows import (
         AuditQueries,
-        AuditRows,
-        CompactionRefusalRow,
-        FallbackRow,
         Head,
-        InvalidationRow,
-        MarkerRefusalRow,
-        NoteRow,
         QueryResult,
         Row,
-        SessionSummary,
         StoredSnapshot,
         check_session_id,
     )

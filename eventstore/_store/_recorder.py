@@ -18,11 +18,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from eventstore._store._chain import Recorded
-from eventstore._store._rows import AuditRows, Head, QueryResult, SessionSummary, StoredSnapshot
+from eventstore._store._rows import Head, QueryResult, StoredSnapshot
 from reducers import Event, InvalidArgument, InvalidEvent, require_count
+
+if TYPE_CHECKING:
+    from eventstore._store._audit_rows import AuditRows, SessionSummary
 
 
 class EventLog(Protocol):

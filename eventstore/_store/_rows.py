@@ -1,8 +1,10 @@
-"""The values the storage port's methods take and give: heads, rows, snapshots, audits.
+"""The values the storage port's methods take and give: heads, rows, query results,
+snapshots (the audits' rows are in ``_audit_rows``).
 
 Each is the same for every backend. ``AuditQueries`` turns a SQL backend's audit
 queries into the typed rows (``summaries`` and ``audit_rows``), so a backend gives
-only its SQL text and how it runs a query.
+only its SQL text and how it runs a query; the rows' classes are made when an audit
+first asks for them, not when a journal is opened.
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 import abc
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 import attrs
 
 from reducers import InvalidEvent
+
+if TYPE_CHECKING:
+    from eventstore._store._audit_rows import AuditRows, SessionSummary
 
 Row = tuple[str, int, str, int, str, str, str, str]
 """A row's values in insert order: ``Recorded`` without ``seq`` (``recorded[1:]``):
@@ -53,80 +58,27 @@ class Head(NamedTuple):
     hash: str
 
 
-@attrs.frozen(kw_only=True)
-class SessionSummary:
-    """One line of ``tierlog sessions``."""
-
-    session_id: str
-    events: int
-    turns: int
-    refusals: int
-    invalidations: int
-    raw_fallbacks: int
-
-
-@attrs.frozen(kw_only=True)
-class CompactionRefusalRow:
-    """A ``CompactionRefused`` event, as the ``compaction_refusals`` view shows it."""
-
-    version: int
-    node_id: str
-    action: str
-    rules: str
-    violations: str  # the violations as JSON text
+# the audit rows, which lived here in 0.2: pickles made then name this module
+_MOVED = frozenset(
+    (
+        "AuditRows",
+        "CompactionRefusalRow",
+        "FallbackRow",
+        "InvalidationRow",
+        "MarkerRefusalRow",
+        "NoteRow",
+        "SessionSummary",
+    )
+)
 
 
-@attrs.frozen(kw_only=True)
-class MarkerRefusalRow:
-    """A ``MarkerRefused`` event, as the ``marker_refusals`` view shows it."""
+def __getattr__(name: str) -> Any:
+    """An audit row's class under the module it was pickled from (``_audit_rows``)."""
+    if name in _MOVED:
+        from eventstore._store import _audit_rows
 
-    version: int
-    marker_id: str
-    node_id: str
-    rules: str
-    violations: str
-
-
-@attrs.frozen(kw_only=True)
-class InvalidationRow:
-    """A ``MarkerInvalidated`` event."""
-
-    version: int
-    marker_id: str
-    rule: str
-    reason: str
-
-
-@attrs.frozen(kw_only=True)
-class FallbackRow:
-    """A resume that fell back to the raw checkpoint."""
-
-    version: int
-    marker_id: str
-    checkpoint_at: int | None
-    reason: str
-
-
-@attrs.frozen(kw_only=True)
-class NoteRow:
-    """A ``Noted`` event: a guess, skip or fallback made reading someone else's data."""
-
-    version: int
-    kind: str
-    line: int | None
-    count: int
-    text: str
-
-
-@attrs.frozen(kw_only=True)
-class AuditRows:
-    """What the audit views say about one session."""
-
-    compaction_refusals: tuple[CompactionRefusalRow, ...]
-    marker_refusals: tuple[MarkerRefusalRow, ...]
-    marker_invalidations: tuple[InvalidationRow, ...]
-    raw_fallbacks: tuple[FallbackRow, ...]
-    notes: tuple[NoteRow, ...] = ()
+        return getattr(_audit_rows, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _nothing() -> None:
@@ -182,10 +134,21 @@ class AuditQueries(abc.ABC):
 
     def summaries(self) -> list[SessionSummary]:
         """Every session with its event, refusal and invalidation counts."""
+        from eventstore._store._audit_rows import SessionSummary
+
         return [SessionSummary(**row) for row in self._dicts(self.SUMMARIES_SQL)]
 
     def audit_rows(self, session_id: str) -> AuditRows:
         """Refusals, invalidations and raw fallbacks of one session, in version order."""
+        from eventstore._store._audit_rows import (
+            AuditRows,
+            CompactionRefusalRow,
+            FallbackRow,
+            InvalidationRow,
+            MarkerRefusalRow,
+            NoteRow,
+        )
+
         sql = self.AUDIT_SQL
         return AuditRows(
             compaction_refusals=self._typed(CompactionRefusalRow, sql[0], session_id),
