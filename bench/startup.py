@@ -9,8 +9,11 @@ machine falls on all of them alike; each row is the median of its rounds. Target
 (issue 26): ``import eventstore`` <= 80 ms and ``tierlog --help`` <= 150 ms above bare
 Python; the hook (``tierlog claude-code hook``, a ``UserPromptSubmit`` with nothing
 queued) likewise <= 150 ms. ``import eventstore`` imports a name's module when the name
-is first used, so the row after it holds the honest first-use figure: import and open
-a journal (SQLite, existing), against the same 80 ms.
+is first used, so the row after it holds the first-use figure of an open: import and
+open a journal (SQLite, existing), against the same 80 ms. An open loads the SQLite
+backend and the store modules its recorder is built of; a first session loads the rest
+(commands, decide, invariants, the state and its fold, snapshots, spills):
+``tests/test_layers.py`` pins the open's modules (``OPEN_PATH``).
 """
 
 from __future__ import annotations
