@@ -267,6 +267,87 @@ class TestTakenUpAgain:
         assert "remapped" in kinds
 
 
+class TestCompletedTwice:
+    """A response read while it was written, and read again later: the session reads on
+    and ends as a fresh ingest of the whole file does."""
+
+    @pytest.mark.parametrize(
+        "cuts",
+        [
+            pytest.param((2, 4), id="text-then-whole-response"),
+            pytest.param((3, 4), id="a-call-then-whole-response"),
+            pytest.param((3, 5), id="a-call-then-a-result"),
+        ],
+    )
+    def test_a_completed_session_reads_on_when_the_file_grows(
+        self, tmp_path: Path, cuts: tuple[int, ...]
+    ) -> None:
+        """Completed with a call still open, the next growth is read on from: the calls the
+        response opened are the session's own (before, the resume record was refused as
+        not the session's, the file read whole and refused for good)."""
+        got, want, kinds = _cut_and_grown(tmp_path, _response(), cuts)
+        assert got == want
+        assert "reread" not in kinds
+
+    def test_a_response_read_at_three_points_is_completed_each_time(self, tmp_path: Path) -> None:
+        """Read after its text, after its first call, after its second, then whole: each
+        ingest completes it, no call is opened twice (before: ``call 'a' was already
+        opened`` at the third, and every ingest after it refused)."""
+        got, want, kinds = _cut_and_grown(tmp_path, _response(), (2, 3, 4))
+        assert got == want
+        assert kinds.count("completed") == 2
+
+
+def _response() -> Script:
+    """One response in three entries (text, two calls), its results, then one more turn."""
+    s = Script()
+    s.user("Fix the parser.")
+    s.assistant(
+        s.text("Looking."),
+        s.tool_use("a", "Bash", command="git push"),
+        s.tool_use("b", "Read", file_path="/home/u/proj/x.py"),
+        prompt=2_000,
+        output=30,
+    )
+    s.result("a", "Exit code 128\nfatal: no upstream", error=True)
+    s.result("b", "print(1)")
+    s.user("thanks")
+    s.assistant(s.text("ok"), prompt=2_100, output=5)
+    return s
+
+
+def _obligations(journal: eventstore.Journal, sid: str) -> tuple[object, ...]:
+    """The resident turns, open calls, dispositions and pending rules of a session."""
+    state = journal.session(sid).state
+    return (
+        _resident(journal, sid),
+        {c: o.name for c, o in state.open_calls.items()},
+        {k: (f.disposition, f.reason) for k, f in state.dispositions.items()},
+        {k: c.text for k, c in state.constraints.items()},
+        [o.key for o in journal.session(sid).owed()],
+    )
+
+
+def _cut_and_grown(
+    tmp_path: Path, s: Script, cuts: tuple[int, ...]
+) -> tuple[tuple[object, ...], tuple[object, ...], list[str]]:
+    """Ingest the first ``cuts`` lines of ``s`` in turn, then all of it: the session's
+    obligations, a fresh ingest's, and the notes' kinds (``verify`` must pass)."""
+    path = tmp_path / "t.jsonl"
+    with eventstore.open(tmp_path / "j.db") as journal:
+        for count in cuts:
+            path.write_text(_lines(s, count))
+            eventstore.ingest(journal, path)
+        s.write(path)
+        eventstore.ingest(journal, path)
+        assert verify(journal) == []
+        got, kinds = _obligations(journal, "s-1"), _kinds(journal, "s-1")
+    with eventstore.open(tmp_path / "whole.db") as fresh:
+        eventstore.ingest(fresh, path)
+        want = _obligations(fresh, "s-1")
+    return got, want, kinds
+
+
 class TestRealTranscripts:
     @pytest.mark.parametrize("name", [p.name for p in transcripts.real_sessions()] or ["none"])
     def test_each_grows_by_its_tail_into_what_the_whole_file_gives(
