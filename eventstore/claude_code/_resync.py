@@ -129,9 +129,10 @@ def _unraised(
     steps: Sequence[Step], session: Session, rows: Sequence[tuple[str, str]], index: int
 ) -> list[Step]:
     """``steps`` without the events the stored turns from ``index`` on raised (the events
-    after its ``TurnAppended`` that are no turn), each taken once: a call the part of the
-    response opened is open already, one whose result was read is resolved."""
-    after = session.events(start=_turn_row(rows, index) + 2, stop=len(rows))
+    after the ``TurnAppended`` of the response's first part that are no turn), each taken
+    once: a call the part of the response opened is open already, one whose result was
+    read is resolved."""
+    after = session.events(start=_first_part(rows, index) + 2, stop=len(rows))
     stored = [e for e in after if not isinstance(e, TurnAppended | TurnRetracted)]
     out: list[Step] = []
     for step in steps:
@@ -145,6 +146,25 @@ def _unraised(
             step = attrs.evolve(step, raised=kept)
         out.append(step)
     return out
+
+
+def _first_part(rows: Sequence[tuple[str, str]], index: int) -> int:
+    """The position in ``rows`` of the ``TurnAppended`` of the response's first stored part:
+    a response completed before was appended again right after the parts it retracted (it
+    and its results raised only what they had not, so what was raised is counted from
+    there)."""
+    at = _turn_row(rows, index)
+    while at < len(rows):
+        back, parts = at, []
+        while back > 0 and rows[back - 1][0] == "TurnRetracted":
+            back -= 1
+            retracted = json.loads(rows[back][1])
+            if retracted.get("reason", "").startswith(f"{COMPLETED}:"):
+                parts.append(retracted["index"])
+        if not parts:
+            return at
+        at = _turn_row(rows, min(parts))
+    return at
 
 
 def _turn_row(rows: Sequence[tuple[str, str]], index: int) -> int:

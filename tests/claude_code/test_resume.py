@@ -298,6 +298,29 @@ class TestCompletedTwice:
         assert kinds.count("completed") == 2
 
 
+    def test_a_response_with_results_between_its_calls_read_at_each_call(
+        self, tmp_path: Path
+    ) -> None:
+        """Claude Code writes a call's result before the response's next call (as 258c7280
+        does): read after each call, the first call is opened once (before: the third
+        ingest raised ``call 'a' was already opened`` and the session was refused for
+        good)."""
+        s = Script()
+        s.user("Fix the parser.")
+        s.assistant(s.tool_use("a", "Bash", command="git status"), prompt=2_000)
+        s.result("a", "clean")
+        s.assistant(s.tool_use("b", "Bash", command="git push"), prompt=2_000)
+        s.result("b", "Exit code 1\nfatal: no upstream", error=True)
+        s.assistant(s.tool_use("c", "Read", file_path="/home/u/proj/x.py"), prompt=2_000)
+        s.result("c", "print(1)")
+        s.assistant(s.text("Done."), prompt=2_200, output=5)
+        for line in (3, 5):  # one response, message id and all
+            s.lines[line]["message"]["id"] = s.lines[1]["message"]["id"]
+        got, want, kinds = _cut_and_grown(tmp_path, s, (3, 5))
+        assert got[:4] == want[:4]  # resident turns, open calls, dispositions, rules
+        assert kinds.count("completed") == 2
+
+
 def _response() -> Script:
     """One response in three entries (text, two calls), its results, then one more turn."""
     s = Script()
