@@ -34,12 +34,13 @@ from eventstore._session import Session
 from eventstore._values import Turn
 from eventstore.claude_code._plan import Draft, Plan, Retell, Step
 from eventstore.claude_code._write import write
-from reducers import Event, Noted, TurnAppended, TurnRetracted, in_spans
+from reducers import CallOpened, CallResolved, Event, Noted, TurnAppended, TurnRetracted, in_spans
 
 REWOUND = "rewound"
 REMAPPED = "remapped"
 COMPLETED = "completed"
 _UNDOABLE = frozenset({"Compacted", "CompactionRefused"})
+_ONCE = (CallOpened, CallResolved, Noted)  # what a completed response does not raise again
 
 
 def resync(
@@ -131,7 +132,9 @@ def _unraised(
     """``steps`` without the events the stored turns from ``index`` on raised (the events
     after the ``TurnAppended`` of the response's first part that are no turn), each taken
     once: a call the part of the response opened is open already, one whose result was
-    read is resolved."""
+    read is resolved, a note is there. A failed attempt or a rule the part raised is
+    raised again, so that the resident turn that holds it now is where it is (at the
+    retracted part it would be owed, as a fresh ingest's is not)."""
     after = session.events(start=_first_part(rows, index) + 2, stop=len(rows))
     stored = [e for e in after if not isinstance(e, TurnAppended | TurnRetracted)]
     out: list[Step] = []
@@ -139,9 +142,9 @@ def _unraised(
         if isinstance(step, Draft):
             kept: list[Event] = []
             for event in step.raised:
-                if event in stored:
+                if event in stored and isinstance(event, _ONCE):
                     stored.remove(event)
-                else:
+                else:  # a fact or rule again, at the turn that holds it now
                     kept.append(event)
             step = attrs.evolve(step, raised=kept)
         out.append(step)

@@ -297,7 +297,6 @@ class TestCompletedTwice:
         assert got == want
         assert kinds.count("completed") == 2
 
-
     def test_a_response_with_results_between_its_calls_read_at_each_call(
         self, tmp_path: Path
     ) -> None:
@@ -305,20 +304,34 @@ class TestCompletedTwice:
         does): read after each call, the first call is opened once (before: the third
         ingest raised ``call 'a' was already opened`` and the session was refused for
         good)."""
-        s = Script()
-        s.user("Fix the parser.")
-        s.assistant(s.tool_use("a", "Bash", command="git status"), prompt=2_000)
-        s.result("a", "clean")
-        s.assistant(s.tool_use("b", "Bash", command="git push"), prompt=2_000)
-        s.result("b", "Exit code 1\nfatal: no upstream", error=True)
-        s.assistant(s.tool_use("c", "Read", file_path="/home/u/proj/x.py"), prompt=2_000)
-        s.result("c", "print(1)")
-        s.assistant(s.text("Done."), prompt=2_200, output=5)
-        for line in (3, 5):  # one response, message id and all
-            s.lines[line]["message"]["id"] = s.lines[1]["message"]["id"]
+        s = _between()
         got, want, kinds = _cut_and_grown(tmp_path, s, (3, 5))
-        assert got[:4] == want[:4]  # resident turns, open calls, dispositions, rules
+        assert got == want
         assert kinds.count("completed") == 2
+
+    def test_a_failure_read_in_the_part_is_held_by_the_whole_response(self, tmp_path: Path) -> None:
+        """A failed call's result read with the part is held by its turn after the
+        completion, as in a fresh ingest: not owed (before: its fact stayed at the
+        retracted result, so ``tierlog owed`` and the hooks re-told it for good)."""
+        got, want, _ = _cut_and_grown(tmp_path, _between(), (5,))
+        assert got == want
+        assert want[4] == []
+
+
+def _between() -> Script:
+    """One response whose three calls' results Claude Code wrote between them."""
+    s = Script()
+    s.user("Fix the parser.")
+    s.assistant(s.tool_use("a", "Bash", command="git status"), prompt=2_000)
+    s.result("a", "clean")
+    s.assistant(s.tool_use("b", "Bash", command="git push"), prompt=2_000)
+    s.result("b", "Exit code 1\nfatal: no upstream", error=True)
+    s.assistant(s.tool_use("c", "Read", file_path="/home/u/proj/x.py"), prompt=2_000)
+    s.result("c", "print(1)")
+    s.assistant(s.text("Done."), prompt=2_200, output=5)
+    for line in (3, 5):  # one response, message id and all
+        s.lines[line]["message"]["id"] = s.lines[1]["message"]["id"]
+    return s
 
 
 def _response() -> Script:
