@@ -57,6 +57,8 @@ def resync(
     left = resident[fork:]
     rewound = bool(left) and rewind and _branch(left[0], wanted, fork, rows)
     completed = bool(left) and rewind and not rewound and _completed(left, wanted, fork, rows)
+    if completed and not _read_before(wanted[fork][1], rows):  # another response: a rewind
+        rewound, completed = True, False
     if not (rewound or completed or (remap and (not left or _undoable(rows, left[0].index)))):
         return False
     step = wanted[fork][0] if fork < len(wanted) else len(plan.steps)
@@ -113,6 +115,14 @@ def _completed(
         and all(_result_in(turn, later) for turn in left[1:])
         and _undoable(rows, first.index)
     )
+
+
+def _read_before(step: Draft | Retell, rows: Sequence[tuple[str, str]]) -> bool:
+    """Whether ``step``'s first entry is one the last ingest read (the stored part of a
+    response is its first entries; a response that merely begins with the same text, after
+    a rewind to the same prompt, starts on a line written since)."""
+    read = next((json.loads(p)["lines"] for k, p in reversed(rows) if k == "Ingested"), 0)
+    return isinstance(step, Draft) and step.line is not None and step.line <= read
 
 
 def _result_in(turn: Turn, steps: Sequence[Draft | Retell]) -> bool:

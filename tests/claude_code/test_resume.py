@@ -317,6 +317,22 @@ class TestCompletedTwice:
         assert got == want
         assert want[4] == []
 
+    def test_another_response_that_starts_with_the_stored_one_is_a_rewind(
+        self, tmp_path: Path
+    ) -> None:
+        """The same prompt sent again (a rewind) and a new response that begins with the
+        stored one's text: the stored turns are taken back as ``rewound``, not as a
+        response read while it was written (its first entry was not read before)."""
+        s = Script()
+        s.user("Fix the parser.")
+        s.assistant(s.text("Sure."), prompt=2_000, output=3)
+        s.parent = None  # the rewind: the same prompt off the first one's parent
+        s.user("Fix the parser.")
+        s.assistant(s.text("Sure."), s.tool_use("x", "Bash", command="rm -rf build"), prompt=2_000)
+        got, want, kinds = _cut_and_grown(tmp_path, s, (2,))
+        assert got == want
+        assert kinds == ["off_chain", "rewound"]
+
 
 def _between() -> Script:
     """One response whose three calls' results Claude Code wrote between them."""
