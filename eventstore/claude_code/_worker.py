@@ -40,7 +40,7 @@ import attrs
 from eventstore._journal import Journal
 from eventstore._retell import HEADER, line_of, write_block
 from eventstore._session import Session
-from eventstore.claude_code._hook import MAX_CHARS, Folder, units
+from eventstore.claude_code._hook import MAX_CHARS, Folder, _busy, units
 from eventstore.claude_code._ingest import CONFIG, ingest
 from invariants import Owed, owed
 from reducers import InvalidArgument, InvalidEvent, Noted, SessionState, in_spans
@@ -124,6 +124,7 @@ def _deaths(journal: Journal, folder: Folder) -> None:
     """Note each worker of the session that died before it finished (see ``_hook._busy``):
     what it was to do (a block, a queue) was not done."""
     prefix = f"{folder.session}.died-"
+    _older(folder, prefix)
     try:
         names = sorted(n for n in os.listdir(folder.running) if n.startswith(prefix))
     except FileNotFoundError:  # no worker has run since the folder was made
@@ -134,6 +135,18 @@ def _deaths(journal: Journal, folder: Folder) -> None:
         text = f"the {event} worker of session {folder.session} (pid {pid}) ended before it"
         _note(journal, "hook_error", f"{text} finished (killed, or out of memory)")
         folder.remove(name[len(folder.session) + 1 :])
+
+
+def _older(folder: Folder, prefix: str) -> None:
+    """Move the pid files of dead workers an older tierlog left in the hook folder itself
+    (before ``running/``) into ``running/``, so that their deaths are noted too (a worker
+    of the upgrade's time still running is left alone: it removes its own file)."""
+    _busy(folder.root, f"{folder.session}.busy-")  # a dead one's file becomes died-
+    with suppress(FileNotFoundError):
+        for name in os.listdir(folder.root):
+            if name.startswith(prefix):
+                with suppress(FileNotFoundError):
+                    os.replace(os.path.join(folder.root, name), os.path.join(folder.running, name))
 
 
 def note(journal_path: str, kind: str, text: str) -> None:

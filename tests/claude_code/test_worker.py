@@ -322,6 +322,25 @@ class TestFailures:
         assert [n.kind for n in notes] == ["hook_error"]
         assert "the precompact worker of session s-1 (pid 12345) ended before" in notes[0].text
 
+    @pytest.mark.parametrize("left", ["died-precompact.7", "busy-precompact.7"])
+    def test_a_death_an_older_tierlog_left_in_the_hook_folder_is_noted(
+        self, tmp_path: Path, left: str
+    ) -> None:
+        """An upgrade: a worker of the older tierlog (pid files in the hook folder itself,
+        not ``running/``) was killed; the next worker still notes its death and removes its
+        file (before, it was never noted, and the file stayed for good)."""
+        journal = tmp_path / "journal.db"
+        folder = Folder(str(journal), "s-1")
+        folder.make()
+        old = Path(folder.root, f"s-1.{left}")
+        old.write_text("999999999")  # no such process
+        _run("record", journal, _session().write(tmp_path / "t.jsonl"))
+        assert not old.exists()
+        with eventstore.open(journal) as j:
+            notes = [e for e in j.session(HOOKS_SESSION).events() if isinstance(e, Noted)]
+        assert [n.kind for n in notes] == ["hook_error"]
+        assert "the precompact worker of session s-1 (pid 999999999) ended before" in notes[0].text
+
     def test_a_journal_that_cannot_be_opened_leaves_the_error_file(self, tmp_path: Path) -> None:
         """A journal file that is not a database: the error is kept, nothing raised."""
         journal = tmp_path / "journal.db"
