@@ -17,7 +17,14 @@ from eventstore._ops._import import Import, Imported, created_journal
 from eventstore._ops._jobs import Reopen
 from eventstore._ops._lines import FileSession, read_file
 from eventstore._ops._reviews import Review, Reviewer, ReviewLine, review, reviewers
-from eventstore._ops._rules import HEURISTIC, IMPERATIVE, rule_key, sentences, stated_rules
+from eventstore._ops._rules import (
+    HEURISTIC,
+    IMPERATIVE,
+    rule_key,
+    sentences,
+    stated_rules,
+    states_rule,
+)
 from eventstore._ops._ship import CHUNK, require_chunk, ship
 from eventstore._ops._transfer import export_lines, read_sessions
 from eventstore._ops._witness import SessionHead, check_witness, heads, read_witness
@@ -60,5 +67,6 @@ __all__ = [
     "session_findings",
     "ship",
     "stated_rules",
+    "states_rule",
     "verify",
 ]

@@ -26,7 +26,7 @@ from pathlib import PurePosixPath
 
 import attrs
 
-from eventstore._ops import HEURISTIC, IMPERATIVE, rule_key, sentences
+from eventstore._ops import HEURISTIC, rule_key, sentences, states_rule
 
 _PASTED = ("This session is being continued from a previous conversation",)
 _SPEAKER = re.compile(r"^\s*(?:User:|Assistant:|Human:|⏺|> )", re.MULTILINE)
@@ -63,7 +63,7 @@ class Rules:
         return [
             Rule(key=rule_key(HEURISTIC, s), text=s)
             for s in sentences(text)
-            if IMPERATIVE.search(s) and not self._quoted(s)
+            if states_rule(s) and not self._quoted(s)
         ]
 
     def _quoted(self, sentence: str) -> bool:
@@ -84,7 +84,7 @@ def file_rules(name: str, text: str) -> Iterator[Rule]:
     Code appended to it (``<system-reminder>`` blocks) is not the file's."""
     for raw in _REMINDER.sub("", text).splitlines():
         line = " ".join(_NUMBERED.sub("", raw).lstrip("-*# ").split())
-        if line and IMPERATIVE.search(line):
+        if line and states_rule(line):
             yield Rule(key=rule_key(name, line), text=line)
 
 

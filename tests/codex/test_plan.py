@@ -37,6 +37,29 @@ class TestPlan:
         keys = [e.key for s in turns for e in s.raised if isinstance(e, ConstraintStated)]
         assert keys == ["heuristic: Ne touche jamais /etc."]
 
+    def test_not_and_still_in_plain_sentences_state_no_rule(self) -> None:
+        """German "nicht", "nie", "immer" and French "toujours" are also "not", "no",
+        "still": a sentence that only says something does not work, or a Polish "nie"
+        (before: each was a pending rule the summary had to carry)."""
+        typed = (
+            "Ich weiß nicht, warum der Test fehlschlägt. Das geht immer noch nicht."
+            " Le test échoue toujours. Nie wiem, dlaczego test nie przechodzi."
+        )
+        data = lines(msg("user", typed))
+        assert build_plan(parse(data)).plan.constraints == 0
+
+    def test_not_and_always_in_an_instruction_state_a_rule(self) -> None:
+        """With "bitte", a modal of obligation, an imperative or "!", they still do."""
+        typed = (
+            "Bitte nicht auf main pushen. Du darfst die Datei nicht ändern."
+            " Verwende immer pnpm. Ändern Sie nie die Migrationen. Nicht pushen!"
+            " Il faut toujours lancer les tests."
+        )
+        steps = build_plan(parse(lines(msg("user", typed)))).plan.steps
+        found = [e for s in steps if isinstance(s, Turn) for e in s.raised]
+        assert len(found) == 6
+        assert all(isinstance(e, ConstraintStated) for e in found)
+
     def test_context_text_codex_adds_is_not_read_for_rules(self) -> None:
         """``<environment_context>`` and AGENTS.md text are user-role but not typed."""
         data = lines(msg("user", "<environment_context>never mind</environment_context>"))

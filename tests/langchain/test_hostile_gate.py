@@ -170,6 +170,13 @@ class TestOddKeys:
             "heuristic: Bitte niemals /etc ändern."
         ]
 
+    def test_a_plain_german_sentence_with_nicht_states_no_rule(self, journal: Journal) -> None:
+        """ "nicht" is also plain "not": a user saying what does not work states no rule
+        (before: a pending rule, so every summary that did not quote it was refused and
+        the summarizer asked again)."""
+        _see(_gate(journal), [HumanMessage("Der Build läuft immer noch nicht durch.")])
+        assert _of(journal, ConstraintStated) == []
+
     def test_a_failed_result_with_no_name_or_id_still_counts(self, journal: Journal) -> None:
         """An error result naming no call, tool or id is a failed fact on ``tool``, noted."""
         _see(
