@@ -17,6 +17,9 @@ Three such sessions are taken up again, turn by turn, with a note, instead of re
   gives too: it was read while Claude Code wrote it, an entry a content block): those
   turns are retracted and the rest appended, without raising twice what they raised.
 
+A session taken up so before is no longer the start of a fresh ingest event for event;
+read whole again (the file only grew), its resident turns are, and the rest is appended.
+
 Either way the notes the plan raises before that turn and the session lacks are
 recorded first. A turn matches when its role and text do (a re-tell block, whose turn
 the journal words, by its role).
@@ -55,6 +58,9 @@ def resync(
         min(len(resident), len(wanted)),
     )
     left = resident[fork:]
+    if not left and rewind and state.withdrawn:  # taken up before: read on
+        _read_on(session, plan, rows, wanted[fork - 1][0] + 1 if fork else 0)
+        return True
     rewound = bool(left) and rewind and _branch(left[0], wanted, fork, rows)
     completed = bool(left) and rewind and not rewound and _completed(left, wanted, fork, rows)
     if completed and not _read_before(wanted[fork][1], rows):  # another response: a rewind
@@ -72,6 +78,14 @@ def resync(
         steps = _unraised(steps, session, rows, left[0].index)
     write(session, Plan(steps=steps), index=session.state.turns)
     return True
+
+
+def _read_on(session: Session, plan: Plan, rows: Sequence[tuple[str, str]], step: int) -> None:
+    """A session taken up before (its events are not the start of a fresh ingest's, its
+    resident turns are) and read whole again, as when a completed response's results hang
+    off their own calls: the notes before ``step`` it lacks, then the steps from it."""
+    session.extend(_unrecorded(rows, plan.steps[:step]))
+    write(session, Plan(steps=plan.steps[step:]), index=session.state.turns)
 
 
 def _same(turn: Turn, step: Draft | Retell) -> bool:

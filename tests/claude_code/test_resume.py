@@ -317,6 +317,21 @@ class TestCompletedTwice:
         assert got == want
         assert want[4] == []
 
+    def test_a_completed_session_read_whole_later_is_read_on(self, tmp_path: Path) -> None:
+        """Results that hang off their own call (parallel tool use, as Claude Code writes
+        them) make the ingest after a completion read the file whole: the session's
+        resident turns are the start of what it gives, and the rest is appended (before:
+        refused for good, ``already exists with other content``)."""
+        s = _response()
+        s.lines[4]["parentUuid"] = s.lines[2]["uuid"]  # result a off call a
+        s.lines[5]["parentUuid"] = s.lines[3]["uuid"]  # result b off call b
+        progress = dict(s.lines[2], type="progress", uuid="p1", parentUuid=s.lines[3]["uuid"])
+        del progress["message"]
+        s.lines.insert(5, progress)  # then only a progress entry off call b: no turn
+        got, want, kinds = _cut_and_grown(tmp_path, s, (3, 5, 6))
+        assert got == want
+        assert kinds == ["completed"]
+
     def test_another_response_that_starts_with_the_stored_one_is_a_rewind(
         self, tmp_path: Path
     ) -> None:
