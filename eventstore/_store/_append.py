@@ -27,7 +27,7 @@ from eventstore._errors import ConcurrencyError
 from eventstore._store._chain import Recorded, check_links, link_rows
 from eventstore._store._recorder import EventLog
 from eventstore._store._rows import Head, Row, check_session_id
-from eventstore._store._transaction import Block, Statements, Transactions
+from eventstore._store._transaction import Statements, Transactions
 from reducers import Event, InvalidArgument, InvalidEvent, JournalError, require_count
 
 
@@ -72,7 +72,7 @@ class AppendPath(abc.ABC):
     def transaction(self) -> AbstractContextManager[None]:
         """One write transaction: commit on success, roll back on error. Inside another
         it is a savepoint: an error rolls back this block only."""
-        return Block(self._tx)
+        return self._tx.block()
 
     def on_rollback(self, undo: Callable[[], None]) -> None:
         """Run ``undo`` if the open transaction (or savepoint) rolls back instead of

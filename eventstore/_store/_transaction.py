@@ -53,17 +53,19 @@ class Statements(Protocol):
 class Transactions:
     """The transactions of one connection: depth, undo steps and held heads."""
 
-    __slots__ = ("depth", "held", "statements", "undo")
+    __slots__ = ("_block", "depth", "held", "statements", "undo")
 
     def __init__(self, statements: Statements) -> None:
         self.statements = statements
         self.depth = 0  # open blocks: 0 outside a transaction
         self.undo: list[list[Callable[[], None]]] = []  # per open block
         self.held: dict[str, Head] = {}
+        self._block = Block(self)
 
     def block(self) -> Block:
-        """A transaction, or a savepoint inside the open one."""
-        return Block(self)
+        """A transaction, or a savepoint inside the open one (one context manager
+        serves both: it holds nothing but this object, and the depth says which)."""
+        return self._block
 
     def on_rollback(self, undo: Callable[[], None]) -> None:
         """Run ``undo`` if the innermost open block rolls back; outside one, nothing."""
@@ -72,19 +74,19 @@ class Transactions:
 
 
 class Block:
-    """The context manager of one transaction or savepoint."""
+    """The context manager of a connection's transactions and savepoints. It keeps no
+    state of its own (a block entered at depth ``d`` is the savepoint ``tierlog_d``,
+    or the transaction at depth 0), so one serves every block, nested ones included."""
 
-    __slots__ = ("_name", "_tx")
+    __slots__ = ("_tx",)
 
     def __init__(self, tx: Transactions) -> None:
         self._tx = tx
-        self._name = ""
 
     def __enter__(self) -> None:
         tx = self._tx
         if tx.depth:
-            self._name = f"tierlog_{tx.depth}"
-            tx.statements.savepoint(self._name)
+            tx.statements.savepoint(f"tierlog_{tx.depth}")
         else:
             tx.statements.begin()
             tx.held.clear()
@@ -95,8 +97,8 @@ class Block:
         tx = self._tx
         tx.depth -= 1
         undo = tx.undo.pop()
-        if self._name:
-            self._end_savepoint(undo, failed=exc_type is not None)
+        if tx.depth:
+            self._end_savepoint(f"tierlog_{tx.depth}", undo, failed=exc_type is not None)
             return
         tx.held.clear()
         try:
@@ -109,17 +111,17 @@ class Block:
             if undo:
                 _run(undo)
 
-    def _end_savepoint(self, undo: list[Callable[[], None]], *, failed: bool) -> None:
+    def _end_savepoint(self, name: str, undo: list[Callable[[], None]], *, failed: bool) -> None:
         tx = self._tx
         if not failed:
             tx.undo[-1] += undo
-            tx.statements.release(self._name)
+            tx.statements.release(name)
             return
         tx.held.clear()
         try:
             _run(undo)
         finally:  # an undo step that fails must not leave the block's writes standing
-            tx.statements.rollback_to(self._name)
+            tx.statements.rollback_to(name)
 
 
 def _run(undo: list[Callable[[], None]]) -> None:

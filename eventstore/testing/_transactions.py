@@ -45,6 +45,26 @@ class TransactionsContract:
             assert recorder.head("b")[0] == 0
         assert (recorder.head("a")[0], recorder.head("b")[0]) == (1, 0)
 
+    def test_blocks_made_before_they_are_entered_nest(self, recorder: EventLog) -> None:
+        """Blocks taken from ``transaction()`` up front and entered three deep act by
+        the depth they are entered at: the innermost rolls back alone, the middle one
+        keeps its write, the outermost commits both; entered again, the outermost is a
+        transaction again."""
+        outer, middle, inner = (recorder.transaction() for _ in range(3))
+        with outer:
+            recorder.append("a", [TURN], expected_version=0)
+            with middle:
+                recorder.append("b", [TURN], expected_version=0)
+                with contextlib.suppress(RuntimeError), inner:
+                    recorder.append("c", [TURN], expected_version=0)
+                    raise RuntimeError("innermost")
+                recorder.append("b", [TURN], expected_version=1)
+        assert [recorder.head(s)[0] for s in "abc"] == [1, 2, 0]
+        with contextlib.suppress(RuntimeError), outer:
+            recorder.append("a", [TURN], expected_version=1)
+            raise RuntimeError("outermost")
+        assert recorder.head("a")[0] == 1
+
     def test_a_head_read_in_a_transaction_follows_its_appends(self, recorder: EventLog) -> None:
         """Inside a transaction the head is the one its own appends made, and after a
         savepoint rolls back, the one before that savepoint."""
