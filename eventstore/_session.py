@@ -230,13 +230,21 @@ class Session:
             recorder.append(
                 self.id, decision.events, expected_version=head.version, head_hash=head.hash
             )
-            written = recorder.head(self.id) if decision.events else head
-            if self._snapshots.due(decision.state, self._snapshot_version):
-                lengths = self._snapshots.save(self.id, decision.state, lengths)
+            events, after = decision.events, decision.state
+            written = recorder.head(self.id) if events else head
+            snapshots = self._snapshots
+            if snapshots.every and snapshots.due(after, self._snapshot_version):
+                lengths = snapshots.save(self.id, after, lengths)
         if lengths is not self._snapshot_lengths:  # saved, and now committed
-            self._snapshot_lengths, self._snapshot_version = lengths, decision.state.version
-        self._state, self._anchor = decision.state, written
-        self._log_decision(decision)
+            self._snapshot_lengths, self._snapshot_version = lengths, after.version
+        self._state, self._anchor = after, written
+        if (  # the hot path (one event, no refusal, nothing at DEBUG) logs nothing
+            decision.error is not None
+            or len(events) != 1
+            or type(events[0]) is MarkerInvalidated
+            or self._logger.isEnabledFor(logging.DEBUG)
+        ):
+            self._log_decision(decision)
         return decision
 
     def _do(self, command: Command[R], expected_version: int | None) -> R:

@@ -58,3 +58,33 @@ class TestLazyLogging:
         assert out[0] == "False"
         assert "refused" in out[1]
         assert "session_id=r" in out[1]
+
+    def test_debug_logs_every_commit_and_an_invalidation_warns(self, tmp_path: Path) -> None:
+        """At DEBUG each commit logs ``committed``; at WARNING a plain turn logs nothing
+        and a truncation that breaks a marker logs ``marker_invalidated``."""
+        code = (
+            "import sys, logging, eventstore\n"
+            "from tests.helpers import config\n"
+            "logging.basicConfig(stream=sys.stdout, format='%(message)s')\n"
+            "log = logging.getLogger('tierlog')\n"
+            f"s = eventstore.open({str(tmp_path / 'j.db')!r}).start_session('d', config())\n"
+            "for i in range(8):\n"
+            "    s.append_turn('user', 'never modify /etc' if i == 7 else f'turn {i}', 10)\n"
+            "s.state_constraint('no-etc', 'never modify /etc')\n"
+            "node = s.compact(tier=1, input=(0, 5), covers=(0, 5), tail_start=5,"
+            " summary='s', tokens=3)\n"
+            "s.emit_marker(node.node_id)\n"
+            "print('quiet')\n"
+            "log.setLevel(logging.DEBUG)\n"
+            "s.append_turn('user', 'one more', 10)\n"
+            "log.setLevel(logging.WARNING)\n"
+            "s.append_turn('user', 'and one more', 10)\n"
+            "s.truncate(5, 9, 'budget')\n"
+        )
+        quiet, committed, invalidated, *rest = _run(code)
+        assert quiet == "quiet"
+        assert "committed" in committed
+        assert "TurnAppended" in committed
+        assert "marker_invalidated" in invalidated
+        assert "session_id=d" in invalidated
+        assert rest == []
