@@ -6,7 +6,9 @@ Per commit: the steps a checked turn needs (build the event, validate, fold it,
 encode and hash it, ``BEGIN IMMEDIATE``, ``PRAGMA data_version``, ``INSERT``,
 ``COMMIT``) written as one bare loop on tierlog's connection, with no Session,
 Decider, recorder or transaction object: the most any orchestration could reach
-with these steps. Bulk: each step of ``Session.extend`` timed alone, per event,
+with these steps. The same two loops again with SQLite stubbed out (every statement
+a no-op, CPU time): what a commit's Python costs, and how much of it is
+orchestration. Bulk: each step of ``Session.extend`` timed alone, per event,
 against the budget a 0.6x ratio leaves above the schema floor.
 """
 
@@ -83,6 +85,68 @@ def per_commit(tmp: Path, n: int, reps: int, sync: str = "normal") -> list[float
     return median_rates(ours, raw, steps, reps=reps)
 
 
+class _NoCursor:
+    """What a stubbed statement returns: ``PRAGMA data_version`` reads 1."""
+
+    def fetchone(self) -> tuple[int]:
+        return (1,)
+
+
+class _NoSqlite:
+    """A connection whose statements do nothing, inside a transaction that never ends."""
+
+    in_transaction = True
+    _cursor = _NoCursor()
+
+    def execute(self, sql: str, parameters: object = ()) -> _NoCursor:
+        return self._cursor
+
+
+def python_only(tmp: Path, n: int, reps: int) -> dict[str, float]:
+    """CPU µs a commit of append_turn and of the bare loop of its steps, with every SQL
+    statement a no-op (the least of ``reps`` rounds of ``n``, alternating): the Python
+    a commit runs, and the part of it that is orchestration (the difference)."""
+    journal = eventstore.open(tmp / "stubbed.db", synchronous="normal", snapshot_every=0)
+    live = journal.start_session("s", CONFIG)
+    recorder = journal.recorder
+    assert isinstance(recorder, SqliteRecorder)
+    real, fake = recorder.conn, _NoSqlite()
+    version, prev = recorder.head("s")
+    state = live.state
+    texts = [content(i) for i in range(n)]
+
+    def ours() -> None:
+        for text in texts:
+            live.append_turn("tool", text, 60)
+
+    def steps() -> None:
+        nonlocal state, version, prev
+        for text in texts:
+            fake.execute("BEGIN IMMEDIATE")
+            fake.execute("PRAGMA data_version").fetchone()
+            event = r.TurnAppended(index=state.turns, role="tool", content=text, tokens=60)
+            invariants.validate(state, event)
+            state = r.apply(state, event)
+            row = link_rows("s", version, prev, (event,), utc_now())[0]
+            fake.execute(INSERT, row)
+            fake.execute("COMMIT")
+            version, prev = version + 1, row[7]
+
+    best = {"append_turn": float("inf"), "its steps": float("inf")}
+    recorder.conn = fake  # type: ignore[assignment]  # the stub speaks the part used here
+    recorder._data_version = 1  # the head read once stays valid: nobody else commits
+    try:
+        for _ in range(reps):
+            for name, run in (("append_turn", ours), ("its steps", steps)):
+                begun = time.process_time()
+                run()
+                best[name] = min(best[name], (time.process_time() - begun) / n * 1e6)
+    finally:
+        recorder.conn = real
+        journal.close()
+    return best
+
+
 def bulk(tmp: Path, n: int, reps: int) -> dict[str, float]:
     """Microseconds an event for each step of extend, and for extend itself."""
     events = plain_events(n)
@@ -132,6 +196,12 @@ def main() -> None:
         print(f"  plain floor        {floor:>9,.0f}")
         print(f"  append_turn        {ours:>9,.0f}  {ours / floor:.3f}")
         print(f"  its steps, bare    {steps:>9,.0f}  {steps / floor:.3f}")
+        stubbed = python_only(tmp, 1000, max(7, args.reps))
+        print("the same with SQLite stubbed out (CPU µs a commit, least of the rounds)")
+        for name, value in stubbed.items():
+            print(f"  {name:<18} {value:>6.2f}")
+        orchestration = stubbed["append_turn"] - stubbed["its steps"]
+        print(f"  orchestration      {orchestration:>6.2f}")
         parts = bulk(tmp, 100_000, max(3, args.reps // 2))
         budget = parts["plain floor"] / 0.6 - parts["schema floor"]
         print("bulk extend of 100k events (µs an event)")

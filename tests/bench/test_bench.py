@@ -194,6 +194,14 @@ class TestCeiling:
         with eventstore.open(tmp_path / "live.db", readonly=True) as journal:
             assert journal.session("s").state.turns == 80
 
+    def test_the_stubbed_loops_time_python_and_write_nothing(self, tmp_path: Path) -> None:
+        """With SQLite stubbed out both loops are timed (CPU µs a commit) and the
+        journal they ran on holds only its session's start: no statement reached it."""
+        stubbed = ceiling.python_only(tmp_path, 20, 2)
+        assert list(stubbed) == ["append_turn", "its steps"]
+        assert all(0 < us < 10_000 for us in stubbed.values())
+        assert _version(tmp_path / "stubbed.db") == 1
+
     def test_the_bulk_parts_are_each_timed(self, tmp_path: Path) -> None:
         """Each step of a bulk extend gets its own line, in the order a batch runs them;
         both floors inserted the whole batch, and so did extend."""
