@@ -238,12 +238,9 @@ class Session:
         if lengths is not self._snapshot_lengths:  # saved, and now committed
             self._snapshot_lengths, self._snapshot_version = lengths, after.version
         self._state, self._anchor = after, written
-        if (  # the hot path (one event, no refusal, nothing at DEBUG) logs nothing
-            decision.error is not None
-            or len(events) != 1
-            or type(events[0]) is MarkerInvalidated
-            or self._logger.isEnabledFor(logging.DEBUG)
-        ):
+        # Only a refusal, a marker invalidated (of a marker the state decided on holds)
+        # or DEBUG logs: the hot path neither calls nor scans the events for them.
+        if decision.error is not None or state.markers or self._logger.isEnabledFor(logging.DEBUG):
             self._log_decision(decision)
         return decision
 
