@@ -28,6 +28,7 @@ from eventstore._commands import (
     WriteSpill,
 )
 from eventstore._decision import Decision as Decision  # re-exported: it was defined here
+from eventstore._decision import maker
 from eventstore._effects import Effects
 from eventstore._markers import emit_marker, resume
 from eventstore._retell import retell
@@ -199,14 +200,19 @@ def _append_turn(command: AppendTurn, state: SessionState, _: Effects) -> Decisi
     )
     validate(state, event)  # the session's token total stays a 63-bit count
     after = apply(state, event)
-    turn = Turn(
+    turn = _turn(
         index=index,
         role=event.role,
         content=event.content,
         tokens=event.tokens,
         tok_start=after.tok_starts[index],
     )
-    return Decision(events=(event,), state=after, result=turn)
+    return _decision(events=(event,), state=after, result=turn, error=None)
+
+
+# the hottest command's values, built without the frozen __init__'s setattr calls
+_turn = maker(Turn)
+_decision = maker(Decision)
 
 
 def _checkpoint(_: Checkpoint, state: SessionState, __: Effects) -> Decision[int]:

@@ -28,7 +28,7 @@ from eventstore._commands import (
     WriteSpill,
 )
 from eventstore._decide import decide
-from eventstore._decision import Decision
+from eventstore._decision import Decision, maker
 from eventstore._effects import Effects
 from eventstore._errors import ChainBroken, IntegrityError
 from eventstore._logging import bound
@@ -67,6 +67,7 @@ from reducers import (
 )
 
 R = TypeVar("R")
+_append_turn = maker(AppendTurn)  # the hottest command, built without frozen setattr calls
 
 
 class Session:
@@ -277,7 +278,8 @@ class Session:
         self, role: str, content: str, tokens: int, *, expected_version: int | None = None
     ) -> Turn:
         """Append one raw L0 turn."""
-        decision = self.run(AppendTurn(role=role, content=content, tokens=tokens), expected_version)
+        command = _append_turn(role=role, content=content, tokens=tokens)
+        decision = self.run(command, expected_version)
         if decision.error is not None:  # ``_do``, inline: the hottest command
             raise decision.error
         return decision.result

@@ -18,6 +18,7 @@ import invariants
 import reducers as r
 from eventstore._commands import AppendTurn, Command, Record
 from eventstore._decide import decide
+from eventstore._decision import Decision, maker
 from eventstore._ops._replay import commands, decide_again, divergences
 from eventstore._ops._transfer import export_lines, import_file
 from tests import strategies
@@ -138,6 +139,54 @@ def _one_by_one(state: r.SessionState, events: list[r.Event]) -> tuple[r.Session
 
 
 _codes = st.lists(st.tuples(st.sampled_from(_CODES), st.integers(0, 50)), max_size=40)
+
+
+@attrs.frozen
+class _Converted:
+    n: int = attrs.field(converter=int)
+
+
+@attrs.frozen(cache_hash=True)
+class _HashCached:
+    n: int
+
+
+@attrs.frozen(slots=False)
+class _Unslotted:
+    n: int
+
+
+class TestMaker:
+    def test_it_makes_what_the_class_makes(self) -> None:
+        """The commit path's values made by ``maker`` equal and hash as ``cls(...)``'s,
+        and stay frozen."""
+        fields: dict[str, Any] = {"index": 3, "role": "user", "content": "hi", "tokens": 4}
+        fields["tok_start"] = 9
+        made, built = maker(eventstore.Turn)(**fields), eventstore.Turn(**fields)
+        assert (made, hash(made), repr(made)) == (built, hash(built), repr(built))
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            made.index = 4  # type: ignore[misc]
+        command = maker(AppendTurn)(role="user", content="hi", tokens=4)
+        assert command == AppendTurn(role="user", content="hi", tokens=4)
+        decision = maker(Decision)(events=(), state=r.SessionState(), result=None, error=None)
+        assert decision == Decision(events=(), state=r.SessionState(), result=None)
+
+    def test_every_field_is_named(self) -> None:
+        """Fields go by keyword, every one of them: no default is filled in."""
+        make = maker(Decision)
+        with pytest.raises(TypeError):
+            make((), r.SessionState(), None, None)
+        with pytest.raises(TypeError):
+            make(events=(), state=r.SessionState(), result=None)
+
+    @pytest.mark.parametrize(
+        "cls", [r.TurnAppended, _Converted, _HashCached, _Unslotted, r.SessionState]
+    )
+    def test_a_class_whose_init_checks_or_computes_is_refused(self, cls: type[Any]) -> None:
+        """A validator, a converter, a cached hash, a missing slot or a field kept out
+        of ``__init__`` would be skipped: ``maker`` refuses the class instead."""
+        with pytest.raises(TypeError, match="does more than store its fields"):
+            maker(cls)
 
 
 class TestCheckedFold:
