@@ -98,6 +98,7 @@ class SqliteRecorder(AuditQueries, AppendPath):
         # Heads this connection read or wrote, valid while PRAGMA data_version (which
         # changes when another connection commits) stays at _data_version.
         self._heads: dict[str, Head] = {}
+        self._forget_heads = self._heads.clear  # what a rolled-back append runs
         self._data_version = -1
         try:
             self.conn = connect(self.path, readonly=readonly, timeout=busy_timeout)
@@ -173,7 +174,7 @@ class SqliteRecorder(AuditQueries, AppendPath):
         self._heads[last[0]] = Head(last[1], last[7])
         undo = self._tx.undo
         if undo:  # a rolled-back append leaves no cached head (on_rollback, inline)
-            undo[-1].append(self._heads.clear)
+            undo[-1].append(self._forget_heads)
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:

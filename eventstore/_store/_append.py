@@ -55,6 +55,7 @@ class AppendPath(abc.ABC):
 
     def __init__(self, statements: Statements, clock: Callable[[], str]) -> None:
         self._tx = Transactions(statements)
+        self._block = self._tx.block()  # stateless: one serves every transaction
         self._clock = clock
 
     @abc.abstractmethod
@@ -72,7 +73,7 @@ class AppendPath(abc.ABC):
     def transaction(self) -> AbstractContextManager[None]:
         """One write transaction: commit on success, roll back on error. Inside another
         it is a savepoint: an error rolls back this block only."""
-        return self._tx.block()
+        return self._block
 
     def on_rollback(self, undo: Callable[[], None]) -> None:
         """Run ``undo`` if the open transaction (or savepoint) rolls back instead of
