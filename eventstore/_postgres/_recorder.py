@@ -40,14 +40,16 @@ from eventstore._store import (
     Row,
     StoredSnapshot,
     audit_queries,
+    link_rows,
     read_range,
     seconds,
     utc_now,
 )
-from reducers import InvalidArgument, JournalError
+from reducers import Event, InvalidArgument, JournalError
 
 PAGE = 2_000  # rows a read fetches at a time
 COPY_MIN = 64  # batches at least this long are written with COPY
+LINKED = 256  # events linked at a time while a COPY streams them
 LOCK_TIMEOUT = 30.0  # seconds a writer waits for a session's lock (SQLite's busy timeout)
 
 _COLUMNS = "session_id, version, type, schema_version, payload, recorded_at, prev_hash, hash"
@@ -203,6 +205,27 @@ class PostgresRecorder(AuditQueries, AppendPath):
             self.wire.defer(*[(_INSERT, row) for row in rows])
         else:
             self.wire.copy(_COPY, rows, _COPY_TYPES)
+
+    stream_min = COPY_MIN
+
+    def insert_events(
+        self, session_id: str, head: Head, events: Sequence[Event], recorded_at: str
+    ) -> Head:
+        """A long batch linked ``LINKED`` events at a time as it streams into one COPY: the
+        server stores the first rows while the next are encoded and hashed."""
+        last = [head]
+
+        def rows() -> Iterator[Row]:
+            version, prev = head
+            for start in range(0, len(events), LINKED):
+                linked = link_rows(session_id, version, prev, events[start : start + LINKED],
+                                   recorded_at)  # fmt: skip
+                yield from linked
+                version, prev = linked[-1][1], linked[-1][7]
+            last[0] = Head(version, prev)
+
+        self.wire.copy(_COPY, rows(), _COPY_TYPES)
+        return last[0]
 
     def _run(self, sql: str, params: Sequence[object] = ()) -> Any:
         return self.wire.send((sql, params))

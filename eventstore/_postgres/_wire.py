@@ -20,7 +20,7 @@ after it reconnects.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -197,9 +197,10 @@ class Wire:
         self.closed = True
         self.conn.close()
 
-    def copy(self, sql: str, rows: Sequence[Sequence[object]], types: Sequence[str] = ()) -> None:
-        """``COPY ... FROM STDIN`` the rows, after whatever waits; ``types``: the
-        columns' types, which a ``(FORMAT BINARY)`` copy needs."""
+    def copy(self, sql: str, rows: Iterable[Sequence[object]], types: Sequence[str] = ()) -> None:
+        """``COPY ... FROM STDIN`` the rows, after whatever waits, each sent as it comes
+        (an error raised by ``rows`` fails the COPY); ``types``: the columns' types,
+        which a ``(FORMAT BINARY)`` copy needs."""
         self.send()
         self.live()
         with self.mapped(), self.conn.cursor() as cur, cur.copy(sql) as copy:

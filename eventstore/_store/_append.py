@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from contextlib import AbstractContextManager
 
@@ -68,6 +69,17 @@ class AppendPath(abc.ABC):
     def insert(self, rows: Sequence[Row]) -> None:
         """Insert rows of one session (linked and checked, one or more) in the open
         transaction; a version already stored is a ConcurrencyError."""
+
+    stream_min: int = sys.maxsize  # batches this long go to ``insert_events``
+
+    def insert_events(
+        self, session_id: str, head: Head, events: Sequence[Event], recorded_at: str
+    ) -> Head:
+        """Link ``events`` (at least one) after ``head`` and ``insert`` them; the head they
+        make. A backend may link them as it sends them (``stream_min`` and longer)."""
+        rows = link_rows(session_id, head.version, head.hash, events, recorded_at)
+        self.insert(rows)
+        return Head(rows[-1][1], rows[-1][7])
 
     # -- transactions ------------------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]:
@@ -131,6 +143,9 @@ class AppendPath(abc.ABC):
                 f"session {session_id!r} is at version {head.version}: the head handed"
                 f" back (version {expected}) is not the one this transaction holds"
             )
+        if len(events) >= self.stream_min:  # a long batch the backend links as it stores
+            held[session_id] = made = self.insert_events(session_id, head, events, self._clock())
+            return made.version
         rows = link_rows(session_id, head.version, head.hash, events, self._clock())
         if rows:
             self.insert(rows)
