@@ -2,9 +2,11 @@
 
 The same store as ``FolderSpills`` (``_spills``), in rows instead of files: the
 handle is derived from the bytes' sha256 alone (``<sha256[:2]>/<sha256>.spill``),
-so a spill has the same handle, event and state sha256 on both backends, and
-storage grows linearly (a row holds only the bytes after its *base*, the longest
-earlier spill whose bytes start its own). A row is written in the transaction of
+so a spill has the same handle, event and state sha256 on both backends, and a row
+holds only the bytes after its *base*, the longest earlier spill whose bytes start its
+own, unless that chain is ``SPILL_DEPTH`` rows deep already: then the row holds the
+whole bytes, so a read follows a bounded number of rows. A row is written in the
+transaction of
 the event that records it, so a refusal that rolls back leaves no spill behind and
 nothing is ever orphaned; rows are immutable (a trigger refuses UPDATE and DELETE).
 Every read reassembles the bytes and checks them against the recorded size and
@@ -18,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple, Protocol
 
 from eventstore._errors import IntegrityError
-from eventstore._store import handle_for, is_legacy
+from eventstore._store import SPILL_DEPTH, handle_for, is_legacy
 from reducers import JournalError, Spill, Spilled
 
 MAX_CHAIN = 10_000  # bases followed before a chain is called a loop
@@ -49,6 +51,8 @@ class TableSpills:
         "written by hand: spill rows are immutable, so --clean cannot remove it; the"
         " database's owner may, with spill_data's triggers disabled"
     )
+
+    max_depth = SPILL_DEPTH  # rows in a chain at most (an instance may lower it)
 
     def __init__(self, table: _SpillTable) -> None:
         self.table = table
@@ -87,35 +91,48 @@ class TableSpills:
             raise IntegrityError(f"spill {spill.handle} is not named after its sha256")
 
     def _base(self, data: bytes, lo: int, earlier: Iterable[Spill]) -> Spill | None:
+        """The longest earlier spill from ``lo`` whose bytes start ``data`` and still read
+        back, if any, unless its chain is ``max_depth`` rows deep."""
         candidates = [
             s for s in earlier if s.lo == lo and 0 < s.bytes < len(data) and not is_legacy(s.handle)
         ]
         if not candidates:
             return None
         best = max(candidates, key=lambda s: (s.bytes, s.version))
-        if hashlib.sha256(data[: best.bytes]).hexdigest() != best.sha256 or self.problem(best):
+        if hashlib.sha256(data[: best.bytes]).hexdigest() != best.sha256:
             return None
-        return best
+        try:
+            depth = len(self._checked(best))
+        except IntegrityError:
+            return None
+        return best if depth < self.max_depth else None
 
     # -- read back and check ------------------------------------------------------------
     def read(self, spill: Spill | Spilled) -> bytes:
         """The spill's bytes, checked against its recorded size and sha256."""
-        data = self._assemble(spill.handle)
+        return b"".join(self._checked(spill))
+
+    def _checked(self, spill: Spill | Spilled) -> list[bytes]:
+        """The bytes of each row of the spill's chain, first row first, checked together
+        against its recorded size and sha256."""
+        parts = self._assemble(spill.handle)
+        data = b"".join(parts)
         if len(data) != spill.bytes:
             raise IntegrityError(
                 f"spill {spill.handle} has {len(data)} bytes, {spill.bytes} recorded"
             )
         if hashlib.sha256(data).hexdigest() != spill.sha256:
             raise IntegrityError(f"spill {spill.handle} does not match its recorded sha256")
-        return data
+        return parts
 
-    def _assemble(self, handle: str) -> bytes:
-        """The row's bytes after its bases' (IntegrityError if one is missing)."""
+    def _assemble(self, handle: str) -> list[bytes]:
+        """The bytes of the row and of its bases, first base first (IntegrityError if
+        one is missing)."""
         parts: list[bytes] = []
         cur: str | None = handle
         for _ in range(MAX_CHAIN):
             if cur is None:
-                return b"".join(reversed(parts))
+                return parts[::-1]
             row = self.table.spill_row(cur)
             if row is None:
                 raise IntegrityError(f"spill {cur} is missing from {self.location}")

@@ -66,7 +66,7 @@ _HOMES = {
         "check_session_id",
     ),
     "eventstore._store._snapshots": ("Snapshots",),
-    "eventstore._store._spills": ("FolderSpills", "handle_for", "is_legacy"),
+    "eventstore._store._spills": ("SPILL_DEPTH", "FolderSpills", "handle_for", "is_legacy"),
     "eventstore._store._transaction": ("Statements", "Transactions"),
     "eventstore._store._views": ("COMMON", "REQUIRED", "audit_queries", "render"),
 }
@@ -136,7 +136,7 @@ if TYPE_CHECKING:
         check_session_id,
     )
     from eventstore._store._snapshots import Snapshots
-    from eventstore._store._spills import FolderSpills, handle_for, is_legacy
+    from eventstore._store._spills import SPILL_DEPTH, FolderSpills, handle_for, is_legacy
     from eventstore._store._transaction import Statements, Transactions
     from eventstore._store._views import COMMON, REQUIRED, audit_queries, render
 
@@ -147,6 +147,7 @@ __all__ = [
     "REQUIRED",
     "SCHEMA_VERSION",
     "SNAPSHOT_EVERY",
+    "SPILL_DEPTH",
     "AppendPath",
     "AuditQueries",
     "AuditReads",

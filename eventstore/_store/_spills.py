@@ -7,12 +7,15 @@ it names the database, its folder or the session, so a journal that is moved,
 renamed, exported and imported (under any session id) records the same handles and
 the same state sha256.
 
-Storage grows linearly with the log. A spill file is a one-line header naming its
-*base* (an earlier spill whose bytes are a prefix of its own, or none) followed by
-only the bytes after the base's: a refusal that spills the whole transcript again
-writes only the turns appended since the last one. Reading a handle reassembles the
-whole, and every file on the way is checked against the size and sha256 recorded for
-it (the event's for the handle itself, the using file's header for a base).
+A spill file is a one-line header naming its *base* (an earlier spill whose bytes
+are a prefix of its own, or none) followed by only the bytes after the base's: a
+refusal that spills the whole transcript again writes only the turns appended since
+the last one. Reading a handle reassembles the whole, and every file on the way is
+checked against the size and sha256 recorded for it (the event's for the handle
+itself, the using file's header for a base). A chain is at most ``SPILL_DEPTH`` files
+deep: a spill that would make it deeper is written whole (a file with no base), so
+building on a spill stats, and reading one opens, a bounded number of files however
+many refusals came before; the price is a whole copy every ``SPILL_DEPTH`` spills.
 
 Reads never leave the root (no ``..``, no absolute path, no symlink pointing out),
 open only regular files, and never read more than a file's recorded size (plus its
@@ -40,6 +43,7 @@ from reducers import JournalError, Spill, Spilled, canonical_json, handle_proble
 
 FORMAT = "tierlog-spill/1"
 HEADER_MAX = 4096  # bytes of a header line, newline included
+SPILL_DEPTH = 64  # files in a chain at most: a deeper spill is written whole instead
 _LEGACY_ROOT = ".spills"  # the first part of a 0.1 handle: "<db file>.spills"
 
 Undo = Callable[[], None]
@@ -84,12 +88,17 @@ class _Known:
     """A spill file this journal object wrote or read back whole: the running sha256 of
     its bytes (its bases' included), where it is, what ``stat`` said of it then, and
     what is known of the file of its base (``None`` for none; a base not known leaves
-    the file out of ``_known``)."""
+    the file out of ``_known``); ``depth`` counts the files of its chain, its own too."""
 
     hasher: Any
     path: str
     sig: Sig
     base: _Known | None
+    depth: int = attrs.field(init=False)
+
+    @depth.default
+    def _depth(self) -> int:
+        return 1 if self.base is None else self.base.depth + 1
 
 
 class FolderSpills:
@@ -100,6 +109,7 @@ class FolderSpills:
     """
 
     orphan_hint = "tierlog verify --clean removes it"
+    max_depth = SPILL_DEPTH  # files in a chain at most (an instance may lower it)
 
     def __init__(self, root: Path, on_write: Callable[[Undo], None] | None = None) -> None:
         self.root = root
@@ -121,7 +131,8 @@ class FolderSpills:
         """Store ``data`` (the raw range ``[lo, hi)``) and return the event recording it.
 
         Reuses what is already stored: the same bytes are not written twice, and the
-        longest earlier spill whose bytes start ``data`` becomes the base. Raises
+        longest earlier spill whose bytes start ``data`` becomes the base (unless its
+        chain is ``max_depth`` files deep: then the file holds ``data`` whole). Raises
         :class:`JournalError` naming the cause if the file cannot be written; then
         nothing is left on disk.
         """
@@ -145,13 +156,15 @@ class FolderSpills:
         ``stat`` says none has changed since, or when the result is stored already.
 
         The caller vouches that ``base``'s bytes start the range's: the spill's sha256
-        continues ``base``'s running hash over ``tail``, the file holds ``tail`` alone.
+        continues ``base``'s running hash over ``tail``, the file holds ``tail`` alone;
+        or, where that would make the chain deeper than ``max_depth``, the whole bytes,
+        ``base``'s read back and checked (``None`` if they do not read back).
         """
         ref = Ref.of(base)
         known = self._fresh(ref)
         if known is None:
             return None
-        hasher = known.copy()
+        hasher = known.hasher.copy()
         hasher.update(tail)
         digest = hasher.hexdigest()
         size = base.bytes + len(tail)
@@ -163,7 +176,14 @@ class FolderSpills:
                 return None  # stored before: whether it reads back is the whole write's check
         except SpillProblem:
             return None  # the whole write says why it cannot be stored
-        self._put(Ref.of(spilled), hasher, ref, tail)
+        if known.depth < self.max_depth:
+            self._put(Ref.of(spilled), hasher, ref, tail)
+            return spilled
+        try:
+            whole = self.checker().read(ref) + tail
+        except SpillProblem:
+            return None  # the whole write finds a base that reads back, or none
+        self._put(Ref.of(spilled), hasher, None, whole)
         return spilled
 
     def _put(self, ref: Ref, hasher: Any, base: Ref | None, body: bytes) -> None:
@@ -193,8 +213,8 @@ class FolderSpills:
         if hasher is not None and (base is None or below is not None):
             self._known[ref] = _Known(hasher, path, sig, below)
 
-    def _fresh(self, ref: Ref) -> Any | None:
-        """The running hash of ``ref`` if every file of its chain is known and unchanged
+    def _fresh(self, ref: Ref) -> _Known | None:
+        """What is known of ``ref`` if every file of its chain is known and unchanged
         since (same device, inode, size, mtime and ctime), else ``None``: one ``stat``
         a file, no read."""
         top = known = self._known.get(ref)
@@ -202,7 +222,7 @@ class FolderSpills:
             if _sig(known.path) != known.sig:
                 return None
             known = known.base
-        return None if top is None else top.hasher
+        return top
 
     def adopt(self, spill: Spill | Spilled, data: bytes, earlier: Iterable[Spill] = ()) -> None:
         """Store bytes recorded elsewhere under their recorded handle (``tierlog ship``);
@@ -219,7 +239,7 @@ class FolderSpills:
 
     def _base(self, data: bytes, lo: int, earlier: Iterable[Spill], check: Checker) -> Ref | None:
         """The longest earlier spill from ``lo`` whose bytes are a prefix of ``data``
-        and still read back, if any."""
+        and still read back, if any, unless its chain is ``max_depth`` files deep."""
         candidates = [
             s for s in earlier if s.lo == lo and 0 < s.bytes < len(data) and not is_legacy(s.handle)
         ]
@@ -228,7 +248,8 @@ class FolderSpills:
         best = max(candidates, key=lambda s: (s.bytes, s.version))
         if hashlib.sha256(data[: best.bytes]).hexdigest() != best.sha256 or check(best):
             return None
-        return Ref.of(best)
+        ref = Ref.of(best)
+        return ref if check.depth(ref) < self.max_depth else None
 
     def _store(self, handle: str, content: bytes) -> str:
         """Write ``content`` durably at ``handle``: temp file, fsync, rename, fsync; the
@@ -313,6 +334,14 @@ class Checker:
         self._folders: dict[str, str] = {}
         self._memo: dict[Ref, Any] = {}
         self.seen: dict[Ref, tuple[str, Sig, Ref | None]] = {}  # each file read: where, stat
+
+    def depth(self, ref: Ref) -> int:
+        """The files of ``ref``'s chain, its own too, as far as this pass read them."""
+        count, cur = 0, self.seen.get(ref)
+        while cur is not None:
+            count += 1
+            cur = None if cur[2] is None else self.seen.get(cur[2])
+        return count
 
     def verified(self, ref: Ref) -> Any | None:
         """A copy of the running hash of ``ref`` if this pass read it back whole."""

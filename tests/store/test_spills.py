@@ -18,8 +18,12 @@ import reducers
 from eventstore._files import render_turns
 from eventstore._ops._audit import clean_spills, orphan_spills, verify
 from eventstore._ops._transfer import export_lines, import_file
+from eventstore._postgres._spills import TableSpills
 from eventstore._sqlite._recorder import SqliteRecorder
+from eventstore._store import SPILL_DEPTH, FolderSpills
+from eventstore._store._spills import Ref
 from tests.helpers import config, fill, refuse, refusing_session, rows
+from tests.targets import Target, on_both
 
 ROOT = Path(__file__).resolve().parents[2]
 LEGACY = ROOT / "tests" / "data" / "journal-0.1"
@@ -334,6 +338,148 @@ class TestRefusalCost:
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
         fill(s, 2)
         assert s.effects.spill_problem(refuse(s)) is None
+
+
+def _depth(journal: eventstore.Journal, spill: eventstore.Spill) -> int:
+    """The files (SQLite) or rows (PostgreSQL) of a spill's chain, its own included."""
+    store = journal.spills
+    if isinstance(store, FolderSpills):
+        check = store.checker()
+        assert check(spill) is None
+        return check.depth(Ref.of(spill))
+    assert isinstance(store, TableSpills)
+    return len(store._assemble(spill.handle))
+
+
+def _bound(journal: eventstore.Journal, depth: int) -> None:
+    """Let the journal's spill chains grow ``depth`` deep at most."""
+    assert isinstance(journal.spills, (FolderSpills, TableSpills))
+    journal.spills.max_depth = depth
+
+
+def _refusals(s: eventstore.Session, n: int) -> list[eventstore.Spill]:
+    """``n`` refusals, two turns apart: the spills they wrote."""
+    spills = []
+    for _ in range(n):
+        fill(s, 2)
+        spills.append(refuse(s))
+    return spills
+
+
+def _tamper(path: Path) -> None:
+    """Change one byte of a file in place, its size and mtime put back."""
+    data, st = path.read_bytes(), path.stat()
+    path.write_bytes(data[:-2] + (b"X" if data[-2:-1] != b"X" else b"Y") + data[-1:])
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+@on_both
+class TestBoundedChains:
+    """A spill chain is at most ``max_depth`` deep: a deeper spill is written whole."""
+
+    def test_depth_stays_bounded_over_many_refusals(self, journal: eventstore.Journal) -> None:
+        """Over many refusals every chain is at most three deep, and each spill still
+        reads back as the whole transcript it recorded."""
+        _bound(journal, 3)
+        s = refusing_session(journal)
+        spills = _refusals(s, 14)
+        assert [_depth(journal, sp) for sp in spills] == [1, 2, 3] * 4 + [1, 2]
+        datas = [s.read_spill(sp) for sp in spills]
+        assert all(a == b[: len(a)] for a, b in itertools.pairwise(datas))
+        whole = journal.effects("r").turns(s.state, [(0, s.state.turns)])
+        assert datas[-1] == render_turns(whole)
+        assert verify(journal) == []
+
+    def test_a_whole_spill_reads_as_its_chain_did(
+        self, target: Target, second_target: Target
+    ) -> None:
+        """The same history with chains of 64 and of 2: the same events, state sha256
+        and bytes, whichever way the spills are stored."""
+        runs = []
+        for location, depth in ((target.location, SPILL_DEPTH), (second_target.location, 2)):
+            with eventstore.open(location) as journal:
+                _bound(journal, depth)
+                s = refusing_session(journal)
+                spills = _refusals(s, 7)
+                runs.append((spills, s.state.sha256, [s.read_spill(sp) for sp in spills]))
+                assert max(_depth(journal, sp) for sp in spills) == min(depth, 7)
+        assert runs[0] == runs[1]
+
+    def test_a_deep_chain_written_before_reads_verifies_and_is_not_extended(
+        self, journal: eventstore.Journal
+    ) -> None:
+        """A chain written deeper than the bound (an older journal) still reads back and
+        verifies; the next refusal after reopening writes its spill whole."""
+        _bound(journal, 1_000)
+        s = refusing_session(journal)
+        spills = _refusals(s, 8)
+        assert _depth(journal, spills[-1]) == 8
+        _bound(journal, 3)
+        assert verify(journal) == []
+        assert all(len(s.read_spill(sp)) == sp.bytes for sp in spills)
+        fill(s, 2)
+        fresh = journal.session("r")  # as after reopening: nothing known of the chain
+        assert _depth(journal, refuse(fresh)) == 1
+        assert _depth(journal, refuse(refusing_session(journal, "other"))) == 1
+
+    def test_import_bounds_the_chains_it_writes(
+        self, journal: eventstore.Journal, second_target: Target, tmp_path: Path
+    ) -> None:
+        """A session whose chain is eight deep, imported into a journal bounded at three:
+        the same handles and bytes, every chain at most three deep, verify clean."""
+        _bound(journal, 1_000)
+        s = refusing_session(journal, "src")
+        spills = _refusals(s, 8)
+        exported = tmp_path / "src.jsonl"
+        exported.write_text("".join(line + "\n" for line in export_lines(journal, "src")))
+        with eventstore.open(second_target.location) as other, exported.open() as f:
+            _bound(other, 3)
+            import_file(other, f)
+            copy = other.session("src")
+            assert copy.state.spills == s.state.spills
+            assert [copy.read_spill(sp) for sp in spills] == [s.read_spill(sp) for sp in spills]
+            assert max(_depth(other, sp) for sp in spills) <= 3
+            assert verify(other) == []
+
+
+class TestBoundedChainsChecked:
+    """Bounded chains keep every check: a changed file is not built on, and verify
+    names it."""
+
+    @pytest.mark.parametrize("changed", range(5))
+    def test_a_file_changed_anywhere_is_caught(
+        self, journal: eventstore.Journal, changed: int
+    ) -> None:
+        """Chains of three (the fourth spill written whole): whichever file changes in
+        place, the next spill reads back whole, and verify reports the changed one."""
+        _bound(journal, 3)
+        s = refusing_session(journal)
+        spills = _refusals(s, 5)
+        _tamper(Path(journal.spills.location) / spills[changed].handle)
+        fill(s, 2)
+        new = refuse(s)
+        assert s.effects.spill_problem(new) is None
+        assert s.read_spill(new) == render_turns(
+            journal.effects("r").turns(s.state, [(0, s.state.turns)])
+        )
+        assert s.effects.spill_problem(spills[changed]) is not None
+        found = verify(journal)
+        assert {f.check for f in found} == {"spill"}
+        assert any(spills[changed].handle in f.problem for f in found)
+
+    def test_a_changed_file_is_not_read_into_a_whole_spill(
+        self, journal: eventstore.Journal
+    ) -> None:
+        """When the next spill is due whole, a file of the chain it would copy that
+        changed in place is noticed: the spill is written from the log instead."""
+        _bound(journal, 3)
+        s = refusing_session(journal)
+        spills = _refusals(s, 3)
+        _tamper(Path(journal.spills.location) / spills[1].handle)
+        fill(s, 2)
+        new = refuse(s)
+        assert _depth(journal, new) == 1
+        assert s.effects.spill_problem(new) is None
 
 
 def _insert_raw(store: SqliteRecorder, row: tuple[str, int, str, int, str, str]) -> None:
