@@ -12,10 +12,17 @@ are a prefix of its own, or none) followed by only the bytes after the base's: a
 refusal that spills the whole transcript again writes only the turns appended since
 the last one. Reading a handle reassembles the whole, and every file on the way is
 checked against the size and sha256 recorded for it (the event's for the handle
-itself, the using file's header for a base). A chain is at most ``SPILL_DEPTH`` files
-deep: a spill that would make it deeper is written whole (a file with no base), so
-building on a spill stats, and reading one opens, a bounded number of files however
-many refusals came before; the price is a whole copy every ``SPILL_DEPTH`` spills.
+itself, the using file's header for a base).
+
+Chains stay shallow. A refusal's spill is built on the last one's, and chains count
+like a number in base ``SPILL_FANOUT``: when the newest ``SPILL_FANOUT - 1`` files of a
+chain each span the same number of spills, the next file holds their bytes and the new
+turns, and names the file below them as its base (so a chain holds at most
+``SPILL_FANOUT - 1`` files of each span, and is about ``log(spills)`` files deep,
+each byte stored about as many times); and no chain is deeper than ``SPILL_DEPTH``
+files: a spill that would be is written whole (a file with no base). Building on a
+spill stats, and reading one opens, a bounded number of files however many refusals
+came before.
 
 Reads never leave the root (no ``..``, no absolute path, no symlink pointing out),
 open only regular files, and never read more than a file's recorded size (plus its
@@ -44,6 +51,7 @@ from reducers import JournalError, Spill, Spilled, canonical_json, handle_proble
 FORMAT = "tierlog-spill/1"
 HEADER_MAX = 4096  # bytes of a header line, newline included
 SPILL_DEPTH = 64  # files in a chain at most: a deeper spill is written whole instead
+SPILL_FANOUT = 16  # SPILL_FANOUT - 1 files of one span merge into one SPILL_FANOUT times it
 _LEGACY_ROOT = ".spills"  # the first part of a 0.1 handle: "<db file>.spills"
 
 Undo = Callable[[], None]
@@ -88,12 +96,16 @@ class _Known:
     """A spill file this journal object wrote or read back whole: the running sha256 of
     its bytes (its bases' included), where it is, what ``stat`` said of it then, and
     what is known of the file of its base (``None`` for none; a base not known leaves
-    the file out of ``_known``); ``depth`` counts the files of its chain, its own too."""
+    the file out of ``_known``); ``span`` is the number of spills whose bytes the file
+    holds, if this object wrote it on a chain it knew, and ``depth`` counts the files of
+    its chain, its own too."""
 
+    ref: Ref
     hasher: Any
     path: str
     sig: Sig
     base: _Known | None
+    span: int | None
     depth: int = attrs.field(init=False)
 
     @depth.default
@@ -110,6 +122,7 @@ class FolderSpills:
 
     orphan_hint = "tierlog verify --clean removes it"
     max_depth = SPILL_DEPTH  # files in a chain at most (an instance may lower it)
+    fanout = SPILL_FANOUT  # files of one span merged into one (an instance may change it)
 
     def __init__(self, root: Path, on_write: Callable[[Undo], None] | None = None) -> None:
         self.root = root
@@ -156,9 +169,9 @@ class FolderSpills:
         ``stat`` says none has changed since, or when the result is stored already.
 
         The caller vouches that ``base``'s bytes start the range's: the spill's sha256
-        continues ``base``'s running hash over ``tail``, the file holds ``tail`` alone;
-        or, where that would make the chain deeper than ``max_depth``, the whole bytes,
-        ``base``'s read back and checked (``None`` if they do not read back).
+        continues ``base``'s running hash over ``tail``; the file holds ``tail`` after
+        the bytes of the files of the chain it merges (``_merge``), those read back and
+        checked against ``base``'s sha256 (``None`` if they do not read back).
         """
         ref = Ref.of(base)
         known = self._fresh(ref)
@@ -176,23 +189,62 @@ class FolderSpills:
                 return None  # stored before: whether it reads back is the whole write's check
         except SpillProblem:
             return None  # the whole write says why it cannot be stored
-        if known.depth < self.max_depth:
-            self._put(Ref.of(spilled), hasher, ref, tail)
-            return spilled
+        below, merged, span = self._merge(known)
         try:
-            whole = self.checker().read(ref) + tail
+            body = self._bodies(known, below, merged) + tail
         except SpillProblem:
             return None  # the whole write finds a base that reads back, or none
-        self._put(Ref.of(spilled), hasher, None, whole)
+        self._put(Ref.of(spilled), hasher, below.ref if below else None, body, span)
         return spilled
 
-    def _put(self, ref: Ref, hasher: Any, base: Ref | None, body: bytes) -> None:
+    def _merge(self, top: _Known) -> tuple[_Known | None, list[_Known], int | None]:
+        """Where a spill built on ``top`` goes: the file it names as its base, the files
+        above that one whose bytes it holds (newest first), and its span. ``fanout - 1``
+        files of one span on top merge (with the new turns) into one of ``fanout`` times
+        that span, then the files below them, likewise; a chain that would still be
+        deeper than ``max_depth`` is merged whole."""
+        span, merged = 1, []
+        below: _Known | None = top
+        while self.fanout > 1:
+            group: list[_Known] = []
+            cur = below
+            while cur is not None and cur.span == span and len(group) < self.fanout - 1:
+                group.append(cur)
+                cur = cur.base
+            if len(group) < self.fanout - 1:
+                break
+            merged += group
+            below, span = cur, span * self.fanout
+        if below is None or below.depth < self.max_depth:
+            return below, merged, span
+        while below is not None:
+            merged.append(below)
+            below = below.base
+        return None, merged, None
+
+    def _bodies(self, top: _Known, below: _Known | None, merged: list[_Known]) -> bytes:
+        """The bytes the ``merged`` files add to ``below``'s, read back: with ``below``'s
+        running hash they must give ``top``'s recorded sha256 (SpillProblem otherwise)."""
+        if not merged:
+            return b""
+        check = self.checker()
+        parts = [check.body(known.ref) for known in reversed(merged)]
+        hasher = below.hasher.copy() if below else hashlib.sha256()
+        for part in parts:
+            hasher.update(part)
+        if hasher.hexdigest() != top.ref.sha256:
+            raise SpillProblem(f"spill {top.ref.handle} does not match its recorded sha256")
+        return b"".join(parts)
+
+    def _put(
+        self, ref: Ref, hasher: Any, base: Ref | None, body: bytes, span: int | None = None
+    ) -> None:
         """Write the file of ``ref`` (its header naming ``base``) and remember it."""
         header = {"format": FORMAT, "base": attrs.asdict(base) if base else None}
         path = self._store(ref.handle, canonical_json(header) + b"\n" + body)
         sig = _sig(path)
         if sig is not None:
-            self._remember(ref, hasher.copy(), path, sig, base)
+            self._remember(ref, hasher.copy(), path, sig, base, span)
 
     def _learn(self, check: Checker) -> None:
         """Remember the files ``check`` read back whole, each chain from its first file."""
@@ -207,11 +259,13 @@ class FolderSpills:
             for one in reversed(chain):
                 self._remember(one, check.verified(one), *check.seen[one])
 
-    def _remember(self, ref: Ref, hasher: Any, path: str, sig: Sig, base: Ref | None) -> None:
+    def _remember(
+        self, ref: Ref, hasher: Any, path: str, sig: Sig, base: Ref | None, span: int | None = None
+    ) -> None:
         """Know ``ref``'s file if it read back whole and its base is known."""
         below = self._known.get(base) if base else None
         if hasher is not None and (base is None or below is not None):
-            self._known[ref] = _Known(hasher, path, sig, below)
+            self._known[ref] = _Known(ref, hasher, path, sig, below, span)
 
     def _fresh(self, ref: Ref) -> _Known | None:
         """What is known of ``ref`` if every file of its chain is known and unchanged
@@ -342,6 +396,11 @@ class Checker:
             count += 1
             cur = None if cur[2] is None else self.seen.get(cur[2])
         return count
+
+    def body(self, ref: Ref) -> bytes:
+        """The bytes one file of a chain adds to its base's, their size checked (their
+        sha256 is the caller's to check)."""
+        return self._level(ref)[1]
 
     def verified(self, ref: Ref) -> Any | None:
         """A copy of the running hash of ``ref`` if this pass read it back whole."""

@@ -20,7 +20,7 @@ from eventstore._ops._audit import clean_spills, orphan_spills, verify
 from eventstore._ops._transfer import export_lines, import_file
 from eventstore._postgres._spills import TableSpills
 from eventstore._sqlite._recorder import SqliteRecorder
-from eventstore._store import SPILL_DEPTH, FolderSpills
+from eventstore._store import SPILL_DEPTH, FolderSpills, _spills
 from eventstore._store._spills import Ref
 from tests.helpers import config, fill, refuse, refusing_session, rows
 from tests.targets import Target, on_both
@@ -156,8 +156,10 @@ class TestLegacy:
 
 class TestLinearStorage:
     def test_refusals_store_each_turn_once(self, journal: eventstore.Journal) -> None:
-        """Each full-transcript refusal stores only the turns since the last one plus one
-        header line: storage is the transcript once plus N headers (0.1 stored N copies)."""
+        """Where no files merge, each full-transcript refusal stores only the turns since
+        the last one plus one header line: storage is the transcript once plus N headers
+        (0.1 stored N copies)."""
+        _bound(journal, SPILL_DEPTH, fanout=1_000)
         s = refusing_session(journal)
         stored, headers = [], 0
         for _ in range(40):
@@ -351,10 +353,14 @@ def _depth(journal: eventstore.Journal, spill: eventstore.Spill) -> int:
     return len(store._assemble(spill.handle))
 
 
-def _bound(journal: eventstore.Journal, depth: int) -> None:
-    """Let the journal's spill chains grow ``depth`` deep at most."""
+def _bound(journal: eventstore.Journal, depth: int, fanout: int | None = None) -> None:
+    """Let the journal's spill chains grow ``depth`` deep at most (and, on SQLite, merge
+    ``fanout - 1`` files of one span)."""
     assert isinstance(journal.spills, (FolderSpills, TableSpills))
     journal.spills.max_depth = depth
+    if fanout is not None:
+        assert isinstance(journal.spills, FolderSpills)
+        journal.spills.fanout = fanout
 
 
 def _refusals(s: eventstore.Session, n: int) -> list[eventstore.Spill]:
@@ -442,19 +448,63 @@ class TestBoundedChains:
             assert verify(other) == []
 
 
+class TestMergedChains:
+    """Files of one span merge, as digits carry in a count: chains about log(spills)
+    deep, each byte stored about as many times."""
+
+    def test_chains_count_in_base_two(self, journal: eventstore.Journal) -> None:
+        """Merging in twos, the n-th spill after the first is 1 + popcount(n) files deep,
+        and every spill reads back as the transcript it recorded."""
+        _bound(journal, SPILL_DEPTH, fanout=2)
+        s = refusing_session(journal)
+        spills = _refusals(s, 20)
+        assert [_depth(journal, sp) for sp in spills] == [1] + [
+            1 + bin(n).count("1") for n in range(1, 20)
+        ]
+        datas = [s.read_spill(sp) for sp in spills]
+        assert all(a == b[: len(a)] for a, b in itertools.pairwise(datas))
+        assert datas[-1] == render_turns(journal.effects("r").turns(s.state, [(0, s.state.turns)]))
+        assert verify(journal) == []
+
+    def test_storage_is_a_few_copies(self, journal: eventstore.Journal) -> None:
+        """Merging in fours over 64 refusals: no chain deeper than 1 + 3 * 3 files, and
+        the folder holds at most 1 + log4(64) copies of the transcript (0.1: 32)."""
+        _bound(journal, SPILL_DEPTH, fanout=4)
+        s = refusing_session(journal)
+        spills = _refusals(s, 64)
+        assert max(_depth(journal, sp) for sp in spills) <= 10
+        stored = _stored_bytes(Path(journal.spills.location))
+        assert stored <= 4 * spills[-1].bytes + 64 * 512  # and a header a file
+        assert sum(sp.bytes for sp in spills) > 30 * spills[-1].bytes
+
+    def test_a_reopened_journal_builds_on_what_it_reads(self, db_path: Path) -> None:
+        """After reopening, a spill is written on the chain read back, and merging goes
+        on above it; every spill reads back and verifies."""
+        for _ in range(2):
+            with eventstore.open(db_path) as journal:
+                _bound(journal, SPILL_DEPTH, fanout=2)
+                s = journal.session("r") if journal.has_session("r") else refusing_session(journal)
+                depths = [_depth(journal, sp) for sp in _refusals(s, 6)]
+                assert depths[1:] == [depths[0] + bin(n).count("1") for n in range(1, 6)]
+        assert depths[0] == 4  # on the first run's newest spill, three deep
+        with eventstore.open(db_path) as journal:
+            assert verify(journal) == []
+
+
 class TestBoundedChainsChecked:
     """Bounded chains keep every check: a changed file is not built on, and verify
     names it."""
 
-    @pytest.mark.parametrize("changed", range(5))
+    @pytest.mark.parametrize("fanout", [2, 1_000])
+    @pytest.mark.parametrize("changed", range(6))
     def test_a_file_changed_anywhere_is_caught(
-        self, journal: eventstore.Journal, changed: int
+        self, journal: eventstore.Journal, changed: int, fanout: int
     ) -> None:
-        """Chains of three (the fourth spill written whole): whichever file changes in
-        place, the next spill reads back whole, and verify reports the changed one."""
-        _bound(journal, 3)
+        """Chains of three at most, files merged in twos or never: whichever file changes
+        in place, the next spill reads back whole, and verify reports the changed one."""
+        _bound(journal, 3, fanout)
         s = refusing_session(journal)
-        spills = _refusals(s, 5)
+        spills = _refusals(s, 6)
         _tamper(Path(journal.spills.location) / spills[changed].handle)
         fill(s, 2)
         new = refuse(s)
@@ -467,19 +517,33 @@ class TestBoundedChainsChecked:
         assert {f.check for f in found} == {"spill"}
         assert any(spills[changed].handle in f.problem for f in found)
 
-    def test_a_changed_file_is_not_read_into_a_whole_spill(
-        self, journal: eventstore.Journal
+    @pytest.mark.parametrize(("fanout", "depth", "n"), [(1_000, 3, 3), (2, 64, 4)])
+    def test_a_changed_file_is_not_copied_even_when_stat_misses_it(
+        self,
+        journal: eventstore.Journal,
+        monkeypatch: pytest.MonkeyPatch,
+        fanout: int,
+        depth: int,
+        n: int,
     ) -> None:
-        """When the next spill is due whole, a file of the chain it would copy that
-        changed in place is noticed: the spill is written from the log instead."""
-        _bound(journal, 3)
+        """The newest file, which the next spill copies (whole: three deep already;
+        merged in twos: the fourth spill), is checked against its sha256 as it is read:
+        changed where ``stat`` cannot tell, it is not copied, and the spill is written
+        from the log instead."""
+        _bound(journal, depth, fanout)
         s = refusing_session(journal)
-        spills = _refusals(s, 3)
-        _tamper(Path(journal.spills.location) / spills[1].handle)
+        spills = _refusals(s, n)
+        monkeypatch.setattr(_spills, "_sig", lambda path: None)  # stat sees no change
+        assert isinstance(journal.spills, FolderSpills)
+        for known in journal.spills._known.values():
+            object.__setattr__(known, "sig", None)
+        _tamper(Path(journal.spills.location) / spills[-1].handle)
         fill(s, 2)
         new = refuse(s)
-        assert _depth(journal, new) == 1
         assert s.effects.spill_problem(new) is None
+        assert s.read_spill(new) == render_turns(
+            journal.effects("r").turns(s.state, [(0, s.state.turns)])
+        )
 
 
 def _insert_raw(store: SqliteRecorder, row: tuple[str, int, str, int, str, str]) -> None:
