@@ -20,11 +20,13 @@ from invariants._context import Gap, context_gaps
 from invariants._errors import MarkerInvalid, UnrecoverableCompactionError
 from invariants._marker import check_marker, dropped_span, invalidations
 from invariants._owed import Owed, owed
-from invariants._validate import check_range, check_turn, validate
+from invariants._validate import KEYED_RULES, KeyedRule, check_range, check_turn, validate
 from reducers import Violation
 
 __all__ = [
+    "KEYED_RULES",
     "Gap",
+    "KeyedRule",
     "MarkerInvalid",
     "Owed",
     "UnrecoverableCompactionError",

@@ -7,7 +7,7 @@ ever recorded for a well-formed proposal.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container, Mapping
 from typing import Any
 
 from reducers import (
@@ -18,9 +18,12 @@ from reducers import (
     Compacted,
     CompactionRefused,
     ConstraintLifted,
+    ConstraintStated,
     ContextCleared,
     Event,
+    Ingested,
     InvalidEvent,
+    ItemDisposed,
     MarkerEmitted,
     MarkerInvalidated,
     MarkerRefused,
@@ -44,6 +47,10 @@ def validate(state: SessionState, event: Event) -> None:
         return
     if state.config is None:
         raise InvalidEvent(f"{type(event).__name__} before SessionStarted")
+    keyed = KEYED_RULES.get(type(event))
+    if keyed is not None:
+        keyed(state.call_ids, state.open_calls, state.constraints, event)
+        return
     check = _RULES.get(type(event))
     if check is not None:
         check(state, event)
@@ -73,19 +80,48 @@ def _turn(state: SessionState, e: TurnAppended) -> None:
     check_turn(state.turns, state.tokens_total, e)
 
 
-def _call_opened(state: SessionState, e: CallOpened) -> None:
-    if e.call_id in state.call_ids:
+Keys = Container[str]
+KeyedRule = Callable[[Keys, Keys, Keys, Any], None]
+"""``validate`` of an event in a started session from the three sets of keys it may
+depend on: the call ids seen, the open calls and the pending constraints."""
+
+
+def _call_opened(call_ids: Keys, open_calls: Keys, constraints: Keys, e: CallOpened) -> None:
+    if e.call_id in call_ids:
         raise InvalidEvent(f"call {e.call_id!r} was already opened")
 
 
-def _call_resolved(state: SessionState, e: CallResolved) -> None:
-    if e.call_id not in state.open_calls:
+def _call_resolved(call_ids: Keys, open_calls: Keys, constraints: Keys, e: CallResolved) -> None:
+    if e.call_id not in open_calls:
         raise InvalidEvent(f"unknown or already resolved call {e.call_id!r}")
 
 
-def _lifted(state: SessionState, e: ConstraintLifted) -> None:
-    if e.key not in state.constraints:
+def _lifted(call_ids: Keys, open_calls: Keys, constraints: Keys, e: ConstraintLifted) -> None:
+    if e.key not in constraints:
         raise InvalidEvent(f"no pending constraint {e.key!r}")
+
+
+def _noted(call_ids: Keys, open_calls: Keys, constraints: Keys, e: Noted) -> None:
+    if e.count < 1:
+        raise InvalidEvent(f"a note concerns at least one item (got count {e.count})")
+
+
+def _any(call_ids: Keys, open_calls: Keys, constraints: Keys, e: Event) -> None:
+    """Events that may follow any started session."""
+
+
+KEYED_RULES: Mapping[type[Any], KeyedRule] = {
+    CallOpened: _call_opened,
+    CallResolved: _call_resolved,
+    ConstraintStated: _any,
+    ConstraintLifted: _lifted,
+    ItemDisposed: _any,
+    Noted: _noted,
+    Ingested: _any,
+}
+"""The events whose validity in a started session depends on those keys alone:
+``validate`` checks them so, and ``reducers.fold`` takes this as ``keyed_check``
+(a checked fold then builds no state for them)."""
 
 
 def _truncated(state: SessionState, e: Truncated) -> None:
@@ -156,11 +192,6 @@ def _cleared(state: SessionState, e: ContextCleared) -> None:
         )
 
 
-def _noted(state: SessionState, e: Noted) -> None:
-    if e.count < 1:
-        raise InvalidEvent(f"a note concerns at least one item (got count {e.count})")
-
-
 def _retold(state: SessionState, e: Retold) -> None:
     """A re-tell follows its own turn and states live obligations as they are now."""
     last = state.turns - 1
@@ -186,9 +217,6 @@ def _digest(state: SessionState, key: str) -> str | None:
 
 _RULES: dict[type[Any], Callable[[SessionState, Any], None]] = {
     TurnAppended: _turn,
-    CallOpened: _call_opened,
-    CallResolved: _call_resolved,
-    ConstraintLifted: _lifted,
     Truncated: _truncated,
     Spilled: _spilled,
     Checkpointed: _checkpointed,
@@ -200,6 +228,5 @@ _RULES: dict[type[Any], Callable[[SessionState, Any], None]] = {
     Resumed: _known_marker,
     TurnRetracted: _retracted,
     ContextCleared: _cleared,
-    Noted: _noted,
     Retold: _retold,
 }

@@ -10,7 +10,7 @@ state before every event (``check``) still costs O(1) per event.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -381,12 +381,18 @@ _HANDLERS: dict[type[Any], Callable[[_Acc, Any], None]] = {
 }
 
 
+Keys = Container[str]
+KeyedCheck = Mapping[type[Any], Callable[[Keys, Keys, Keys, Any], None]]
+"""Per event type, a check from ``(call_ids, open_calls, constraints, event)``."""
+
+
 def fold(
     events: Iterable[Event],
     state: SessionState | None = None,
     *,
     check: Callable[[SessionState, Event], None] | None = None,
     turn_check: Callable[[int, int, TurnAppended], None] | None = None,
+    keyed_check: KeyedCheck | None = None,
 ) -> SessionState:
     """Fold ``events`` onto ``state`` (the empty state by default); linear in the events.
 
@@ -395,9 +401,12 @@ def fold(
     ``turn_check(turns, tokens_total, turn)``, if given, stands in for ``check`` on
     the turns of a started session: it sees the two numbers a turn's validity
     depends on, so a checked fold of turns builds no state per turn.
+    ``keyed_check``, if given, stands in for ``check`` likewise on the events of the
+    types it maps: each is checked from the call ids seen, the open calls and the
+    pending constraints as they are before it (read in place, no state built).
     """
     acc = _Acc(state if state is not None else SessionState())
-    handlers = _HANDLERS
+    handlers, keyed = _HANDLERS, keyed_check or {}
     # Turns (most of any log) are folded inline: their two ledgers take the raw appends
     # and count them (sync), and the version is counted here, before anything reads them.
     tok: LedgerWriter[int] | None = None
@@ -429,7 +438,11 @@ def fold(
                     unsynced = _sync(tok, versions)
                 acc.version = version
                 if check is not None:
-                    check(acc.freeze(release=False), event)
+                    rule = keyed.get(type(event)) if acc.config is not None else None
+                    if rule is not None:
+                        rule(acc.call_ids, acc.open_calls, acc.constraints, event)
+                    else:
+                        check(acc.freeze(release=False), event)
                 handler = handlers.get(type(event))
                 if handler is None:
                     raise InvalidEvent(f"not a tierlog event: {type(event).__name__}")

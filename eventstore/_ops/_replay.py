@@ -21,7 +21,7 @@ from eventstore._decide import CAN_BREAK_MARKERS, decide, was_gated, would_inval
 from eventstore._decision import Decision
 from eventstore._effects import Effects, RecordedSpills, SpillCheck, SpillNotRecorded
 from eventstore._ops._predates import hint, spill_hint
-from invariants import check_turn, validate
+from invariants import KEYED_RULES, check_turn, validate
 from reducers import (
     PLAIN_EVENTS,
     Compacted,
@@ -186,7 +186,8 @@ def _fold_plain(
             raise InvalidEvent(_mismatch([event], (event, *due)))
 
     try:
-        return fold(plain, state, check=check, turn_check=check_turn), None
+        keyed = None if markers else KEYED_RULES  # with a valid marker, ``check`` checks more
+        return fold(plain, state, check=check, turn_check=check_turn, keyed_check=keyed), None
     except InvalidEvent:  # found in one pass; named event by event (a rare, slow path)
         for event in plain:
             try:

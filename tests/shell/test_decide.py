@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import eventstore
@@ -105,8 +105,13 @@ class TestDecide:
 
 # Codes for runs of plain events, some of them invalid where they stand: the next turn,
 # a skipped or repeated index, a token count that overflows the session, a call opened
-# (maybe twice) or resolved (maybe unknown), and a second SessionStarted.
-_CODES = ("turn", "turn", "turn", "skip", "again", "huge", "open", "resolve", "start")
+# (maybe twice) or resolved (maybe unknown), a constraint stated or lifted (maybe not
+# pending), an item disposed, a note (maybe of no item), an ingest position, and a
+# second SessionStarted.
+_CODES = (
+    *("turn", "turn", "turn", "skip", "again", "huge", "open", "resolve"),
+    *("state", "lift", "dispose", "note", "ingested", "start"),
+)
 
 
 def _run_of(codes: list[tuple[str, int]]) -> list[r.Event]:
@@ -122,9 +127,25 @@ def _run_of(codes: list[tuple[str, int]]) -> list[r.Event]:
             events.append(r.CallOpened(call_id=f"c{n % 3}", kind="tool_call", name="t"))
         elif code == "resolve":
             events.append(r.CallResolved(call_id=f"c{n % 3}", outcome="ok"))
+        elif code in ("state", "lift", "dispose", "note", "ingested"):
+            events.append(_keyed_event(code, n))
         else:
             events.append(r.SessionStarted(**attrs.asdict(config())))
     return events
+
+
+def _keyed_event(code: str, n: int) -> r.Event:
+    """An event of a type ``invariants.KEYED_RULES`` checks, about key ``n % 3``."""
+    key = f"k{n % 3}"
+    if code == "state":
+        return r.ConstraintStated(key=key, text=f"rule {n}")
+    if code == "lift":
+        return r.ConstraintLifted(key=key)
+    if code == "dispose":
+        return r.ItemDisposed(key=key, disposition="rejected", reason="no")
+    if code == "note":
+        return r.Noted(kind="chain_fallback", text="guessed", count=n % 3)
+    return r.Ingested(source="t.jsonl", offset=n, lines=n, sha256="0" * 64)
 
 
 def _one_by_one(state: r.SessionState, events: list[r.Event]) -> tuple[r.SessionState, str, int]:
@@ -139,6 +160,10 @@ def _one_by_one(state: r.SessionState, events: list[r.Event]) -> tuple[r.Session
 
 
 _codes = st.lists(st.tuples(st.sampled_from(_CODES), st.integers(0, 50)), max_size=40)
+# runs where the keyed events meet the same keys (0 or 1) again and again
+_keyed_codes = st.lists(
+    st.tuples(st.sampled_from(("turn", *_CODES[6:])), st.integers(0, 1)), max_size=40
+)
 
 
 @attrs.frozen
@@ -206,6 +231,32 @@ class TestCheckedFold:
             assert str(refused.value) == error
             return
         folded = r.fold(events, start, check=invariants.validate, turn_check=invariants.check_turn)
+        assert folded == state
+        assert folded.sha256 == state.sha256
+
+    @given(codes=_keyed_codes, started=st.booleans())
+    @example(codes=[("open", 0), ("resolve", 0), ("open", 0)], started=True)
+    @example(codes=[("state", 0), ("lift", 0), ("lift", 0)], started=True)
+    def test_keyed_check_agrees_with_validating_each_event(
+        self, codes: list[tuple[str, int]], started: bool
+    ) -> None:
+        """A fold that checks calls, constraints, items and notes from the keys they
+        depend on (no state per event) accepts and refuses exactly what validating
+        event by event does, with the same message, and reaches the same state."""
+        start = r.fold([r.SessionStarted(**attrs.asdict(config()))]) if started else None
+        events = _run_of(codes)
+        state, error, _ = _one_by_one(start or r.SessionState(), events)
+        checks: dict[str, Any] = {
+            "check": invariants.validate,
+            "turn_check": invariants.check_turn,
+            "keyed_check": invariants.KEYED_RULES,
+        }
+        if error:
+            with pytest.raises(r.InvalidEvent) as refused:
+                r.fold(events, start, **checks)
+            assert str(refused.value) == error
+            return
+        folded = r.fold(events, start, **checks)
         assert folded == state
         assert folded.sha256 == state.sha256
 
