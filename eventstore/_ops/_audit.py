@@ -59,7 +59,8 @@ def verify(
     if jobs > 1 and reopen is not None and len(ids) > 1:
         from eventstore._ops._jobs import verify_in_workers  # processes only when asked
 
-        problems, sessions = verify_in_workers(reopen, verify_session, ids, jobs)
+        integrity = journal.recorder.integrity_problems  # here, while the workers start
+        problems, sessions = verify_in_workers(reopen, verify_session, ids, jobs, integrity)
     else:  # each session's findings found as they are handed on, after its progress
         problems = journal.recorder.integrity_problems()
         sessions = ((sid, verify_session(journal, sid)) for sid in ids)

@@ -1,7 +1,8 @@
 """``verify --jobs N``: the sessions of one journal verified by N worker processes.
 
 Each worker opens the journal itself (``reopen``, read-only) once, and verifies the
-sessions it is handed; the file's integrity check is one more task among them. The
+sessions it is handed; the parent, which would otherwise wait, runs the file's
+integrity check meanwhile (on its own connection: SQLite's work, no session's). The
 parent hands the findings on in the order a single process finds them (the integrity
 check's, then session by session in the order asked), so the output does not depend
 on ``N`` or on which worker finished first. Sessions are verified in processes, not
@@ -48,13 +49,8 @@ def _open(reopen: Opener) -> None:
     _journal = reopen()
 
 
-def _integrity() -> list[str]:
-    assert _journal is not None  # _open ran first: the pool's initializer
-    return _journal.recorder.integrity_problems()
-
-
 def _session(check: Check[T], session_id: str) -> list[T]:
-    assert _journal is not None
+    assert _journal is not None  # _open ran first: the pool's initializer
     return list(check(_journal, session_id))
 
 
@@ -68,40 +64,37 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def verify_in_workers(
-    reopen: Opener, check: Check[T], session_ids: list[str], jobs: int
+    reopen: Opener,
+    check: Check[T],
+    session_ids: list[str],
+    jobs: int,
+    integrity: Callable[[], list[str]],
 ) -> tuple[list[str], Iterator[tuple[str, Iterable[T]]]]:
-    """The integrity problems, then ``(session_id, check(journal, session_id))`` in
-    ``session_ids``' order as each becomes available (the workers run ahead)."""
+    """``integrity()`` (run here while the workers start), then ``(session_id,
+    check(journal, session_id))`` in ``session_ids``' order as each becomes available
+    (the workers run ahead)."""
     from concurrent.futures import ProcessPoolExecutor
 
     pool = ProcessPoolExecutor(
-        max_workers=min(jobs, len(session_ids) + 1),
+        max_workers=min(jobs, len(session_ids)),
         mp_context=_context(),
         initializer=_open,
         initargs=(reopen,),
     )
-    integrity = pool.submit(_integrity)
-    futures = [pool.submit(_session, check, session_id) for session_id in session_ids]
-    return _collected(pool, integrity, session_ids, futures)
-
-
-def _collected(
-    pool: ProcessPoolExecutor,
-    integrity: Future[list[str]],
-    session_ids: list[str],
-    futures: list[Future[list[T]]],
-) -> tuple[list[str], Iterator[tuple[str, Iterable[T]]]]:
     try:
-        problems = integrity.result()
+        futures = [pool.submit(_session, check, session_id) for session_id in session_ids]
+        problems = integrity()
     except BaseException:
         pool.shutdown(cancel_futures=True)
         raise
+    return problems, _collected(pool, session_ids, futures)
 
-    def sessions() -> Iterator[tuple[str, Iterable[T]]]:
-        try:
-            for session_id, future in zip(session_ids, futures, strict=True):
-                yield session_id, future.result()
-        finally:
-            pool.shutdown(cancel_futures=True)
 
-    return problems, sessions()
+def _collected(
+    pool: ProcessPoolExecutor, session_ids: list[str], futures: list[Future[list[T]]]
+) -> Iterator[tuple[str, Iterable[T]]]:
+    try:
+        for session_id, future in zip(session_ids, futures, strict=True):
+            yield session_id, future.result()
+    finally:
+        pool.shutdown(cancel_futures=True)

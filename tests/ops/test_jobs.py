@@ -4,6 +4,8 @@ the same order, as one process; the CLI takes the option and refuses a bad count
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import pickle
 from pathlib import Path
 
@@ -11,7 +13,8 @@ import pytest
 
 import eventstore
 from eventstore._ops import Reopen
-from eventstore._ops._audit import verify
+from eventstore._ops._audit import verify, verify_session
+from eventstore._ops._jobs import verify_in_workers
 from eventstore.cli import main
 from tests.helpers import behind_its_back, fill, new_session
 
@@ -59,6 +62,31 @@ class TestVerifyInWorkers:
             alone = verify(journal)
             assert alone[0].check == "integrity"
             assert verify(journal, jobs=2, reopen=Reopen(str(db))) == alone
+
+    def test_the_integrity_check_runs_here_while_the_workers_verify(self, db: Path) -> None:
+        """The parent runs the file's integrity check itself, after the sessions are
+        handed to the workers, and hands its problems on first."""
+        asked: list[int] = []
+
+        def integrity() -> list[str]:
+            asked.append(os.getpid())
+            return ["a problem"]
+
+        problems, sessions = verify_in_workers(
+            Reopen(str(db)), verify_session, ["a", "b"], 2, integrity
+        )
+        assert (problems, asked) == (["a problem"], [os.getpid()])
+        assert [(sid, len(list(found))) for sid, found in sessions] == [("a", 0), ("b", 1)]
+
+    def test_a_failing_integrity_check_stops_the_workers(self, db: Path) -> None:
+        """An error in the parent's integrity check is raised, and no worker is left."""
+
+        def integrity() -> list[str]:
+            raise RuntimeError("the file went away")
+
+        with pytest.raises(RuntimeError, match="went away"):
+            verify_in_workers(Reopen(str(db)), verify_session, ["a", "b"], 2, integrity)
+        assert multiprocessing.active_children() == []
 
     def test_without_a_way_to_reopen_it_runs_alone(self, db: Path) -> None:
         """jobs > 1 with no ``reopen`` verifies in this process (nothing to hand on)."""
