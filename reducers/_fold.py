@@ -80,6 +80,9 @@ _set_retold = _SET["retold"]
 if len(_SET) != 16:  # pragma: no cover - a new field must be copied by _state_of too
     raise ImportError("SessionState's fields changed: update reducers._fold._state_of")
 _new = object.__new__
+_CALL_SET = tuple(getattr(OpenCall, a.name).__set__ for a in attrs.fields(OpenCall))
+if len(_CALL_SET) != 5:  # pragma: no cover - a new field must be set by _open_call too
+    raise ImportError("OpenCall's fields changed: update reducers._fold._open_call")
 
 
 def _state_of(src: Any) -> SessionState:
@@ -196,16 +199,24 @@ def _turn_appended(acc: _Acc, e: TurnAppended) -> None:
     acc.writer("turn_versions").append(acc.version + 1)
 
 
+def _open_call(call_id: str, kind: str, name: str, position: int, version: int) -> OpenCall:
+    """``OpenCall(...)`` without the keyword handling (the hot path of a replay: every
+    value comes from a validated event or the fold itself)."""
+    call: OpenCall = _new(OpenCall)
+    set_id, set_kind, set_name, set_position, set_version = _CALL_SET
+    set_id(call, call_id)
+    set_kind(call, kind)
+    set_name(call, name)
+    set_position(call, position)
+    set_version(call, version)
+    return call
+
+
 def _call_opened(acc: _Acc, e: CallOpened) -> None:
-    acc.mut("open_calls")[e.call_id] = OpenCall(
-        call_id=e.call_id,
-        kind=e.kind,
-        name=e.name,
-        position=acc.last_position,
-        version=acc.version + 1,
-    )
-    if e.call_id not in acc.call_ids:
-        acc.grow("call_ids", e.call_id)
+    call_id, position = e.call_id, last_position(acc.config, acc.tok_starts)
+    acc.mut("open_calls")[call_id] = _open_call(call_id, e.kind, e.name, position, acc.version + 1)
+    if call_id not in acc.call_ids:
+        acc.grow("call_ids", call_id)
 
 
 def _call_resolved(acc: _Acc, e: CallResolved) -> None:
@@ -434,8 +445,10 @@ def fold(
                 turns += 1
                 unsynced = True
             else:
-                if unsynced:
-                    unsynced = _sync(tok, versions)
+                if unsynced and tok is not None and versions is not None:  # a turn was pushed
+                    tok.sync()
+                    versions.sync()
+                    unsynced = False
                 acc.version = version
                 if check is not None:
                     rule = keyed.get(type(event)) if acc.config is not None else None

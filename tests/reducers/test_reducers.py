@@ -296,6 +296,33 @@ class TestFastPaths:
         assert r.canonical_json(base.to_json()) == frozen
         assert r.fold(events[10:], base) == r.fold([START, *events])
 
+    def test_the_open_call_a_fold_records_is_the_one_the_class_builds(self) -> None:
+        """The fold builds a call's ``OpenCall`` without its keyword handling: equal,
+        with the same hash and text, to ``OpenCall(...)`` of the same values."""
+        opened = r.CallOpened(call_id="c", kind="tool_call", name="grep")
+        state = r.fold([START, *_turns(5, 7), opened])
+        built = r.OpenCall(call_id="c", kind="tool_call", name="grep", position=5, version=4)
+        call = state.open_calls["c"]
+        assert (call, hash(call), repr(call)) == (built, hash(built), repr(built))
+
+    def test_a_keyed_check_that_refuses_leaves_the_state_it_started_from(self) -> None:
+        """A keyed check that stops the fold midway (no state frozen before it) leaves
+        the input state, and a later fold from it, as they were."""
+        events = _plain_run(list(range(1, 40)))
+        base = r.fold([START, *events[:10]])
+        frozen = r.canonical_json(base.to_json())
+
+        def stop(call_ids: object, open_calls: object, constraints: object, e: r.Event) -> None:
+            if isinstance(e, r.CallResolved):
+                raise r.InvalidEvent("stop")
+
+        keyed = {r.CallOpened: lambda *_: None, r.CallResolved: stop}
+        assert any(isinstance(e, r.CallResolved) for e in events[10:])
+        with pytest.raises(r.InvalidEvent):
+            r.fold(events[10:], base, check=lambda *_: None, keyed_check=keyed)
+        assert r.canonical_json(base.to_json()) == frozen
+        assert r.fold(events[10:], base) == r.fold([START, *events])
+
 
 class TestLedgerPusher:
     def test_pushed_items_count_after_sync(self) -> None:
