@@ -41,8 +41,9 @@ from reducers import (
     fold,
 )
 
-# the events that may join the group before them (``_continues`` says when)
-_JOINERS = (MarkerInvalidated, CompactionRefused, MarkerRefused, Retold)
+# the events that may join the group before them (``_continues`` says when); events
+# are of their classes exactly (``fold`` refuses a subclass), so a set of types says it
+_JOINERS = frozenset({MarkerInvalidated, CompactionRefused, MarkerRefused, Retold})
 
 
 def commands(events: Iterable[Event]) -> Iterator[list[Event]]:
@@ -50,7 +51,7 @@ def commands(events: Iterable[Event]) -> Iterator[list[Event]]:
     group: list[Event] = []
     joiners = _JOINERS
     for event in events:
-        if isinstance(event, joiners) and _continues(group, event):
+        if type(event) in joiners and _continues(group, event):
             group.append(event)
             continue
         if group:
@@ -143,13 +144,14 @@ def divergences(
     Stops at the first divergence; a bad spill file does not stop it.
     ``snapshot`` (version, sha256) is compared with the replayed state at that version.
     """
-    state, plain = SessionState(), []
+    state, plain, plain_types = SessionState(), [], PLAIN_EVENTS
     watch = snapshot[0] if snapshot else -1
+    room = _room(state, watch)
     check = effects.spill_checker()  # one pass: spills that share bases read once
     for command in commands(events):
-        if len(command) == 1 and type(command[0]) in PLAIN_EVENTS:
+        if len(command) == 1 and type(command[0]) in plain_types:
             plain.append(command[0])
-            if state.version + len(plain) != watch and len(plain) < _RUN:
+            if len(plain) < room:
                 continue
             command = []
         state, found = _fold_plain(session_id, state, plain)
@@ -161,6 +163,7 @@ def divergences(
             return
         yield from _spill_problems(session_id, state.version + 1, command, check)
         state = fold(command, state)
+        room = _room(state, watch)
         if snapshot and state.version == watch and state.sha256 != snapshot[1]:
             yield Divergence(
                 session_id=session_id,
@@ -171,6 +174,13 @@ def divergences(
     _, found = _fold_plain(session_id, state, plain)
     if found is not None:
         yield found
+
+
+def _room(state: SessionState, watch: int) -> int:
+    """How many plain events to gather after ``state`` before folding them: a run of
+    ``_RUN``, cut short to end at version ``watch`` (the snapshot's) when it is ahead."""
+    ahead = watch - state.version
+    return ahead if 0 < ahead < _RUN else _RUN
 
 
 def _fold_plain(

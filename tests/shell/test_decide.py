@@ -270,6 +270,19 @@ class TestCheckedFold:
         found = list(divergences("p", [started, *events], _NoEffects()))
         assert [(d.version, d.problem) for d in found] == ([(version, error)] if error else [])
 
+    @pytest.mark.parametrize("at", [1, 2, 1024, 1025, 1026, 1500, 2049, 3000])
+    def test_a_snapshot_is_compared_at_its_own_version(self, at: int) -> None:
+        """verify's replay compares a snapshot with the state at the snapshot's version,
+        wherever it falls in a long run of plain events: the right digest passes, any
+        other is named at that version."""
+        started = r.SessionStarted(**attrs.asdict(config()))
+        turns = (r.TurnAppended(index=i, role="u", content="x", tokens=1) for i in range(2999))
+        events: list[r.Event] = [started, *turns]
+        right = r.fold(events[:at]).sha256
+        assert list(divergences("p", events, _NoEffects(), snapshot=(at, right))) == []
+        found = list(divergences("p", events, _NoEffects(), snapshot=(at, "0" * 64)))
+        assert [(d.check, d.version) for d in found] == [("snapshot", at)]
+
 
 class _NoEffects:
     """Effects for a replay of plain events: none is ever asked for."""
