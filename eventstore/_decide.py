@@ -34,6 +34,7 @@ from eventstore._markers import emit_marker, resume
 from eventstore._retell import retell
 from eventstore._values import Turn
 from invariants import (
+    KEYED_RULES,
     UnrecoverableCompactionError,
     check_compaction,
     check_marker,
@@ -157,10 +158,14 @@ class _Suspect(Exception):
 
 def _fold_until_suspect(state: SessionState, batch: tuple[Event, ...]) -> tuple[int, SessionState]:
     """How many events of ``batch`` fold without a chance of breaking a marker, and the
-    state after them. With no valid marker (plain events never make one), all of them.
-    Turns are checked by ``check_turn``: a turn never breaks a marker."""
+    state after them. With no valid marker (plain events never make one), all of them,
+    turns checked by ``check_turn`` and calls, constraints, items, notes and ingest
+    positions by ``KEYED_RULES`` (``validate``'s own rules, from the keys they depend
+    on: no state built per event). Turns never break a marker."""
     if not any(m.valid for m in state.markers.values()):
-        return len(batch), fold(batch, state, check=validate, turn_check=check_turn)
+        return len(batch), fold(
+            batch, state, check=validate, turn_check=check_turn, keyed_check=KEYED_RULES
+        )
     seen = 0
 
     def check(before: SessionState, event: Event) -> None:
