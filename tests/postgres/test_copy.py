@@ -96,3 +96,34 @@ class TestCopiedBatches:
             s.extend(events)
             assert pg.recorder.head("s").version == 1 + len(events)
             assert [f for f in verify(pg) if f.fatal] == []
+
+    def test_a_failure_in_a_later_slice_of_a_nested_block_rolls_back_that_block_only(
+        self, pg_url: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Inside a caller's transaction, a long batch that fails while it streams (its
+        COPY already on the server, unlike a batch linked whole before it is sent) rolls
+        back its savepoint alone: the caller's writes before and after it commit."""
+        from eventstore._postgres import _recorder
+
+        calls = []
+
+        def failing(*args: Any) -> Any:
+            calls.append(args)
+            if len(calls) == 2:
+                raise RuntimeError("linking failed")
+            return link_rows(*args)
+
+        with eventstore.open(pg_url) as pg:
+            pg.start_session("x", config())
+            pg.start_session("s", config())
+            recorder = pg.recorder
+            monkeypatch.setattr(_recorder, "link_rows", failing)
+            with recorder.transaction():
+                recorder.append("x", _turns(1), expected_version=1)
+                with pytest.raises(RuntimeError, match="linking failed"), recorder.transaction():
+                    recorder.append("s", _turns(LINKED * 2), expected_version=1)
+                recorder.append("x", _turns(2)[1:], expected_version=2)
+            monkeypatch.undo()
+            assert len(calls) == 2
+            assert (recorder.head("x").version, recorder.head("s").version) == (3, 1)
+            assert [f for f in verify(pg) if f.fatal] == []
