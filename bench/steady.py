@@ -37,32 +37,47 @@ def bound(name: str, value: float, unit: str, limit: float) -> dict[str, Any]:
     }
 
 
-def commit_us(path: Path, commits: int) -> float:
-    """The median time of one more turn, in µs, on the session in ``path``."""
+def commit_times(path: Path, commits: int) -> list[float]:
+    """The time of each of ``commits`` more turns, in µs, on the session in ``path``."""
     with eventstore.open(path, synchronous="normal") as journal:
         s = journal.session("s")
         times = []
         for i in range(s.state.turns, s.state.turns + commits):
             began = time.perf_counter()
             s.append_turn("tool", content(i), 60)
-            times.append(time.perf_counter() - began)
-    return statistics.median(times) * 1e6
+            times.append((time.perf_counter() - began) * 1e6)
+    return times
 
 
 def history(files: dict[int, Path], quick: bool) -> dict[str, Any]:
-    """Per-commit cost at each log length; the row compares the longest to 1k-ish."""
-    commits = 200 if quick else 3_000
-    points = [[n, round(commit_us(path, commits), 2)] for n, path in sorted(files.items())]
-    at = min(len(points) - 1, 2)  # 100k events against 1k (the chart goes on to 1M)
-    first, last = points[0][1], points[at][1]
+    """Per-commit cost at each log length; the row compares 100k events to 1k.
+
+    The lengths take turns, round by round (a machine that slows down halfway through
+    would otherwise read as a cost that grows with the log): each point is the median
+    of its commits over every round, the ratio the median of the rounds' ratios."""
+    rounds, commits = (2, 100) if quick else (6, 500)
+    sizes = sorted(files)
+    times: dict[int, list[float]] = {n: [] for n in sizes}
+    ratios = []
+    at = sizes[min(len(sizes) - 1, 2)]  # 100k events against 1k (the chart goes on to 1M)
+    for _ in range(rounds):
+        medians = {}
+        for n in sizes:
+            spent = commit_times(files[n], commits)
+            times[n] += spent
+            medians[n] = statistics.median(spent)
+        ratios.append(medians[at] / medians[sizes[0]])
+    points = [[n, round(statistics.median(times[n]), 2)] for n in sizes]
+    cost = statistics.median(ratios)
+    first = points[0][1]
     return {
-        "row": f"commit at {points[at][0]:,} events / at {points[0][0]:,}",
+        "row": f"commit at {at:,} events / at {sizes[0]:,}",
         "floor": first,
-        "tierlog": last,
+        "tierlog": round(first * cost, 2),
         "unit": "µs",
-        "ratio": round(first / last, 3),
+        "ratio": round(1 / cost, 3),
         "target": "cost <= 1.2x",
-        "met": last / first <= 1.2,
+        "met": round(cost, 3) <= 1.2,
         "series": {"label": "commit (append_turn, NORMAL)", "x": "log length", "points": points},
     }
 
