@@ -350,22 +350,34 @@ class SessionState:
         return merge_spans((s.lo, s.hi) for s in self.spills)
 
     # -- canonical form --------------------------------------------------------------
-    def to_json(self) -> dict[str, Any]:
+    def ledger_digests(self) -> dict[str, str]:
+        """The sha256 of the big ledgers, as ``to_json`` shows them: ``tok_starts`` and
+        ``turn_versions`` as little-endian int64 bytes, ``call_ids`` joined by newlines."""
+        return {
+            "turn_tokens_sha256": self.tok_starts.int_sha256(),
+            "turn_versions_sha256": self.turn_versions.int_sha256(),
+            "calls_seen_sha256": hashlib.sha256("\n".join(self.call_ids).encode()).hexdigest(),
+        }
+
+    def to_json(self, digests: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The state as plain JSON data (what ``sha256`` hashes).
 
         Keys added after 0.1 appear only when they hold something, so a session that
-        never used the newer events hashes exactly as it did.
+        never used the newer events hashes exactly as it did. ``digests`` stands in for
+        ``ledger_digests()``: a snapshot check passes what it hashed while it read the
+        very bytes these ledgers were built from.
         """
+        d = self.ledger_digests() if digests is None else digests
         out: dict[str, Any] = {
             "version": self.version,
             "config": None if self.config is None else attrs.asdict(self.config),
             "unit": self.unit,
             "turns": self.turns,
             "tokens_total": self.tokens_total,
-            "turn_tokens_sha256": self.tok_starts.int_sha256(),
-            "turn_versions_sha256": self.turn_versions.int_sha256(),
+            "turn_tokens_sha256": d["turn_tokens_sha256"],
+            "turn_versions_sha256": d["turn_versions_sha256"],
             "calls_seen": len(self.call_ids),
-            "calls_seen_sha256": hashlib.sha256("\n".join(self.call_ids).encode()).hexdigest(),
+            "calls_seen_sha256": d["calls_seen_sha256"],
             "occupancy": self.occupancy,
             "depth": self.depth,
             "tail_start": self.tail_start,
@@ -387,7 +399,11 @@ class SessionState:
     @cached_property
     def sha256(self) -> str:
         """sha256 of the canonical JSON: equal states hash equal on any run."""
-        return hashlib.sha256(canonical_bytes(self.to_json())).hexdigest()
+        return self.sha256_with(None)
+
+    def sha256_with(self, digests: Mapping[str, str] | None) -> str:
+        """``sha256``, with ``digests`` standing in for ``ledger_digests()`` (see ``to_json``)."""
+        return hashlib.sha256(canonical_bytes(self.to_json(digests))).hexdigest()
 
 
 def _plain(value: Any) -> dict[str, Any]:

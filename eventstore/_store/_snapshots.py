@@ -8,7 +8,8 @@ new snapshot rewrites only the chunks that changed since the last one.
 Nothing read back is trusted unchecked. A reopen uses a snapshot only when
 
 1. its bytes decode to a :class:`SessionState` (any other shape is a problem, not a crash),
-2. that state, hashed again, has the sha256 recorded beside it (edited bytes show), and
+2. that state has the sha256 recorded beside it (edited bytes show): its big ledgers
+   hashed as their chunks are read, and built from those same checked bytes, and
 3. the log holds an event at the snapshot's version whose hash is the one the snapshot
    recorded (it stands for this session at that version, and the log was not cut).
 
@@ -23,15 +24,17 @@ with the replay.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 import sys
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
+import orjson
 
 from eventstore._logging import bound
 from eventstore._store._recorder import EventLog, ReplayReads, SnapshotStore
@@ -132,28 +135,31 @@ def encode(
     return canonical_json(head), chunks
 
 
-def decode(header: bytes, chunks: Mapping[str, Sequence[bytes]]) -> tuple[SessionState, str | None]:
-    """The state saved as ``header`` plus each ledger's chunks (in order), and the
-    event hash it recorded (``None`` for a 0.1 snapshot or one of an older format).
+def decode(
+    header: bytes, rows: Iterable[tuple[str, bytes]]
+) -> tuple[SessionState, str | None, str]:
+    """The state saved as ``header`` plus its ``(ledger, chunk data)`` rows (each
+    ledger's in order), the event hash it recorded (``None`` for a 0.1 snapshot or one
+    of an older format), and the state's sha256 as the bytes read hash: the big ledgers
+    are hashed as their chunks are read, and built from those same bytes.
 
     Raises :class:`SnapshotError` for bytes of any other shape.
     """
     try:
-        return _decode(header, chunks)
+        return _decode(header, rows)
     except _undecodable() as exc:
         raise SnapshotError(f"{type(exc).__name__}: {exc}") from None
 
 
 def _decode(
-    header: bytes, chunks: Mapping[str, Sequence[bytes]]
-) -> tuple[SessionState, str | None]:
+    header: bytes, rows: Iterable[tuple[str, bytes]]
+) -> tuple[SessionState, str | None, str]:
     head = json.loads(header)
     if not isinstance(head, dict):
         raise SnapshotError("the header is not a JSON object")
     lengths = head["lengths"]
-    ledgers: dict[str, Any] = {
-        name: _decode_ledger(name, chunks.get(name, ()), lengths[name]) for name in LEDGERS
-    }
+    read = _read(rows)
+    ledgers: dict[str, Any] = {name: read[name].ledger(name, lengths[name]) for name in LEDGERS}
     config = head["config"]
     fields: dict[str, Any] = {
         name: _load(head.get(name, {}), cls) for name, cls in _MAPPINGS.items()
@@ -166,13 +172,98 @@ def _decode(
         **ledgers,
         **fields,
     )
-    state.sha256  # noqa: B018 - hashing walks every field: a bad shape fails here
+    digests = {key: read[name].digest() for key, name in _DIGESTS.items()}
+    sha256 = state.sha256_with(digests)  # walks every field: a bad shape fails here
     head_hash = head.get("head_hash")
     if head_hash is not None and not isinstance(head_hash, str):
         raise SnapshotError("head_hash is not a string")
     if head.get("format") != FORMAT:  # an older format: checked, never trusted
-        return state, None
-    return state, head_hash
+        return state, None, sha256
+    return state, head_hash, sha256
+
+
+# the state's ledger digests (SessionState.ledger_digests) and the ledger each hashes
+_DIGESTS = {
+    "turn_tokens_sha256": "tok_starts",
+    "turn_versions_sha256": "turn_versions",
+    "calls_seen_sha256": "call_ids",
+}
+
+
+def _read(rows: Iterable[tuple[str, bytes]]) -> dict[str, _Ints | _Objects]:
+    """Each ledger's chunks, taken in as they stream (the int ledgers hashed and copied
+    chunk by chunk, so a 1M-turn snapshot never holds all its rows at once)."""
+    read: dict[str, _Ints | _Objects] = {
+        name: _Ints() if name in INT_LEDGERS else _Objects() for name in LEDGERS
+    }
+    for name, data in rows:
+        found = read.get(name)  # a ledger this version does not know: not read
+        if found is not None:
+            found.add(data)
+    return read
+
+
+class _Ints:
+    """An int64 ledger being read: its little-endian bytes, hashed as they come."""
+
+    def __init__(self) -> None:
+        self.items = array("q")
+        self.hash = hashlib.sha256()
+        self.rest = b""  # the bytes of an item cut between two chunks
+
+    def add(self, data: bytes) -> None:
+        self.hash.update(data)
+        if self.rest or len(data) % self.items.itemsize:
+            data = self.rest + data
+            cut = len(data) - len(data) % self.items.itemsize
+            data, self.rest = data[:cut], data[cut:]
+        self.items.frombytes(data)
+
+    def digest(self) -> str:
+        return self.hash.hexdigest()
+
+    def ledger(self, name: str, length: object) -> Ledger[Any]:
+        if self.rest:
+            raise SnapshotError(f"ledger {name} ends inside an item")
+        if sys.byteorder == "big":  # pragma: no cover - stored little-endian
+            self.items.byteswap()
+        return _counted(name, Ledger.of_ints(self.items), length)
+
+
+class _Objects:
+    """A ledger of JSON chunks being read (call ids, truncations, spills)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.joined = ""  # the call ids joined by newlines, as the state hashes them
+
+    def add(self, data: bytes) -> None:
+        self.chunks.append(data)
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.joined.encode()).hexdigest()
+
+    def ledger(self, name: str, length: object) -> Ledger[Any]:
+        items: list[Any] = []
+        for chunk in self.chunks:
+            part = orjson.loads(chunk)
+            if type(part) is not list:
+                raise SnapshotError(f"a chunk of ledger {name} is not a JSON array")
+            items += part
+        if name == "call_ids":
+            try:  # the join both checks that every item is a string and is what is hashed
+                self.joined = "\n".join(items)
+            except TypeError:
+                raise SnapshotError(f"ledger {name} holds a non-string") from None
+            return _counted(name, Ledger.of(items, indexed=True), length)
+        cls = OBJECT_LEDGERS[name]
+        return _counted(name, Ledger.of([_conv().structure(item, cls) for item in items]), length)
+
+
+def _counted(name: str, ledger: Ledger[Any], length: object) -> Ledger[Any]:
+    if len(ledger) != length:
+        raise SnapshotError(f"ledger {name} has {len(ledger)} items, the header says {length}")
+    return ledger
 
 
 def _int(value: object) -> int:
@@ -195,44 +286,12 @@ def _encode_chunk(name: str, ledger: Ledger[Any], k: int) -> bytes:
     return canonical_json([_conv().unstructure(item) for item in items])
 
 
-def _decode_ledger(name: str, chunks: Sequence[bytes], length: object) -> Ledger[Any]:
-    if name in INT_LEDGERS:
-        ints = array("q")
-        if any(len(chunk) % ints.itemsize for chunk in chunks):  # cut inside an item
-            chunks = [b"".join(chunks)]  # read as the bytes they add up to, as ever
-        for chunk in chunks:
-            ints.frombytes(chunk)
-        if sys.byteorder == "big":  # pragma: no cover - stored little-endian
-            ints.byteswap()
-        ledger: Ledger[Any] = Ledger.of_ints(ints)
-    else:
-        cls = OBJECT_LEDGERS[name]
-        items = [item for chunk in chunks for item in json.loads(chunk)]
-        if cls is str:
-            if not set(map(type, items)) <= {str}:
-                raise SnapshotError(f"ledger {name} holds a non-string")
-        else:
-            items = [_conv().structure(item, cls) for item in items]
-        ledger = Ledger.of(items, indexed=name == "call_ids")
-    if len(ledger) != length:
-        raise SnapshotError(f"ledger {name} has {len(ledger)} items, the header says {length}")
-    return ledger
-
-
 def _dump(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _conv().unstructure(v) for k, v in sorted(values.items())}
 
 
 def _load(data: dict[str, Any], cls: type[T]) -> Mapping[str, T]:
     return MappingProxyType({k: _conv().structure(v, cls) for k, v in data.items()})
-
-
-def chunk_rows(rows: Iterable[tuple[str, bytes]]) -> dict[str, list[bytes]]:
-    """Group ``(ledger, data)`` rows, already in chunk order, by ledger."""
-    out: dict[str, list[bytes]] = {}
-    for name, data in rows:
-        out.setdefault(name, []).append(data)
-    return out
 
 
 # -- the cache of one journal -----------------------------------------------------------
@@ -286,12 +345,12 @@ class Snapshots:
             return None
         version, sha256 = found.version, found.sha256
         try:
-            state, head_hash = decode(found.header, chunk_rows(found.chunks))
+            state, head_hash, hashed = decode(found.header, found.chunks)
         except SnapshotError as exc:
             return Checked(
                 version=version, sha256=sha256, state=None, problem=str(exc), chained=True
             )
-        problem = self._problem(session_id, version, sha256, state, head_hash)
+        problem = self._problem(session_id, version, sha256 == hashed, state, head_hash)
         ok = problem is None and head_hash is not None
         return Checked(
             version=version,
@@ -305,13 +364,13 @@ class Snapshots:
         self,
         session_id: str,
         version: int,
-        sha256: str,
+        hashes: bool,
         state: SessionState,
         head_hash: str | None,
     ) -> str | None:
         if state.version != version:
             return f"it holds version {state.version}, recorded as {version}"
-        if state.sha256 != sha256:
+        if not hashes:
             return "its state does not hash to its recorded sha256 (edited?)"
         at = self.recorder.hash_at(session_id, version)
         if at is None:

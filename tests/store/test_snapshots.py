@@ -6,6 +6,7 @@ import json
 import logging
 import sqlite3
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -15,7 +16,7 @@ from hypothesis import given
 import eventstore
 import reducers as r
 from eventstore._ops._audit import verify
-from eventstore._store._snapshots import chunk_rows, decode, encode
+from eventstore._store._snapshots import decode, encode
 from eventstore.cli import main
 from tests import strategies
 from tests.helpers import config, fill, new_session, rows, run_step
@@ -69,8 +70,13 @@ class TestEncoding:
                 run_step(s, kind, params)
             state = s.state
         header, chunks = encode(state, "ab" * 32)
-        again, head_hash = decode(header, chunk_rows((name, data) for name, _, data in chunks))
-        assert (again, again.sha256, head_hash) == (state, state.sha256, "ab" * 32)
+        again, head_hash, hashed = decode(header, ((name, data) for name, _, data in chunks))
+        assert (again, again.sha256, hashed, head_hash) == (
+            state,
+            state.sha256,
+            state.sha256,
+            "ab" * 32,
+        )
 
     def test_keeps_what_was_withdrawn(self) -> None:
         """encode -> decode carries the withdrawn spans and the sha256."""
@@ -78,7 +84,7 @@ class TestEncoding:
         turns = [r.TurnAppended(index=i, role="u", content="", tokens=5) for i in range(3)]
         state = r.fold([start, *turns, r.TurnRetracted(index=2, reason="")])
         header, chunks = encode(state, "cd" * 32)
-        again, _ = decode(header, chunk_rows((name, data) for name, _, data in chunks))
+        again, _, _ = decode(header, ((name, data) for name, _, data in chunks))
         assert (again, again.sha256, again.withdrawn) == (state, state.sha256, ((2, 3),))
 
 
@@ -167,6 +173,94 @@ class TestTrust:
             assert checked is not None
             assert checked.state == s.state
             assert verify(journal) == []
+
+
+def _with_calls(db: Path) -> str:
+    """A snapshotted session whose big ledgers all hold items; returns its sha256."""
+    with eventstore.open(db, snapshot_every=5) as journal:
+        s = new_session(journal, "s")
+        for i in range(6):
+            s.append_turn("user", f"t{i}", 3)
+            s.open_call(f"c{i}", "tool_call", "x")
+        assert journal.recorder.load_snapshot("s") is not None
+        return s.state.sha256
+
+
+def _set_chunk(db: Path, ledger: str, edit: Callable[[bytes], bytes]) -> None:
+    """Replace chunk 0 of ``ledger`` by ``edit(its bytes)``, the sha256 column untouched."""
+    conn = sqlite3.connect(db)
+    ((data,),) = conn.execute(
+        "SELECT data FROM snapshot_chunks WHERE ledger = ? AND chunk = 0", (ledger,)
+    ).fetchall()
+    conn.execute(
+        "UPDATE snapshot_chunks SET data = ? WHERE ledger = ? AND chunk = 0", (edit(data), ledger)
+    )
+    conn.commit()
+    conn.close()
+
+
+def _int_at(i: int, value: int) -> Callable[[bytes], bytes]:
+    return lambda data: data[: 8 * i] + value.to_bytes(8, "little") + data[8 * (i + 1) :]
+
+
+class TestHashedAsRead:
+    @pytest.mark.parametrize(
+        ("ledger", "edit"),
+        [
+            ("tok_starts", _int_at(1, 1)),
+            ("turn_versions", _int_at(0, 7)),
+            ("call_ids", lambda data: data.replace(b'"c1"', b'"c9"')),
+        ],
+    )
+    def test_an_item_edited_in_place_is_not_trusted(
+        self, db_path: Path, ledger: str, edit: Callable[[bytes], bytes]
+    ) -> None:
+        """A ledger item edited in place (same length, sha256 column untouched) decodes,
+        but the bytes as read do not hash to the recorded sha256: replayed, reported."""
+        expected = _with_calls(db_path)
+        _set_chunk(db_path, ledger, edit)
+        with eventstore.open(db_path) as journal:
+            checked = journal.snapshots.check("s")
+            assert checked is not None
+            assert (checked.state, checked.problem) == (
+                None,
+                "its state does not hash to its recorded sha256 (edited?)",
+            )
+            assert journal.session("s").state.sha256 == expected
+            assert [f.check for f in verify(journal)] == ["snapshot"]
+
+    @pytest.mark.parametrize(
+        ("data", "problem"),
+        [
+            (b'{"c0": 1}', "not a JSON array"),
+            (b'["c0", 1, "c2", "c3", "c4"]', "holds a non-string"),
+            (b'"c0"', "not a JSON array"),
+            (b'["c0", "\xff"]', "JSONDecodeError"),
+        ],
+    )
+    def test_call_ids_of_another_shape_are_a_problem(
+        self, db_path: Path, data: bytes, problem: str
+    ) -> None:
+        """Call ids stored as anything but a JSON array of strings are not a snapshot:
+        the problem is named, the session replayed."""
+        expected = _with_calls(db_path)
+        _set_chunk(db_path, "call_ids", lambda _: data)
+        with eventstore.open(db_path) as journal:
+            checked = journal.snapshots.check("s")
+            assert checked is not None
+            assert checked.state is None
+            assert problem in (checked.problem or "")
+            assert journal.session("s").state.sha256 == expected
+
+    def test_a_trusted_snapshot_hashes_as_its_state(self, db_path: Path) -> None:
+        """What the check hashed as it read is the sha256 of the state it built."""
+        expected = _with_calls(db_path)
+        with eventstore.open(db_path, snapshot_every=5) as journal:
+            checked = journal.snapshots.check("s")
+            assert checked is not None
+            assert checked.state is not None
+            assert checked.sha256 == checked.state.sha256
+            assert journal.session("s").state.sha256 == expected
 
 
 class TestLegacySnapshot:
