@@ -43,6 +43,35 @@ class _Buffer:
         return self.index
 
 
+class _Deferred(_Buffer):
+    """A buffer whose items a pure ``load`` makes when they are first read (a snapshot's
+    call ids: checked when read back, split into strings only if someone needs them)."""
+
+    __slots__ = ("load", "loading")
+
+    def __init__(self, load: Callable[[], list[Any]], indexed: bool) -> None:
+        super().__init__([], indexed)
+        self.load: Callable[[], list[Any]] | None = load
+        self.loading = threading.Lock()  # its own: readers of items may hold ``lock``
+
+    @property
+    def items(self) -> MutableSequence[Any]:
+        if self.load is not None:
+            with self.loading:
+                if self.load is not None:
+                    _ITEMS.__set__(self, self.load())
+                    self.load = None
+        items: MutableSequence[Any] = _ITEMS.__get__(self)
+        return items
+
+    @items.setter
+    def items(self, value: MutableSequence[Any]) -> None:
+        _ITEMS.__set__(self, value)
+
+
+_ITEMS: Any = _Buffer.__dict__["items"]  # the slot itself, under _Deferred's property
+
+
 class Ledger(Generic[T]):
     """The first ``len(self)`` items of a shared append-only buffer."""
 
@@ -56,6 +85,12 @@ class Ledger(Generic[T]):
     def of(cls, items: list[T], *, indexed: bool = False) -> Ledger[T]:
         """A ledger over ``items`` (taken over, not copied); ``indexed`` makes ``in`` O(1)."""
         return cls(_Buffer(items, indexed), len(items))
+
+    @classmethod
+    def deferred(cls, n: int, load: Callable[[], list[T]], *, indexed: bool = False) -> Ledger[T]:
+        """A ledger of the ``n`` items that ``load`` returns, called when they are first
+        read (``len`` does not read them); ``load`` must be pure and return ``n`` items."""
+        return cls(_Deferred(load, indexed), n)
 
     @staticmethod
     def of_ints(items: array[int]) -> Ledger[int]:

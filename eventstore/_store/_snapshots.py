@@ -18,7 +18,8 @@ Otherwise the session is replayed from its log, the problem is logged on the
 no event hash, and those written before ``FORMAT`` 2 no obligation's version (which
 the state hash leaves out): a reopen replays instead of trusting either (and its next
 commit writes a current snapshot); ``verify`` still checks its hash and compares it
-with the replay.
+with the replay. A ``FORMAT`` 2 snapshot (its call ids JSON arrays, not lines) is
+checked and trusted as a current one, and the next save rewrites it whole.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ import functools
 import hashlib
 import json
 import logging
+import re
 import sys
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -59,7 +61,8 @@ if TYPE_CHECKING:
     import cattrs
 
 T = TypeVar("T")
-FORMAT = 2  # 2: obligations hold the version they were raised at; re-tells are kept
+FORMAT = 3  # 3: call ids stored as lines; 2: obligations hold their version, re-tells kept
+TRUSTED = frozenset({2, FORMAT})  # 2's call ids are JSON arrays; its next save rewrites all
 CHUNK = 65_536
 INT_LEDGERS = ("tok_starts", "turn_versions", "checkpoints")
 OBJECT_LEDGERS: dict[str, type[Any]] = {"call_ids": str, "truncations": Truncation, "spills": Spill}
@@ -135,13 +138,20 @@ def encode(
     return canonical_json(head), chunks
 
 
-def decode(
-    header: bytes, rows: Iterable[tuple[str, bytes]]
-) -> tuple[SessionState, str | None, str]:
+@attrs.frozen(kw_only=True)
+class Decoded:
+    """A snapshot's bytes, decoded."""
+
+    state: SessionState
+    head_hash: str | None  # the event it stands for; None for 0.1 or an untrusted format
+    sha256: str  # the state's, from the bytes as read: the big ledgers hashed as they
+    # streamed in, and built from those same bytes
+    current: bool  # written in FORMAT (an older one is rewritten whole by the next save)
+
+
+def decode(header: bytes, rows: Iterable[tuple[str, bytes]]) -> Decoded:
     """The state saved as ``header`` plus its ``(ledger, chunk data)`` rows (each
-    ledger's in order), the event hash it recorded (``None`` for a 0.1 snapshot or one
-    of an older format), and the state's sha256 as the bytes read hash: the big ledgers
-    are hashed as their chunks are read, and built from those same bytes.
+    ledger's in order), what it recorded, and its sha256 as the bytes read hash.
 
     Raises :class:`SnapshotError` for bytes of any other shape.
     """
@@ -151,14 +161,13 @@ def decode(
         raise SnapshotError(f"{type(exc).__name__}: {exc}") from None
 
 
-def _decode(
-    header: bytes, rows: Iterable[tuple[str, bytes]]
-) -> tuple[SessionState, str | None, str]:
+def _decode(header: bytes, rows: Iterable[tuple[str, bytes]]) -> Decoded:
     head = json.loads(header)
     if not isinstance(head, dict):
         raise SnapshotError("the header is not a JSON object")
     lengths = head["lengths"]
-    read = _read(rows)
+    form = head.get("format")
+    read = _read(rows, lines=form == FORMAT)
     ledgers: dict[str, Any] = {name: read[name].ledger(name, lengths[name]) for name in LEDGERS}
     config = head["config"]
     fields: dict[str, Any] = {
@@ -177,9 +186,10 @@ def _decode(
     head_hash = head.get("head_hash")
     if head_hash is not None and not isinstance(head_hash, str):
         raise SnapshotError("head_hash is not a string")
-    if head.get("format") != FORMAT:  # an older format: checked, never trusted
-        return state, None, sha256
-    return state, head_hash, sha256
+    trusted = form in TRUSTED  # an older format: checked, never trusted
+    return Decoded(
+        state=state, head_hash=head_hash if trusted else None, sha256=sha256, current=form == FORMAT
+    )
 
 
 # the state's ledger digests (SessionState.ledger_digests) and the ledger each hashes
@@ -190,12 +200,15 @@ _DIGESTS = {
 }
 
 
-def _read(rows: Iterable[tuple[str, bytes]]) -> dict[str, _Ints | _Objects]:
+def _read(rows: Iterable[tuple[str, bytes]], *, lines: bool) -> dict[str, _Ints | _Objects]:
     """Each ledger's chunks, taken in as they stream (the int ledgers hashed and copied
-    chunk by chunk, so a 1M-turn snapshot never holds all its rows at once)."""
+    chunk by chunk, so a 1M-turn snapshot never holds all its rows at once); ``lines``:
+    the call ids are stored as lines (FORMAT 3), else as JSON arrays."""
     read: dict[str, _Ints | _Objects] = {
         name: _Ints() if name in INT_LEDGERS else _Objects() for name in LEDGERS
     }
+    if lines:
+        read["call_ids"] = _Lines()
     for name, data in rows:
         found = read.get(name)  # a ledger this version does not know: not read
         if found is not None:
@@ -260,6 +273,49 @@ class _Objects:
         return _counted(name, Ledger.of([_conv().structure(item, cls) for item in items]), length)
 
 
+class _Lines(_Objects):
+    """Call ids stored as lines (see ``_lines``), chunks joined by a newline: hashed as
+    they stream in, decoded as UTF-8 at once, split into strings when first read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hash = hashlib.sha256()
+        self.escaped = False
+
+    def add(self, data: bytes) -> None:
+        if self.chunks:
+            self.hash.update(b"\n")
+        self.hash.update(data)
+        self.escaped = self.escaped or b"\\" in data
+        self.chunks.append(data)
+
+    def digest(self) -> str:
+        return self.joined if self.escaped else self.hash.hexdigest()
+
+    def ledger(self, name: str, length: object) -> Ledger[Any]:
+        text = b"\n".join(self.chunks).decode()  # strict: what it hashed is its encoding
+        if self.escaped:  # rare: an id holds a backslash or a newline
+            items = [_unescape(line) for line in text.split("\n")]
+            self.joined = hashlib.sha256("\n".join(items).encode()).hexdigest()
+            return _counted(name, Ledger.of(items, indexed=True), length)
+        n = text.count("\n") + 1 if self.chunks else 0
+        split = functools.partial(str.split, text, "\n")
+        return _counted(name, Ledger.deferred(n, split, indexed=True), length)
+
+
+_ESCAPE = re.compile(r"\\(.?)", re.DOTALL)
+_ESCAPED = {"\\": "\\", "n": "\n"}
+
+
+def _unescape(line: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) not in _ESCAPED:
+            raise SnapshotError(f"a call id holds an unknown escape {m.group(0)!r}")
+        return _ESCAPED[m.group(1)]
+
+    return _ESCAPE.sub(one, line)
+
+
 def _counted(name: str, ledger: Ledger[Any], length: object) -> Ledger[Any]:
     if len(ledger) != length:
         raise SnapshotError(f"ledger {name} has {len(ledger)} items, the header says {length}")
@@ -283,7 +339,18 @@ def _encode_chunk(name: str, ledger: Ledger[Any], k: int) -> bytes:
         if sys.byteorder == "big":  # pragma: no cover - canonical bytes are little-endian
             out.byteswap()
         return out.tobytes()
+    if name == "call_ids":
+        return _lines(items)
     return canonical_json([_conv().unstructure(item) for item in items])
+
+
+def _lines(ids: Sequence[str]) -> bytes:
+    """Call ids one a line, UTF-8; a backslash or newline inside an id escaped (``\\\\``,
+    ``\\n``), so that the usual chunk is the very bytes the state's hash joins."""
+    text = "\n".join(ids)
+    if "\\" in text or text.count("\n") != len(ids) - 1:
+        text = "\n".join(i.replace("\\", "\\\\").replace("\n", "\\n") for i in ids)
+    return text.encode()
 
 
 def _dump(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -304,6 +371,7 @@ class Checked:
     state: SessionState | None  # None unless every check passed
     problem: str | None  # why it is not trusted; None for a trusted or an older snapshot
     chained: bool  # False for a 0.1 or older-format snapshot (never trusted)
+    current: bool = False  # written in FORMAT: the next save may rewrite only new chunks
 
 
 class _Cached(EventLog, ReplayReads, SnapshotStore, Protocol):
@@ -345,12 +413,13 @@ class Snapshots:
             return None
         version, sha256 = found.version, found.sha256
         try:
-            state, head_hash, hashed = decode(found.header, found.chunks)
+            got = decode(found.header, found.chunks)
         except SnapshotError as exc:
             return Checked(
                 version=version, sha256=sha256, state=None, problem=str(exc), chained=True
             )
-        problem = self._problem(session_id, version, sha256 == hashed, state, head_hash)
+        state, head_hash = got.state, got.head_hash
+        problem = self._problem(session_id, version, sha256 == got.sha256, state, head_hash)
         ok = problem is None and head_hash is not None
         return Checked(
             version=version,
@@ -358,6 +427,7 @@ class Snapshots:
             state=state if ok else None,
             problem=problem,
             chained=head_hash is not None,
+            current=got.current,
         )
 
     def _problem(
@@ -388,8 +458,8 @@ class Snapshots:
         checked = self.check(session_id)
         if checked is None:
             return SessionState(), None
-        if checked.state is not None:
-            return checked.state, ledger_lengths(checked.state)
+        if checked.state is not None:  # a trusted older format: the next save rewrites it
+            return checked.state, ledger_lengths(checked.state) if checked.current else None
         log = bound(self._logger, session_id=session_id, version=checked.version)
         if checked.problem is not None:
             log.warning("snapshot_ignored", problem=checked.problem)

@@ -341,6 +341,31 @@ class TestLedgerPusher:
             r.Ledger.of(["a"], indexed=True).writer().pusher()
 
 
+class TestDeferredLedger:
+    def test_items_are_made_once_when_first_read(self) -> None:
+        """A deferred ledger knows its length without its items; the first read makes
+        them once, and it then reads, indexes and appends like any ledger."""
+        calls: list[int] = []
+
+        def load() -> list[str]:
+            calls.append(1)
+            return ["a", "b", "a"]
+
+        base = r.Ledger.deferred(3, load, indexed=True)
+        assert (len(base), calls) == (3, [])
+        longer = base.append("c")
+        assert ["b" in base, "c" in base, "c" in longer, base[2]] == [True, False, True, "a"]
+        assert (list(base), list(longer), calls) == (["a", "b", "a"], ["a", "b", "a", "c"], [1])
+
+    def test_a_writer_on_an_unread_ledger_appends_after_its_items(self) -> None:
+        """A writer claimed before anything was read sees the loaded items first."""
+        base = r.Ledger.deferred(2, lambda: ["x", "y"], indexed=True)
+        writer = base.writer()
+        writer.append("z")
+        after = writer.close()
+        assert (list(after), "z" in after, "z" in base) == (["x", "y", "z"], True, False)
+
+
 class TestLedgerReadPaths:
     def test_membership_holds_whenever_the_index_is_built(self) -> None:
         """An indexed ledger answers ``in`` by its first position, whether its index was

@@ -16,7 +16,7 @@ from hypothesis import given
 import eventstore
 import reducers as r
 from eventstore._ops._audit import verify
-from eventstore._store._snapshots import decode, encode
+from eventstore._store._snapshots import SnapshotError, decode, encode
 from eventstore.cli import main
 from tests import strategies
 from tests.helpers import config, fill, new_session, rows, run_step
@@ -70,12 +70,13 @@ class TestEncoding:
                 run_step(s, kind, params)
             state = s.state
         header, chunks = encode(state, "ab" * 32)
-        again, head_hash, hashed = decode(header, ((name, data) for name, _, data in chunks))
-        assert (again, again.sha256, hashed, head_hash) == (
+        got = decode(header, ((name, data) for name, _, data in chunks))
+        assert (got.state, got.state.sha256, got.sha256, got.head_hash, got.current) == (
             state,
             state.sha256,
             state.sha256,
             "ab" * 32,
+            True,
         )
 
     def test_keeps_what_was_withdrawn(self) -> None:
@@ -84,7 +85,7 @@ class TestEncoding:
         turns = [r.TurnAppended(index=i, role="u", content="", tokens=5) for i in range(3)]
         state = r.fold([start, *turns, r.TurnRetracted(index=2, reason="")])
         header, chunks = encode(state, "cd" * 32)
-        again, _, _ = decode(header, ((name, data) for name, _, data in chunks))
+        again = decode(header, ((name, data) for name, _, data in chunks)).state
         assert (again, again.sha256, again.withdrawn) == (state, state.sha256, ((2, 3),))
 
 
@@ -182,6 +183,7 @@ def _with_calls(db: Path) -> str:
         for i in range(6):
             s.append_turn("user", f"t{i}", 3)
             s.open_call(f"c{i}", "tool_call", "x")
+        fill(s, 6)  # the last snapshot holds every call: the log's tail is turns
         assert journal.recorder.load_snapshot("s") is not None
         return s.state.sha256
 
@@ -209,7 +211,7 @@ class TestHashedAsRead:
         [
             ("tok_starts", _int_at(1, 1)),
             ("turn_versions", _int_at(0, 7)),
-            ("call_ids", lambda data: data.replace(b'"c1"', b'"c9"')),
+            ("call_ids", lambda data: data.replace(b"c1", b"c9")),
         ],
     )
     def test_an_item_edited_in_place_is_not_trusted(
@@ -238,11 +240,34 @@ class TestHashedAsRead:
             (b'["c0", "\xff"]', "JSONDecodeError"),
         ],
     )
-    def test_call_ids_of_another_shape_are_a_problem(
+    def test_format_2_call_ids_of_another_shape_are_a_problem(
         self, db_path: Path, data: bytes, problem: str
     ) -> None:
-        """Call ids stored as anything but a JSON array of strings are not a snapshot:
-        the problem is named, the session replayed."""
+        """Call ids of a FORMAT 2 snapshot stored as anything but a JSON array of strings
+        are not a snapshot: the problem is named, the session replayed."""
+        expected = _with_calls(db_path)
+        _as_format_2(db_path)
+        _set_chunk(db_path, "call_ids", lambda _: data)
+        with eventstore.open(db_path) as journal:
+            checked = journal.snapshots.check("s")
+            assert checked is not None
+            assert checked.state is None
+            assert problem in (checked.problem or "")
+            assert journal.session("s").state.sha256 == expected
+
+    @pytest.mark.parametrize(
+        ("data", "problem"),
+        [
+            (b"c0\nc1\n\xff\nc3\nc4\nc5", "UnicodeDecodeError"),
+            (b"c0\nc1", "ledger call_ids has 2 items, the header says 6"),
+            (b"c0\nc1\nc2\nc3\nc4\nc5\nc6", "ledger call_ids has 7 items, the header says 6"),
+        ],
+    )
+    def test_call_ids_that_are_not_lines_of_the_count_are_a_problem(
+        self, db_path: Path, data: bytes, problem: str
+    ) -> None:
+        """Call ids stored as lines that are not UTF-8, or not as many as the header
+        says, are not a snapshot: the problem is named, the session replayed."""
         expected = _with_calls(db_path)
         _set_chunk(db_path, "call_ids", lambda _: data)
         with eventstore.open(db_path) as journal:
@@ -261,6 +286,87 @@ class TestHashedAsRead:
             assert checked.state is not None
             assert checked.sha256 == checked.state.sha256
             assert journal.session("s").state.sha256 == expected
+
+
+def _as_format_2(db: Path) -> None:
+    """Rewrite the snapshot as tierlog wrote it before FORMAT 3: call ids as JSON arrays."""
+    conn = sqlite3.connect(db)
+    for k, data in conn.execute(
+        "SELECT chunk, data FROM snapshot_chunks WHERE ledger = 'call_ids'"
+    ).fetchall():
+        ids = data.decode().split("\n")
+        conn.execute(
+            "UPDATE snapshot_chunks SET data = ? WHERE ledger = 'call_ids' AND chunk = ?",
+            (r.canonical_json(ids), k),
+        )
+    conn.commit()
+    conn.close()
+    _edit_header(db, lambda h: {**h, "format": 2})
+
+
+class TestFormats:
+    @pytest.mark.parametrize("call_id", ["a\\b", "line\none", "\\n", "end\\", "é\n\\\\"])
+    def test_call_ids_with_backslashes_and_newlines_round_trip(self, call_id: str) -> None:
+        """Call ids are stored as lines: one holding a backslash or a newline is escaped,
+        and reads back the same, with the state's sha256."""
+        start = r.SessionStarted(**attrs.asdict(config()))
+        opened = [r.CallOpened(call_id=c, kind="tool_call", name="x") for c in ("p", call_id)]
+        state = r.fold([start, *opened])
+        header, chunks = encode(state, "ab" * 32)
+        got = decode(header, ((name, data) for name, _, data in chunks))
+        assert (list(got.state.call_ids), got.sha256) == (["p", call_id], state.sha256)
+
+    @pytest.mark.parametrize("line", [b"p\na\\qb", b"p\nab\\"])
+    def test_an_unknown_escape_is_a_problem(self, line: bytes) -> None:
+        """A stored call id with a backslash that escapes nothing known is not a snapshot."""
+        start = r.SessionStarted(**attrs.asdict(config()))
+        opened = [r.CallOpened(call_id=c, kind="tool_call", name="x") for c in ("p", "ab")]
+        header, chunks = encode(r.fold([start, *opened]), "ab" * 32)
+        rows = [(name, line if name == "call_ids" else data) for name, _, data in chunks]
+        with pytest.raises(SnapshotError, match="escape"):
+            decode(header, rows)
+
+    def test_call_ids_are_split_only_when_read(self, db_path: Path) -> None:
+        """A reopened session appends turns without splitting its snapshot's call ids;
+        its first call reads them (a repeated id is still refused)."""
+        expected = _with_calls(db_path)
+        with eventstore.open(db_path) as journal:
+            s = journal.session("s")
+            loaded = s.state.call_ids._buf
+            assert getattr(loaded, "load", None) is not None
+            s.append_turn("user", "more", 2)
+            assert loaded.load is not None  # type: ignore[attr-defined]
+            with pytest.raises(eventstore.JournalError):
+                s.open_call("c0", "tool_call", "again")
+            s.open_call("c9", "tool_call", "x")
+            assert list(s.state.call_ids) == [*(f"c{i}" for i in range(6)), "c9"]
+            assert r.fold(s.events()).sha256 == s.state.sha256
+            assert s.state_at(s.state.version - 2).sha256 == expected
+
+    def test_a_format_2_snapshot_is_trusted_then_rewritten_whole(self, db_path: Path) -> None:
+        """A snapshot written before FORMAT 3 (call ids as JSON) is read, checked and
+        trusted; the next snapshot rewrites every chunk in the current format."""
+        _with_calls(db_path)
+        _as_format_2(db_path)
+        with eventstore.open(db_path, snapshot_every=5) as journal:
+            checked = journal.snapshots.check("s")
+            assert checked is not None
+            assert (checked.problem, checked.state is not None, checked.current) == (
+                None,
+                True,
+                False,
+            )
+            s = journal.session("s")
+            fill(s, 5)
+            header = rows(db_path, "SELECT state FROM snapshots")[0][0]
+            data = rows(db_path, "SELECT data FROM snapshot_chunks WHERE ledger = 'call_ids'")
+            assert json.loads(header)["format"] == 3
+            assert [d for (d,) in data] == [b"\n".join(f"c{i}".encode() for i in range(6))]
+            again = journal.snapshots.check("s")
+            assert again is not None
+            assert again.state is not None
+            assert (again.state.sha256, again.current) == (s.state_at(again.version).sha256, True)
+            assert verify(journal) == []
 
 
 class TestLegacySnapshot:
