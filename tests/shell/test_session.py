@@ -372,6 +372,27 @@ class TestSnapshots:
         with target.open() as journal:
             assert journal.session("snap").state.sha256 == expected
 
+    def test_call_ids_with_escapes_across_chunks_are_trusted(
+        self, target: Target, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Call ids holding newlines and backslashes, stored as lines over several
+        chunks, reopen to a trusted snapshot with the replay's sha256."""
+        monkeypatch.setattr("eventstore._store._snapshots.CHUNK", 3)
+        ids = ["a", "b\nc", "d\\", "\\n", "e", "f\n", "g", "\\\\h"]
+        with target.open(snapshot_every=2) as journal:
+            s = new_session(journal, "snap")
+            for call_id in ids:
+                s.open_call(call_id, "tool_call", "x")
+            fill(s, 2)
+            live = s.state
+        with target.open() as journal:
+            checked = journal.snapshots.check("snap")
+            assert checked is not None
+            assert checked.state is not None
+            assert list(checked.state.call_ids) == ids
+            reopened = journal.session("snap")
+            assert reopened.state.sha256 == live.sha256 == reducers.fold(reopened.events()).sha256
+
 
 class TestJunkInput:
     @pytest.mark.parametrize(
