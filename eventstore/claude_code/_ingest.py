@@ -393,6 +393,8 @@ def _extend(journal: Journal, sid: str, plan: Plan, fresh: _Fresh | None, read: 
         return
     remap = not any(kind == INGESTED for kind, _ in stored)  # an older tierlog's session
     if resync(journal.session(sid), plan, stored, rewind=grew, remap=remap):
+        if note is not None:  # a session taken up again is read whole for a reason too
+            journal.session(sid).extend([note])
         return
     pairs = enumerate(zip(stored, fresh.payloads, strict=False), 1)
     at = next((v for v, (a, b) in pairs if a != b), len(fresh.payloads) + 1)

@@ -97,8 +97,11 @@ def reopens(plan: Plan, state: SessionState) -> bool:
 
 def _retracted(state: SessionState, position: int) -> bool:
     """Whether what was raised at ``position`` was raised by a turn taken back (a rewind:
-    what it raised stays owed in the session, not in the record read on from)."""
-    return bool(state.withdrawn) and state.is_withdrawn(state.turns_before(position) - 1)
+    what it raised stays owed in the session, not in the record read on from). An ingest
+    raises a turn's calls and facts right after its ``TurnAppended``, at the session's
+    ``last_position``: that turn's start, so the turn is the last one starting at or
+    before ``position`` (every turn an ingest writes holds a token)."""
+    return bool(state.withdrawn) and state.is_withdrawn(state.turns_before(position))
 
 
 def _all_attempts(carried: Carried, state: SessionState) -> None:

@@ -14,10 +14,20 @@ from typing import Any
 import pytest
 
 import eventstore
+import reducers
 from eventstore._ops._audit import audit, verify
 from eventstore._store._chain import chain_hash
 from eventstore.claude_code import _ingest
-from tests.claude_code.test_resume import _as_whole, _lines, _rows, _session
+from eventstore.claude_code._plan import Carried
+from eventstore.claude_code._resume import Untrusted, vouch
+from tests.claude_code.test_resume import (
+    _as_whole,
+    _lines,
+    _obligations,
+    _response,
+    _rows,
+    _session,
+)
 
 Record = dict[str, Any]
 
@@ -235,3 +245,90 @@ class TestAnHonestRecord:
             assert verify(journal) == []
         assert "rewound" in kinds
         assert "reread" not in kinds
+
+
+def _dropped_call(call: str) -> Callable[[Record], None]:
+    def edit(record: Record) -> None:
+        del record["carried"]["open"][call]
+
+    return edit
+
+
+def _vouched(taken_back: int, raised: list[reducers.Event]) -> str | None:
+    """Turns 0-2, what turn 2 raises, then turn ``taken_back`` retracted; the problem
+    ``vouch`` finds with a record that does not hold what turn 2 raised, ``None`` if none."""
+    with eventstore.open(":memory:") as journal:
+        session = journal.start_session("s", _ingest.CONFIG)
+        turns = [
+            reducers.TurnAppended(index=i, role="user", content=f"t{i}", tokens=10)
+            for i in range(3)
+        ]
+        session.extend(
+            [*turns, *raised, reducers.TurnRetracted(index=taken_back, reason="rewound")]
+        )
+        state = session.state
+    record = Carried(
+        open={},
+        last_call=None,
+        attempts={},
+        pointed=(),
+        occupancy=state.occupancy,
+        counts={},
+    )
+    try:
+        vouch(record, state)
+    except Untrusted as exc:
+        return str(exc)
+    return None
+
+
+OPENED = [reducers.CallOpened(call_id="x", kind="tool_call", name="Bash: git push")]
+FAILED = [reducers.ItemDisposed(key="Bash: git push (line 5)", disposition="failed", reason="x")]
+
+
+class TestWhatATakenBackTurnRaised:
+    @pytest.mark.parametrize("raised", [OPENED, FAILED], ids=["open-call", "failed-attempt"])
+    def test_taken_back_with_its_turn_the_record_need_not_hold_it(
+        self, raised: list[reducers.Event]
+    ) -> None:
+        """A rewind that takes back exactly the turn that raised an open call (or a failed
+        attempt): it stays owed in the session, and the record read on from (the new
+        branch's) does not hold it; that record is the session's (before: the turn before
+        was asked, and an honest record was refused, the file read whole)."""
+        assert _vouched(2, raised) is None
+
+    @pytest.mark.parametrize("raised", [OPENED, FAILED], ids=["open-call", "failed-attempt"])
+    def test_only_the_turn_before_taken_back_the_record_must_hold_it(
+        self, raised: list[reducers.Event]
+    ) -> None:
+        """Only the turn before the one that raised it is taken back: the call (or the
+        attempt) is the resident branch's, and a record that leaves it out is refused
+        (before: it passed, and the tail was planned without it)."""
+        problem = _vouched(1, raised)
+        assert problem is not None
+        assert "x" in problem or "git push" in problem
+
+    def test_a_completed_response_s_call_left_out_of_the_record_is_read_whole(
+        self, tmp_path: Path
+    ) -> None:
+        """A response read while written (its text alone), then completed with two calls:
+        the whole response is the turn right after the retracted part. A record edited
+        to leave out one of its calls is not read on from (before: it was, the call's
+        result was ignored as not an open call, and the call stayed owed for good)."""
+        s = _response()
+        path, db = tmp_path / "t.jsonl", tmp_path / "j.db"
+        with eventstore.open(db) as journal:
+            path.write_text(_lines(s, 2))
+            eventstore.ingest(journal, path, reviews=False)
+            path.write_text(_lines(s, 4))
+            eventstore.ingest(journal, path, reviews=False)
+        _edit_resume(db, _dropped_call("b"))
+        s.write(path)
+        with eventstore.open(db) as journal:
+            eventstore.ingest(journal, path, reviews=False)
+            notes = audit(journal).sessions["s-1"].notes
+            got = _obligations(journal, "s-1")
+        with eventstore.open(tmp_path / "whole.db") as fresh:
+            eventstore.ingest(fresh, path, reviews=False)
+            assert got == _obligations(fresh, "s-1")
+        assert any(n.kind == "reread" and "open calls" in n.text for n in notes)
