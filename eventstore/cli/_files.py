@@ -5,7 +5,10 @@ input, found before anything blocks on it or reads it until memory runs out: the
 file is opened without blocking and checked to be a regular file first. An output
 file is written to a temporary file beside it and renamed over it once every byte
 is on disk, so a full disk, a Ctrl-C or a failed command leaves the old file (or
-nothing), never half of the new one.
+nothing), never half of the new one. A process killed outright (``kill -9``, out of
+memory) cannot remove its temporary file: its name says whose it is (the target's,
+this host's, the writer's pid), and the next write of the same target removes those
+whose writer is no longer running.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
+import socket
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -75,8 +80,9 @@ def written(path: str | Path) -> Iterator[BinaryIO]:
     target = Path(path)
     check_regular(str(target), "write")
     folder = target.parent
+    _remove_stale(target)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=_prefix(target, os.getpid()), suffix=".tmp", dir=folder)
     except OSError as exc:
         raise InvalidArgument(f"cannot write {target}: {_why(exc)}") from None
     try:
@@ -93,6 +99,49 @@ def written(path: str | Path) -> Iterator[BinaryIO]:
         _unlink(tmp)
         raise
     _sync_folder(folder)
+
+
+def _host() -> str:
+    """This host's name without dots (a temporary file's name parts are dot-separated)."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
+
+
+def _prefix(target: Path, pid: int) -> str:
+    """How the temporary files of writes of ``target`` by ``pid`` on this host start."""
+    return f".{target.name}.{_host()}.{pid}."
+
+
+def _remove_stale(target: Path) -> None:
+    """Remove the temporary files writes of ``target`` on this host left when they were
+    killed: named by :func:`written` (the target's name, this host, a pid, mkstemp's
+    eight characters), regular files of this user, whose pid runs no process. Anything
+    else (another host's, a live writer's, a name this did not make) is left alone."""
+    mine = re.compile(re.escape(f".{target.name}.{_host()}.") + r"([0-9]+)\.[A-Za-z0-9_]{8}\.tmp")
+    with contextlib.suppress(OSError):
+        for name in os.listdir(target.parent):
+            found = mine.fullmatch(name)
+            if found is None or _running(int(found.group(1))):
+                continue
+            path = target.parent / name
+            with contextlib.suppress(OSError):
+                info = os.lstat(path)
+                if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid():
+                    os.unlink(path)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a running process (of any user); this process is."""
+    if pid == os.getpid():
+        return True
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process (EPERM), or one this cannot ask about
+        return True
+    return True
 
 
 def _mode(target: Path) -> int:

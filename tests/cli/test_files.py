@@ -147,3 +147,76 @@ class TestWhole:
         done = tierlog(*[{"DB": str(db), "OUT": str(out)}.get(a, a) for a in argv], limited=True)
         assert done.returncode == 2
         assert [p.read_text() for p in out.parent.iterdir()] == ["the previous output"]
+
+
+STALLED = (  # the CLI in a child whose export stalls after its first lines are written
+    "import sys, time\n"
+    "import eventstore._ops as ops\n"
+    "whole = ops.export_lines\n"
+    "def stalled(*args, **kwargs):\n"
+    "    lines = whole(*args, **kwargs)\n"
+    "    yield next(lines)\n"
+    "    yield next(lines)\n"
+    "    print('writing', flush=True)\n"
+    "    time.sleep(120)\n"
+    "    yield from lines\n"
+    "ops.export_lines = stalled\n"
+    "from eventstore.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def _stalled_export(db: Path, out: Path) -> subprocess.Popen[str]:
+    """``tierlog export DB s -o OUT`` in a child, returned once it is writing OUT's
+    temporary file (and stalled there)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", STALLED, "export", str(db), "s", "-o", str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert child.stdout is not None
+    assert child.stdout.readline() == "writing\n"
+    return child
+
+
+class TestKilled:
+    def test_a_later_export_removes_what_a_killed_one_left(self, db: Path, tmp_path: Path) -> None:
+        """``tierlog export -o`` killed with SIGKILL while it writes leaves its temporary
+        file beside the output (nothing can remove it then); the next export of the same
+        file removes it, and writes the whole output (before: it stayed for good, one
+        more per killed export)."""
+        out = tmp_path / "out" / "s.jsonl"
+        out.parent.mkdir()
+        child = _stalled_export(db, out)
+        child.kill()
+        child.wait()
+        left = list(out.parent.iterdir())
+        assert len(left) == 1
+        assert left[0].name.startswith(".s.jsonl.")
+        assert str(child.pid) in left[0].name
+        done = tierlog("export", str(db), "s", "-o", str(out))
+        assert done.returncode == 0, done.stderr
+        assert list(out.parent.iterdir()) == [out]
+        assert out.read_text().count("\n") > 300
+
+    def test_a_live_writers_temporary_file_is_left_alone(self, db: Path, tmp_path: Path) -> None:
+        """An export of the same file still running (its pid alive) keeps its temporary
+        file while another one writes; and a file of that shape this did not make (another
+        host's, another target's) is never removed."""
+        out = tmp_path / "out" / "s.jsonl"
+        out.parent.mkdir()
+        other = [
+            ".s.jsonl.elsewhere.999999999.abcdefgh.tmp",
+            ".t.jsonl.x.999999999.abcdefgh.tmp",
+            ".s.jsonl.tmp",
+        ]
+        for name in other:
+            (out.parent / name).write_text("not ours")
+        child = _stalled_export(db, out)
+        try:
+            (live,) = [p for p in out.parent.iterdir() if str(child.pid) in p.name]
+            assert tierlog("export", str(db), "s", "-o", str(out)).returncode == 0
+            assert live.exists()
+        finally:
+            child.kill()
+            child.wait()
+        assert {p.name for p in out.parent.iterdir()} == {*other, live.name, out.name}
