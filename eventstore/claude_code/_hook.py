@@ -68,14 +68,17 @@ class Folder:
     The workers' pid files (``busy-``, ``died-``) live in a folder of their own,
     ``<journal>.claude-code/running/``, which holds only the workers running or just
     dead: a hook that waits for a worker lists it, and the files every session leaves
-    behind (its lock and log) do not make the hooks of later sessions slower."""
+    behind (its lock and log) do not make the hooks of later sessions slower. When
+    ``running`` is there but no writable folder (a file of that name, a folder this user
+    cannot write), the pid files are kept in the hook folder itself instead, and
+    ``unusable`` says why (the worker notes it in the journal): the session goes on."""
 
     def __init__(self, journal: str, session: str) -> None:
         if not SESSION.fullmatch(session):
             raise HookError(f"session_id {session[:40]!r} is not a usable session id")
         self.journal = journal
         self.root = journal + FOLDER_SUFFIX
-        self.running = os.path.join(self.root, RUNNING)
+        self.running, self.unusable = pid_folder(self.root)
         self.session = session
 
     def path(self, what: str) -> str:
@@ -86,7 +89,15 @@ class Folder:
 
     def make(self) -> None:
         """Create the folder, its ``running/`` (and the journal's folder) if missing."""
-        os.makedirs(self.running, exist_ok=True)
+        try:
+            os.makedirs(self.running, exist_ok=True)
+        except OSError:
+            if self.running == self.root:
+                raise
+            os.makedirs(self.root, exist_ok=True)
+            self.running, self.unusable = pid_folder(self.root)
+            if self.running != self.root:  # neither a folder nor in the way: unusable
+                self.running, self.unusable = self.root, f"{self.running} cannot be made"
 
     def read(self, what: str) -> str | None:
         """The text of a file, ``None`` when there is none."""
@@ -121,6 +132,20 @@ class Folder:
         """Remove a file if it is there."""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path(what))
+
+
+def pid_folder(root: str) -> tuple[str, str]:
+    """Where the workers' pid files go: ``root``'s ``running/`` (missing until the first
+    worker starts), unless that is there but no folder this user can write: then ``root``
+    itself, and why (see :class:`Folder`)."""
+    running = os.path.join(root, RUNNING)
+    if os.path.isdir(running):
+        if os.access(running, os.W_OK | os.X_OK):
+            return running, ""
+        return root, f"{running} is a folder this user cannot write"
+    if os.path.lexists(running):
+        return root, f"{running} is not a folder"
+    return running, ""
 
 
 # -- the worker ------------------------------------------------------------------------
@@ -210,7 +235,7 @@ def wait_idle(journal: str, seconds: float) -> bool:
     ``seconds`` pass first. (Tests and benchmarks wait with it before reading the journal.)"""
     deadline = time.monotonic() + seconds
     while True:
-        if not _busy(os.path.join(journal + FOLDER_SUFFIX, RUNNING), ""):
+        if not _busy(pid_folder(journal + FOLDER_SUFFIX)[0], ""):
             return True
         if time.monotonic() >= deadline:
             return False
@@ -223,7 +248,7 @@ def _busy(root: str, prefix: str) -> bool:
     ``<session>.died-<event>.<n>``, which the next worker notes in the journal)."""
     try:
         names = [n for n in os.listdir(root) if n.startswith(prefix) and ".busy-" in n]
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return False
     running = False
     for name in names:

@@ -61,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         folder.make()
         regular_file(args.transcript)
         with _locked(folder), Journal(args.journal) as journal:
+            _unusable(journal, folder)
             _deaths(journal, folder)
             printed = WORK[args.event](journal, folder, args.transcript)
         if args.print_live and printed:
@@ -118,6 +119,23 @@ def _failed(folder: Folder, what: str, exc: BaseException) -> None:
         folder.write("error", text)
     with suppress(Exception):  # a journal that cannot be opened: the error file says it
         note(folder.journal, "hook_error", text)
+
+
+def _unusable(journal: Journal, folder: Folder) -> None:
+    """Note, once, that the pid files cannot go in ``running/`` (see ``_hook.Folder``): the
+    hooks work on, listing the whole hook folder when they wait for a worker."""
+    if not folder.unusable:
+        return
+    text = (
+        f"{folder.unusable}: the hook workers' pid files are kept in {folder.root} itself"
+        " (a hook that waits for a worker lists that whole folder); remove it, or make it a"
+        " folder this user can write"
+    )
+    if journal.has_session(HOOKS_SESSION):
+        said = {p for k, p in journal.recorder.read_payloads(HOOKS_SESSION) if k == "Noted"}
+        if any(json.loads(p).get("text") == text for p in said):
+            return
+    _note(journal, "hook_error", text)
 
 
 def _deaths(journal: Journal, folder: Folder) -> None:

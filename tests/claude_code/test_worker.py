@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import eventstore
+from eventstore._ops._audit import audit
 from eventstore._retell import HEADER
 from eventstore.claude_code import _worker
 from eventstore.claude_code._hook import MAX_CHARS, Folder, wait_idle
@@ -361,3 +362,38 @@ class TestFailures:
         error = Folder(str(journal), "s-1").read("error")
         assert error is not None
         assert f"{fifo}: not a regular file" in error
+
+
+class TestAPidFolderInTheWay:
+    def test_a_file_named_running_does_not_stop_the_hooks_and_is_noted_once(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """``<journal>.claude-code/running`` is a regular file (where the workers' pid
+        files go): PreCompact still starts its worker (the pid file kept in the hook
+        folder itself), SessionStart waits for it and gives the block, and the journal
+        holds one ``hook_error`` note saying so, which ``audit`` shows, however many
+        workers run (before: each hook printed an error line and started no worker, so
+        nothing was ingested and no block given)."""
+        journal, path = tmp_path / "journal.db", _session().write(tmp_path / "t.jsonl")
+        root = Path(f"{journal}.claude-code")
+        root.mkdir()
+        (root / "running").write_text("in the way")
+        pre = {"session_id": "s-1", "hook_event_name": "PreCompact", "transcript_path": str(path)}
+        start = {"session_id": "s-1", "hook_event_name": "SessionStart", "source": "compact"}
+        for _ in range(2):
+            assert hook_main(["--journal", str(journal)], io.StringIO(json.dumps(pre))) == 0
+            out = io.StringIO()
+            hook_main(
+                ["--journal", str(journal), "--wait", "60"], io.StringIO(json.dumps(start)), out
+            )
+            assert RULE in json.loads(out.getvalue())["hookSpecificOutput"]["additionalContext"]
+        assert wait_idle(str(journal), 60)
+        assert "tierlog" not in capsys.readouterr().err
+        assert (root / "running").read_text() == "in the way"
+        with eventstore.open(journal) as j:
+            assert j.session("s-1").state.turns > 0
+            notes = [e for e in j.session(HOOKS_SESSION).events() if isinstance(e, Noted)]
+            audited = audit(j).sessions[HOOKS_SESSION].notes
+        assert [n.kind for n in notes] == ["hook_error"]
+        assert f"{root / 'running'} is not a folder" in notes[0].text
+        assert [n.text for n in audited] == [notes[0].text]
