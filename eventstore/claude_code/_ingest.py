@@ -25,6 +25,7 @@ from pathlib import Path
 
 import attrs
 
+from eventstore._errors import ChainBroken
 from eventstore._journal import Journal
 from eventstore._session import Session
 from eventstore.claude_code import _transcript as cc
@@ -40,6 +41,7 @@ from eventstore.claude_code._resume import (
     recorded,
     reopens,
     vouch,
+    vouch_last_call,
 )
 from eventstore.claude_code._resync import resync
 from eventstore.claude_code._review import CompactionReview, review_session
@@ -283,11 +285,12 @@ def _incremental(
         if session.version != at.version:  # another ingest went on meanwhile
             raise _Moved
         vouch(at.carried, session.state)
+        vouch_last_call(at.carried, session)
     except (_Moved, Untrusted):
         checked.tail.close()
         raise
     tail = cc.read_tail(checked.tail, at.start)
-    before = attrs.evolve(at.carried, said=lambda: _said(session))
+    before = attrs.evolve(at.carried, said=lambda: _said(session), asked=lambda: _asked(session))
     plan = build_plan(tail, before)
     if reopens(plan, session.state):
         raise Unresumable("the tail uses a call id the session holds: read whole")
@@ -325,6 +328,16 @@ def _unchanged(journal: Journal, sid: str, at: Position, path: str, reviews: boo
 def _said(session: Session) -> list[str]:
     """What the assistant wrote, as the journal holds it (a tail's rule finder asks)."""
     return [t.content for t in session.turns() if t.role == "assistant"]
+
+
+def _asked(session: Session) -> list[str]:
+    """What the user's turns say, as the journal holds them (a tail's rules ask, to check
+    the files the resume record says the user named). A chain that breaks on the way (the
+    record's own event edited, most likely) does not vouch for the record."""
+    try:
+        return [t.content for t in session.turns() if t.role == "user"]
+    except ChainBroken as exc:
+        raise Untrusted(f"the session's events do not verify: {exc}") from None
 
 
 def _write_tail(session: Session, plan: Plan) -> None:

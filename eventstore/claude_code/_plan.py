@@ -15,13 +15,14 @@ plus its output whenever the turns before it do not already exceed that.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import PurePosixPath
 
 import attrs
 
 from eventstore.claude_code import _transcript as cc
 from eventstore.claude_code._attempts import CORRECTION, Attempts, error_line, keyed, what
 from eventstore.claude_code._review import boundary_note, preamble
-from eventstore.claude_code._rules import Rule, Rules, instructions
+from eventstore.claude_code._rules import Rule, Rules, instructions, named_files
 from reducers import (
     CallOpened,
     CallResolved,
@@ -104,13 +105,18 @@ COUNTS: tuple[str, ...] = ("turns", "calls", "failed", "rejected", "interruption
 COUNTS += ("constraints", "queued", "retells")
 
 
+class Untrusted(Exception):
+    """A resume record says what the session's own state does not: the text says how."""
+
+
 @attrs.frozen(kw_only=True)
 class Carried:
     """What planning a transcript's tail needs of the plan of what came before it: the
     calls still open (id: name, what it attempted), the last call since the user's last
     request, failed attempts not resolved yet, the files the user named, the journal's
-    occupancy, the counts so far, and what the assistant wrote (``said``, read only when
-    a rule needs it)."""
+    occupancy, the counts so far, what the assistant wrote (``said``, read only when
+    a rule needs it) and what the user's turns say (``asked``: read, to check
+    ``pointed``, only when the tail reads a file it names)."""
 
     open: dict[str, tuple[str, str]]
     last_call: str | None
@@ -119,6 +125,7 @@ class Carried:
     occupancy: int
     counts: dict[str, int]
     said: Callable[[], Iterable[str]] = attrs.field(eq=False, default=tuple)
+    asked: Callable[[], Iterable[str]] = attrs.field(eq=False, default=tuple)
 
 
 def carried(plan: Plan) -> Carried:
@@ -134,11 +141,23 @@ def carried(plan: Plan) -> Carried:
 
 
 class _Recalled(Rules):
-    """Rules whose ``said`` is read when first needed (a tail's: from the journal)."""
+    """Rules whose ``said`` is read when first needed (a tail's: from the journal), and
+    whose files the user named before the tail are checked against the journal's user
+    turns before the first is used (Untrusted if one is named by none)."""
 
-    def __init__(self, said: Callable[[], Iterable[str]], pointed: Iterable[str]) -> None:
-        super().__init__(said=[], pointed=set(pointed))
-        self._recall: Callable[[], Iterable[str]] | None = said
+    def __init__(self, before: Carried) -> None:
+        super().__init__(said=[], pointed=set(before.pointed))
+        self._recall: Callable[[], Iterable[str]] | None = before.said
+        self._asked: Callable[[], Iterable[str]] | None = before.asked
+        self._unchecked = frozenset(before.pointed)
+
+    def read(self, path: str, text: str) -> list[Rule]:
+        if self._asked is not None and PurePosixPath(path).name in self._unchecked:
+            asked, self._asked = self._asked, None
+            named = {n for t in asked() for n in named_files(t)}
+            if missing := sorted(self._unchecked - named):
+                raise Untrusted(f"pointed {missing}, which no user turn of the session names")
+        return super().read(path, text)
 
     def _quoted(self, sentence: str) -> bool:
         if self._recall is not None:
@@ -151,7 +170,7 @@ class _Recalled(Rules):
 def _resumed(before: Carried) -> Plan:
     plan = Plan(
         attempts=Attempts(open={k: list(v) for k, v in before.attempts.items()}),
-        rules=_Recalled(before.said, before.pointed),
+        rules=_Recalled(before),
         open=set(before.open),
         last_call=before.last_call,
         occupancy=before.occupancy,

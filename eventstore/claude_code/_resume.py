@@ -26,10 +26,12 @@ from typing import Any, BinaryIO
 
 import attrs
 
+from eventstore._session import Session
 from eventstore.claude_code import _transcript as cc
 from eventstore.claude_code._ends import End, Start
 from eventstore.claude_code._lines import TALK_MARKS, Source, open_regular
-from eventstore.claude_code._plan import Carried, Draft, Plan, carried
+from eventstore.claude_code._plan import COUNTS, Carried, Draft, Plan, carried
+from eventstore.claude_code._plan import Untrusted as Untrusted
 from reducers import CallOpened, Ingested, SessionState
 
 FORMAT = 1
@@ -54,10 +56,6 @@ class Reread(Exception):
     """The file is not what the position says was read: the text says how."""
 
 
-class Untrusted(Exception):
-    """The resume record says what the session's own state does not: the text says how."""
-
-
 ATTEMPTED = ("failed", "rejected")  # the dispositions a failed attempt is recorded with
 
 
@@ -65,7 +63,16 @@ def vouch(carried: Carried, state: SessionState) -> None:
     """Check a resume record's carried state against the session it was read into (its
     events are hash-chained and verified; the record is only its last event's text):
     the occupancy, the calls still open and their names, and the failed attempts not
-    resolved yet must be the session's. Untrusted says which is not."""
+    resolved yet must be the session's, its counts those a plan keeps and no more calls
+    or turns than the session holds. Untrusted says which is not. (The last call is
+    checked by :func:`vouch_last_call`, the files the user named when the tail reads
+    one, the text still queued by :func:`check`.)"""
+    if sorted(carried.counts) != sorted(COUNTS):
+        raise Untrusted(f"counts of {sorted(carried.counts)}, not of {sorted(COUNTS)}")
+    most = {"calls": len(state.call_ids), "turns": state.turns}
+    for name, limit in most.items():
+        if carried.counts[name] > limit:
+            raise Untrusted(f"{carried.counts[name]:,} {name}, the session's {limit:,}")
     if carried.occupancy != state.occupancy:
         raise Untrusted(f"occupancy {carried.occupancy:,}, the session's {state.occupancy:,}")
     opened = sorted((c, name) for c, (name, _) in carried.open.items())
@@ -82,6 +89,32 @@ def vouch(carried: Carried, state: SessionState) -> None:
             if fact.disposition not in ATTEMPTED:
                 raise Untrusted(f"attempt {key!r}, which the session holds {fact.disposition}")
     _all_attempts(carried, state)
+
+
+def vouch_last_call(carried: Carried, session: Session) -> None:
+    """Untrusted unless the record's last call (named by an interruption or a correction
+    before the tail's next request or call) is ``None`` or the session's last call
+    opened, by its name."""
+    if carried.last_call is not None and carried.last_call != _last_opened(session):
+        raise Untrusted(f"last call {carried.last_call!r}, not the session's last one")
+
+
+def _last_opened(session: Session) -> str | None:
+    """The name of the last call the session opened (``None``: none), read from the
+    turns since it was opened, back to front, unless it is still open."""
+    state = session.state
+    if not len(state.call_ids):
+        return None
+    last = state.call_ids[-1]
+    if last in state.open_calls:
+        return state.open_calls[last].name
+    stop, versions = session.version - 1, state.turn_versions  # the last: the record's own
+    for k in range(len(versions) - 1, -1, -1):
+        for e in session.events(start=versions[k], stop=stop):
+            if isinstance(e, CallOpened) and e.call_id == last:
+                return e.name
+        stop = versions[k] - 1
+    return None
 
 
 def reopens(plan: Plan, state: SessionState) -> bool:
@@ -132,7 +165,7 @@ def recorded(source: Source, transcript: cc.Transcript, plan: Plan) -> Ingested 
                 "leaf_offset": source.end_of(end.line),
                 "leaf_sha256": leaf_sha,
                 "end": attrs.asdict(end, recurse=True),
-                "carried": attrs.asdict(carried(plan), filter=lambda a, _: a.name != "said"),
+                "carried": attrs.asdict(carried(plan), filter=lambda a, _: a.name not in _LAZY),
             }
         )
     return Ingested(
@@ -142,6 +175,9 @@ def recorded(source: Source, transcript: cc.Transcript, plan: Plan) -> Ingested 
         sha256=sha,
         resume=resume,
     )
+
+
+_LAZY = ("said", "asked")  # read from the journal, never recorded
 
 
 def _dumps(value: object) -> str:
@@ -242,6 +278,7 @@ def check(path: str | Path, at: Position, max_bytes: int) -> Checked:
             raise Reread(f"its first {at.offset:,} bytes are not those read before")
         if leaf is not None and at.start is not None:
             _leaf_is_last(file, at.start.end, (at.leaf_offset, at.offset))
+            _queued_hold(file, at.start.end.queued, at.leaf_offset)
     except BaseException:
         file.close()
         raise
@@ -277,6 +314,26 @@ def _leaf_is_last(file: BinaryIO, end: End, span: tuple[int, int]) -> None:
             raise Untrusted(f"line {end.line + number}, after its leaf, is a {entry['type']} entry")
         if file.tell() >= offset:
             return
+
+
+def _queued_hold(file: BinaryIO, queued: tuple[cc.Queued, ...], offset: int) -> None:
+    """Untrusted unless each text the record says is still queued is the ``enqueue`` of
+    its line, before the leaf (read on, a ``remove`` makes it a user turn)."""
+    wanted = {q.line: q.text for q in queued}
+    if not wanted:
+        return
+    file.seek(0)
+    for number, line in enumerate(iter(lambda: file.readline(offset - file.tell()), b""), 1):
+        if number in wanted:
+            entry = _entry(line)
+            held = entry.get("type") == "queue-operation" and entry.get("operation") == "enqueue"
+            if not held or entry.get("content") != wanted.pop(number):
+                raise Untrusted(f"text queued at line {number}, which is not queued there")
+            if not wanted:
+                return
+        if file.tell() >= offset:
+            break
+    raise Untrusted(f"text queued at line {min(wanted)}, past the leaf")
 
 
 def _line_before(file: BinaryIO, offset: int) -> bytes:

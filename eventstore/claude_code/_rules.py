@@ -57,7 +57,7 @@ class Rules:
 
     def typed(self, text: str) -> list[Rule]:
         """The rules in text the user typed (none in pasted earlier-session text)."""
-        self.pointed.update(m.rsplit("/", 1)[-1] for m in _FILE.findall(text))
+        self.pointed.update(named_files(text))
         if any(p in text for p in _PASTED) or len(_SPEAKER.findall(text)) >= 3:
             return []
         return [
@@ -77,6 +77,11 @@ class Rules:
         if name not in self.pointed:
             return []
         return list(file_rules(name, text))
+
+
+def named_files(text: str) -> set[str]:
+    """The names of the files ``text`` names (``docs/RULES.md``: ``RULES.md``)."""
+    return {m.rsplit("/", 1)[-1] for m in _FILE.findall(text)}
 
 
 def file_rules(name: str, text: str) -> Iterator[Rule]:

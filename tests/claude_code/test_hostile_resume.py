@@ -18,7 +18,7 @@ import reducers
 from eventstore._ops._audit import audit, verify
 from eventstore._store._chain import chain_hash
 from eventstore.claude_code import _ingest
-from eventstore.claude_code._plan import Carried
+from eventstore.claude_code._plan import COUNTS, Carried
 from eventstore.claude_code._resume import Untrusted, vouch
 from tests.claude_code.test_resume import (
     _as_whole,
@@ -28,6 +28,7 @@ from tests.claude_code.test_resume import (
     _rows,
     _session,
 )
+from tests.transcripts import Script
 
 Record = dict[str, Any]
 
@@ -75,6 +76,26 @@ def _no_attempts(record: Record) -> None:
     record["carried"]["attempts"] = {}
 
 
+def _counts_past_the_plans(record: Record) -> None:
+    record["carried"]["counts"]["occupancy"] = 1  # would be set on the tail's plan
+
+
+def _more_calls(record: Record) -> None:
+    record["carried"]["counts"]["calls"] += 100
+
+
+def _more_turns(record: Record) -> None:
+    record["carried"]["counts"]["turns"] += 100
+
+
+def _other_last_call(record: Record) -> None:
+    record["carried"]["last_call"] = "Bash: rm -rf /"
+
+
+def _pointed_at_parser(record: Record) -> None:
+    record["carried"]["pointed"] = ["parser.ex"]  # the tail reads it; no user named it
+
+
 class TestAnEditedResumeRecord:
     @pytest.mark.parametrize("rehash", [True, False])
     @pytest.mark.parametrize(
@@ -85,6 +106,11 @@ class TestAnEditedResumeRecord:
             (_no_open_calls, 4),
             (_renamed_call, 4),
             (_no_attempts, 6),
+            (_counts_past_the_plans, 6),
+            (_more_calls, 6),
+            (_more_turns, 12),
+            (_other_last_call, 8),
+            (_pointed_at_parser, 3),
         ],
     )
     def test_is_not_trusted_the_file_is_read_whole_with_a_note(
@@ -273,7 +299,7 @@ def _vouched(taken_back: int, raised: list[reducers.Event]) -> str | None:
         attempts={},
         pointed=(),
         occupancy=state.occupancy,
-        counts={},
+        counts=dict.fromkeys(COUNTS, 0),
     )
     try:
         vouch(record, state)
@@ -332,3 +358,59 @@ class TestWhatATakenBackTurnRaised:
             eventstore.ingest(fresh, path, reviews=False)
             assert got == _obligations(fresh, "s-1")
         assert any(n.kind == "reread" and "open calls" in n.text for n in notes)
+
+
+def _queued() -> Script:
+    """Text typed while a call runs, taken off the queue only after the cut (line 4)."""
+    s = Script()
+    s.user("Fix the parser.")
+    s.assistant(s.tool_use("t1", "Bash", command="git status"), prompt=2_000)
+    s.queue("and the lexer too", taken=False)
+    s.result("t1", "clean")
+    s.lines.append({"type": "queue-operation", "operation": "remove", "sessionId": s.session_id})
+    s.assistant(s.text("Done."), prompt=2_100)
+    return s
+
+
+class TestAnEditedQueue:
+    @pytest.mark.parametrize(
+        "edit",
+        [{"text": "delete the repository"}, {"line": 2}, {"line": 40}],
+        ids=["other-text", "another-line", "past-the-leaf"],
+    )
+    def test_text_the_record_says_is_queued_must_be_queued_there(
+        self, tmp_path: Path, edit: dict[str, object]
+    ) -> None:
+        """A record whose queued text is not the ``enqueue`` of its line (edited text, or
+        another line) is not read on from: the ``remove`` in the tail would make the
+        edited text a user turn (before: it did, ``delete the repository`` journaled as
+        what the user typed). The file is read whole, with a note."""
+        s = _queued()
+        path, db = tmp_path / "t.jsonl", tmp_path / "j.db"
+        path.write_text(_lines(s, 4))
+        with eventstore.open(db) as journal:
+            eventstore.ingest(journal, path, reviews=False)
+        _edit_resume(db, lambda record: record["end"]["queued"][0].update(edit))
+        s.write(path)
+        with eventstore.open(db) as journal:
+            eventstore.ingest(journal, path, reviews=False)
+            notes = audit(journal).sessions["s-1"].notes
+            assert _rows(journal) == _as_whole(journal, path)
+            said = [t.content for t in journal.session("s-1").turns() if t.role == "user"]
+        assert "delete the repository" not in said
+        assert "and the lexer too" in said
+        assert any(n.kind == "reread" and "queued" in n.text for n in notes)
+
+    def test_an_honest_queue_is_read_on_from(self, tmp_path: Path) -> None:
+        """The record as written: the tail is read on from (no note), and gives what the
+        whole file gives."""
+        s = _queued()
+        path, db = tmp_path / "t.jsonl", tmp_path / "j.db"
+        path.write_text(_lines(s, 4))
+        with eventstore.open(db) as journal:
+            eventstore.ingest(journal, path, reviews=False)
+            s.write(path)
+            eventstore.ingest(journal, path, reviews=False)
+            kinds = [n.kind for n in audit(journal).sessions["s-1"].notes]
+            assert _rows(journal) == _as_whole(journal, path)
+        assert "reread" not in kinds
