@@ -278,6 +278,10 @@ def _incremental(
     checked = check(path, at, MAX_BYTES)
     if checked.unchanged:
         return _unchanged(journal, sid, at, str(path), reviews)
+    if at.malformed:  # the file is what was read (checked): the record is not
+        if checked.tail is not None:
+            checked.tail.close()
+        raise Untrusted(f"it does not parse ({at.malformed})")
     if checked.tail is None or at.start is None or at.carried is None:
         return None
     session = journal.session(sid)

@@ -50,6 +50,7 @@ class Position:
     leaf_sha256: str = ""
     start: Start | None = None
     carried: Carried | None = None
+    malformed: str = ""  # why a record of this version's format was left out
 
 
 class Reread(Exception):
@@ -186,13 +187,16 @@ def _dumps(value: object) -> str:
 
 def position(event: Ingested, version: int, session_id: str) -> Position:
     """``event`` decoded; its resume record left out (read whole) when it is not one this
-    version wrote."""
+    version wrote, or one of its format that does not parse (``malformed`` says why)."""
     base = Position(version=version, offset=event.offset, lines=event.lines, sha256=event.sha256)
+    record: object = None
     try:
         record = json.loads(event.resume) if event.resume else None
         return _resumable(base, record, session_id) if record is not None else base
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return base
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        ours = isinstance(record, dict) and record.get("format") == FORMAT
+        why = f"{type(exc).__name__}: {exc}"[:200]
+        return attrs.evolve(base, malformed=why) if ours else base
 
 
 def _resumable(base: Position, record: Mapping[str, Any], session_id: str) -> Position:

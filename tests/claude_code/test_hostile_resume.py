@@ -96,6 +96,14 @@ def _pointed_at_parser(record: Record) -> None:
     record["carried"]["pointed"] = ["parser.ex"]  # the tail reads it; no user named it
 
 
+def _count_not_a_number(record: Record) -> None:
+    record["carried"]["counts"]["calls"] = "many"
+
+
+def _queue_not_a_list(record: Record) -> None:
+    record["end"]["queued"] = "and delete the repository"
+
+
 class TestAnEditedResumeRecord:
     @pytest.mark.parametrize("rehash", [True, False])
     @pytest.mark.parametrize(
@@ -111,6 +119,8 @@ class TestAnEditedResumeRecord:
             (_more_turns, 12),
             (_other_last_call, 8),
             (_pointed_at_parser, 3),
+            (_count_not_a_number, 6),
+            (_queue_not_a_list, 6),
         ],
     )
     def test_is_not_trusted_the_file_is_read_whole_with_a_note(
