@@ -119,7 +119,7 @@ def json_of(column: str) -> str:
 
 
 PAYLOAD = json_of("payload")
-VIEWS_VERSION = "2"  # tierlog_meta 'views': bumped when a view's SQL changes
+VIEWS_VERSION = "3"  # tierlog_meta 'views': bumped when a view's SQL changes
 _INTS = {
     "index",
     "tokens",
@@ -177,10 +177,15 @@ SELECT {COMMON},
            WHERE r.session_id = events.session_id AND r.type = 'CallResolved'
            AND {json_of("r.payload")} ->> 'call_id' = {json_of("events.payload")} ->> 'call_id')
       WHEN 'ConstraintStated' THEN NOT EXISTS (SELECT 1 FROM events r
-           WHERE r.session_id = events.session_id AND r.type = 'ConstraintLifted'
+           WHERE r.session_id = events.session_id
+           AND r.type IN ('ConstraintLifted', 'ConstraintStated')
            AND r.version > events.version
            AND {json_of("r.payload")} ->> 'key' = {json_of("events.payload")} ->> 'key')
-      ELSE true END AS outstanding
+      ELSE NOT EXISTS (SELECT 1 FROM events r
+           WHERE r.session_id = events.session_id AND r.type = 'ItemDisposed'
+           AND r.version > events.version
+           AND {json_of("r.payload")} ->> 'key' = {json_of("events.payload")} ->> 'key')
+      END AS outstanding
 FROM events WHERE type IN ('CallOpened', 'ConstraintStated', 'ItemDisposed')
 """
 

@@ -59,7 +59,18 @@ _AFTER_TURN = (
     " AND t.type = 'TurnAppended' AND t.version < events.version)"
 )
 
-_OBLIGATIONS = f"""
+
+def _later(types: str, column: str) -> str:
+    """No event of ``types`` about the same ``column`` later in the session."""
+    return f"""NOT EXISTS (SELECT 1 FROM events r
+           WHERE r.session_id = events.session_id AND r.type {types}
+           AND r.version > events.version
+           AND r.payload ->> '$.{column}' = events.payload ->> '$.{column}')"""
+
+
+def _obligations(constraint: str, negative_fact: str) -> str:
+    """The obligations view, with what makes a constraint and a negative fact outstanding."""
+    return f"""
 SELECT {COMMON},
     CASE type WHEN 'CallOpened' THEN 'open_call'
               WHEN 'ConstraintStated' THEN 'constraint'
@@ -72,12 +83,24 @@ SELECT {COMMON},
       WHEN 'CallOpened' THEN NOT EXISTS (SELECT 1 FROM events r
            WHERE r.session_id = events.session_id AND r.type = 'CallResolved'
            AND r.payload ->> '$.call_id' = events.payload ->> '$.call_id')
-      WHEN 'ConstraintStated' THEN NOT EXISTS (SELECT 1 FROM events r
-           WHERE r.session_id = events.session_id AND r.type = 'ConstraintLifted'
-           AND r.version > events.version AND r.payload ->> '$.key' = events.payload ->> '$.key')
-      ELSE 1 END AS outstanding
+      WHEN 'ConstraintStated' THEN {constraint}
+      ELSE {negative_fact} END AS outstanding
 FROM events WHERE type IN ('CallOpened', 'ConstraintStated', 'ItemDisposed')
 """
+
+
+# Outstanding as the state holds it: a key's latest statement, until lifted (a
+# restated constraint, or a negative fact disposed of again, replaces the earlier one).
+_OBLIGATIONS = _obligations(
+    _later("IN ('ConstraintLifted', 'ConstraintStated')", "key"),
+    _later("= 'ItemDisposed'", "key"),
+)
+
+# What earlier releases created, which a writer's open replaces: every statement of a
+# pending key and every negative fact counted outstanding (0.1 and 0.2).
+FORMER_VIEWS: dict[str, tuple[str, ...]] = {
+    "obligations": (_obligations(_later("= 'ConstraintLifted'", "key"), "1"),),
+}
 
 VIEWS: dict[str, str] = {
     **render(
@@ -199,7 +222,9 @@ def schema_problems(conn: sqlite3.Connection) -> list[str]:
     problems += [
         f"view {name} was changed (it is not tierlog's): audits that read it are misled"
         for name in VIEWS
-        if name in views and not _same(views[name], view_sql(name))
+        if name in views
+        and not _same(views[name], view_sql(name))
+        and not _former(name, views[name])
     ]
     return problems
 
@@ -231,12 +256,15 @@ def _create(conn: sqlite3.Connection) -> None:
 
 
 def _add_missing_views(conn: sqlite3.Connection) -> None:
-    """Views added after a journal was created (same schema version: views only read)."""
+    """Views added after a journal was created, and views an earlier release created
+    (``FORMER_VIEWS``), made as this release makes them (same schema version: views
+    only read)."""
     if not _missing_views(conn):
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
         for name in _missing_views(conn):  # read again under the lock: another may have won
+            conn.execute(f'DROP VIEW IF EXISTS "{name}"')
             conn.execute(view_sql(name))
         conn.execute("COMMIT")
     except BaseException:
@@ -250,5 +278,13 @@ def view_sql(name: str) -> str:
 
 
 def _missing_views(conn: sqlite3.Connection) -> list[str]:
-    have = {name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type='view'")}
-    return [name for name in VIEWS if name not in have]
+    """The views of ``VIEWS`` this journal lacks, or holds as an earlier release made them."""
+    have = dict(conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'view'"))
+    return [name for name in VIEWS if name not in have or _former(name, have[name])]
+
+
+def _former(name: str, stored: object) -> bool:
+    """Whether ``stored`` is view ``name`` as an earlier release created it."""
+    return any(
+        _same(stored, f'CREATE VIEW "{name}" AS {sql}') for sql in FORMER_VIEWS.get(name, ())
+    )

@@ -14,9 +14,11 @@ import eventstore
 import reducers as r
 from eventstore._ops._audit import verify
 from eventstore._sqlite._recorder import SqliteRecorder
+from eventstore._sqlite._schema import FORMER_VIEWS, view_sql
 from eventstore._store._chain import check_chain
 from tests.helpers import fill, new_session, rows
 
+ROOT = Path(__file__).resolve().parents[2]
 TURN = r.TurnAppended(index=0, role="user", content="hello", tokens=3)
 
 
@@ -64,6 +66,36 @@ class TestSchema:
             "view obligations is missing (dropped?): audits that read it fail until a writer"
             " opens the journal and creates it again"
         ]
+
+    def test_a_view_an_earlier_release_made_is_remade_by_a_writer(self, tmp_path: Path) -> None:
+        """The 0.2 journal's obligations view (every disposition outstanding) is no
+        finding of verify (its findings are the decisions this release makes
+        otherwise), and a writer's open makes it this release's: an approach disposed of
+        again is outstanding once, by its latest disposition."""
+        db = tmp_path / "old.db"
+        db.write_bytes((ROOT / "tests" / "data" / "journal-0.2" / "journal-0.2.db").read_bytes())
+        view = "SELECT sql FROM sqlite_schema WHERE name = 'obligations'"
+        outstanding = (
+            "SELECT detail FROM obligations WHERE outstanding AND session_id = 'honest'"
+            " AND kind = 'negative_fact'"
+        )
+        (former,) = FORMER_VIEWS["obligations"]
+        assert rows(db, view)[0][0].split() == f'CREATE VIEW "obligations" AS {former}'.split()
+        assert rows(db, outstanding) == [("rejected",)]
+        with eventstore.open(db, readonly=True) as journal:
+            before = [f.problem for f in verify(journal)]  # decisions 0.2 made otherwise
+        assert before
+        assert not [p for p in before if "view" in p]
+        with eventstore.open(db) as journal:
+            journal.session("honest").dispose("backfill-first", "superseded", "done another way")
+        assert rows(db, view)[0][0].split() == view_sql("obligations").split()
+        assert rows(db, outstanding) == [("superseded",)]
+        with eventstore.open(db, readonly=True) as journal:
+            assert [f.problem for f in verify(journal)] == before
+        with sqlite3.connect(db) as conn:  # the old view, as 0.2 made it, counted both
+            conn.execute("DROP VIEW obligations")
+            conn.execute(f'CREATE VIEW "obligations" AS {former}')
+        assert rows(db, outstanding) == [("rejected",), ("superseded",)]
 
     def test_views_added_later_appear_in_older_journals(self, db_path: Path) -> None:
         """A journal made before the withdrawals view gets it when it is next opened."""

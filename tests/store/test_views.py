@@ -12,6 +12,7 @@ import eventstore
 from eventstore._store._codec import to_payload
 from eventstore._store._views import VIEWS, Field
 from reducers import Noted
+from tests.helpers import TURNS
 from tests.targets import Target, on_both
 from tests.timelines import story_session
 
@@ -75,3 +76,42 @@ class TestViews:
             if type_name == VIEWS[name].type_name
         ]
         assert [(v, rules, _plain(found)) for v, rules, found in got] == want
+
+
+class TestObligationsOutstanding:
+    def test_outstanding_rows_are_what_the_state_holds(
+        self, journal: eventstore.Journal, target: Target
+    ) -> None:
+        """``WHERE outstanding`` lists each key once, as the session holds it now: a
+        restated constraint by its latest text, a lifted one not at all, a failed
+        approach that later succeeded by its latest disposition, an open call until it
+        comes back (0.2 listed every statement and every disposition)."""
+        s = journal.start_session("owes", TURNS)
+        s.append_turn("user", "never touch /etc", 5)
+        s.state_constraint("etc", "never touch /etc")
+        s.state_constraint("prod", "ask before deploying")
+        s.dispose("git push (line 5)", "failed", "no upstream")
+        s.open_call("c1", "tool_call", "grep")
+        s.open_call("c2", "tool_call", "ls")
+        s.append_turn("user", "never touch /etc or /usr", 7)
+        s.state_constraint("etc", "never touch /etc or /usr")
+        s.lift_constraint("prod")
+        s.dispose("git push (line 5)", "superseded", "the same call succeeded")
+        s.resolve_call("c2", "ok")
+        got = target.rows(
+            "SELECT kind, key, detail FROM obligations"
+            " WHERE session_id = 'owes' AND outstanding ORDER BY version"
+        )
+        assert got == [
+            ("open_call", "c1", "grep"),
+            ("constraint", "etc", "never touch /etc or /usr"),
+            ("negative_fact", "git push (line 5)", "superseded"),
+        ]
+        state = s.state
+        assert {(k, c.text) for k, c in state.constraints.items()} == {
+            ("etc", "never touch /etc or /usr")
+        }
+        assert {(k, f.disposition) for k, f in state.dispositions.items()} == {
+            ("git push (line 5)", "superseded")
+        }
+        assert set(state.open_calls) == {"c1"}
