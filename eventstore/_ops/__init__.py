@@ -14,7 +14,7 @@ from eventstore._ops._audit import (
 from eventstore._ops._carry import NotVerified, session_findings
 from eventstore._ops._evidence import RESOLVED, Carried, carried_by, resolved_later
 from eventstore._ops._import import Import, Imported, created_journal
-from eventstore._ops._jobs import Reopen
+from eventstore._ops._jobs import Reopen, WorkerDied
 from eventstore._ops._lines import FileSession, read_file
 from eventstore._ops._reviews import Review, Reviewer, ReviewLine, review, reviewers
 from eventstore._ops._rules import (
@@ -48,6 +48,7 @@ __all__ = [
     "Reviewer",
     "SessionAudit",
     "SessionHead",
+    "WorkerDied",
     "audit",
     "carried_by",
     "check_witness",

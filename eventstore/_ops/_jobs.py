@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 import attrs
 
 from eventstore._journal import Journal
+from reducers import JournalError
 
 if TYPE_CHECKING:  # the pool's modules are imported when a pool is made
     import multiprocessing.context
@@ -29,6 +30,11 @@ that it pickles by name where processes are spawned)."""
 Opener = Callable[[], Journal]
 """Opens the journal again (read-only) in a worker: it must pickle (``Reopen``, a
 module-level function or a ``functools.partial`` of one) where processes are spawned."""
+
+
+class WorkerDied(JournalError):
+    """A worker process ended without handing back its sessions' findings (killed, or
+    out of memory): nothing is concluded about the sessions it held."""
 
 
 @attrs.frozen
@@ -93,8 +99,18 @@ def verify_in_workers(
 def _collected(
     pool: ProcessPoolExecutor, session_ids: list[str], futures: list[Future[list[T]]]
 ) -> Iterator[tuple[str, Iterable[T]]]:
+    from concurrent.futures.process import BrokenProcessPool
+
     try:
         for session_id, future in zip(session_ids, futures, strict=True):
-            yield session_id, future.result()
+            try:
+                found = future.result()
+            except BrokenProcessPool:
+                raise WorkerDied(
+                    f"a worker process died (killed, or out of memory) while verifying"
+                    f" {session_id!r} or a session after it: nothing is concluded about"
+                    " them; verify again (--jobs 1 verifies in this process)"
+                ) from None
+            yield session_id, found
     finally:
         pool.shutdown(cancel_futures=True)

@@ -7,12 +7,15 @@ import json
 import multiprocessing
 import os
 import pickle
+import signal
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 import eventstore
-from eventstore._ops import Reopen
+from eventstore._journal import Journal
+from eventstore._ops import Reopen, WorkerDied, _audit
 from eventstore._ops._audit import verify, verify_session
 from eventstore._ops._jobs import verify_in_workers
 from eventstore.cli import main
@@ -36,6 +39,13 @@ def _db(tmp_path: Path) -> Path:
                 (sid, version),
             )
     return path
+
+
+def _killed_at_c(journal: Journal, session_id: str) -> Iterable[object]:
+    """``verify_session``, in a worker killed with SIGKILL when it reaches session c."""
+    if session_id == "c":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return verify_session(journal, session_id)
 
 
 class TestVerifyInWorkers:
@@ -88,6 +98,16 @@ class TestVerifyInWorkers:
             verify_in_workers(Reopen(str(db)), verify_session, ["a", "b"], 2, integrity)
         assert multiprocessing.active_children() == []
 
+    def test_a_worker_killed_is_said_plainly(self, db: Path) -> None:
+        """A worker killed mid-verify (SIGKILL, the OOM killer) is a ``WorkerDied`` that
+        names where the findings stop, and no worker is left running."""
+        _, sessions = verify_in_workers(
+            Reopen(str(db)), _killed_at_c, list(SESSIONS), 2, lambda: []
+        )
+        with pytest.raises(WorkerDied, match=r"a worker process died \(killed, or out of"):
+            list(sessions)
+        assert multiprocessing.active_children() == []
+
     def test_without_a_way_to_reopen_it_runs_alone(self, db: Path) -> None:
         """jobs > 1 with no ``reopen`` verifies in this process (nothing to hand on)."""
         with eventstore.open(db, readonly=True) as journal:
@@ -112,6 +132,17 @@ class TestCli:
             outputs.append((code, capsys.readouterr().out))
         assert outputs[0] == outputs[1]
         assert [f["session_id"] for f in json.loads(outputs[0][1])] == ["b", "d"]
+
+    def test_a_worker_killed_is_an_error_not_a_bug(
+        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """``verify --jobs 2`` whose worker is killed: exit 2 and one line saying so
+        (it read "internal error: BrokenProcessPool ... (a bug)")."""
+        monkeypatch.setattr(_audit, "verify_session", _killed_at_c)
+        assert main(["verify", str(db), "--jobs", "2"]) == 2
+        err = capsys.readouterr().err
+        assert "error: a worker process died (killed, or out of memory)" in err
+        assert "bug" not in err
 
     @pytest.mark.parametrize("jobs", ["0", "-1", "two", "257"])
     def test_a_bad_count_is_refused(
