@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from reducers import JournalError, Spilled, Violation
 
@@ -15,6 +16,21 @@ class _Refusal(JournalError):
         lines = "\n".join(f"  {v}" for v in self.violations)
         super().__init__(f"{what} ({len(self.violations)} violation(s)):\n{lines}")
 
+    def _options(self) -> dict[str, Any]:
+        """The keyword arguments that made this refusal, besides its violations."""
+        return {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # an exception pickles as ``cls(*args)``, and ``args`` is the message: rebuilt
+        # from its violations and options instead, it says the same in another process
+        return _remade, (type(self), self.violations, self._options()), self.__dict__
+
+
+def _remade(
+    cls: Callable[..., _Refusal], violations: Sequence[Violation], options: dict[str, Any]
+) -> _Refusal:
+    return cls(violations, **options)
+
 
 class UnrecoverableCompactionError(_Refusal):
     """A compaction that would break the recovery guarantee (C1-C5)."""
@@ -22,6 +38,9 @@ class UnrecoverableCompactionError(_Refusal):
     def __init__(self, violations: Sequence[Violation], *, action: str = "halted") -> None:
         self.action = action
         super().__init__(f"compaction refused, {action}", violations)
+
+    def _options(self) -> dict[str, Any]:
+        return {"action": self.action}
 
 
 class MarkerInvalid(_Refusal):
@@ -40,3 +59,6 @@ class MarkerInvalid(_Refusal):
         super().__init__(
             f"marker {marker_id} refused" if marker_id else "marker refused", violations
         )
+
+    def _options(self) -> dict[str, Any]:
+        return {"marker_id": self.marker_id, "spilled": self.spilled}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import attrs
@@ -303,3 +304,29 @@ class TestWithdrawalInput:
         invariants.validate(s, r.ContextCleared(before=3, reason=""))
         with pytest.raises(r.InvalidEvent, match="turn count 3"):
             invariants.validate(s, r.ContextCleared(before=2, reason=""))
+
+
+class TestRefusalsCrossProcesses:
+    VIOLATIONS = (
+        r.Violation(rule="C5", name="obligation_evicted", message="constraint etc", lo=0, hi=4),
+        r.Violation(rule="M1", name="false_closure", message="grep-1 still open"),
+    )
+    SPILLED = r.Spilled(lo=0, hi=4, handle="spill-1", sha256="a" * 64, bytes=10)
+
+    @pytest.mark.parametrize(
+        "refusal",
+        [
+            invariants.UnrecoverableCompactionError(VIOLATIONS, action="spilled"),
+            invariants.UnrecoverableCompactionError(VIOLATIONS),
+            invariants.MarkerInvalid(VIOLATIONS, marker_id="m7", spilled=SPILLED),
+            invariants.MarkerInvalid(VIOLATIONS),
+        ],
+        ids=["compaction-spilled", "compaction-halted", "marker-spilled", "marker"],
+    )
+    def test_a_refusal_pickles_with_its_message_and_fields(self, refusal: Exception) -> None:
+        """A refusal sent to another process (``verify --jobs``, a worker pool) says the
+        same and keeps its fields (it came back as "halted (191 violation(s))": its
+        message taken for the violations)."""
+        back = pickle.loads(pickle.dumps(refusal))
+        assert (type(back), str(back)) == (type(refusal), str(refusal))
+        assert vars(back) == vars(refusal)
