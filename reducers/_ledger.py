@@ -15,7 +15,7 @@ import sys
 import threading
 from array import array
 from collections.abc import Callable, Iterator, MutableSequence, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -126,13 +126,26 @@ class Ledger(Generic[T]):
     def __len__(self) -> int:
         return self._n
 
-    def __getitem__(self, i: int) -> T:
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):  # a list of the items it selects, as a list's slice
+            return self._slice(i)
         if i < 0:
             i += self._n
         if not 0 <= i < self._n:
             raise IndexError(i)
         item: T = self._buf.items[i]
         return item
+
+    def _slice(self, s: slice) -> list[T]:
+        start, stop, step = s.indices(self._n)
+        items = self._buf.items
+        if step == 1:
+            return list(items[start:stop])
+        return [items[k] for k in range(start, stop, step)]
 
     def __iter__(self) -> Iterator[T]:
         return iter(self._buf.items[: self._n])  # a C copy of the visible prefix

@@ -128,6 +128,19 @@ class TestLedger:
         assert "b" not in after
         assert list(after) == ["a", "c"]
 
+    @pytest.mark.parametrize(
+        "cut",
+        [slice(-3, None), slice(1, 3), slice(None, None, -1), slice(5, 1, -2), slice(9, 99)],
+    )
+    def test_a_slice_is_the_list_a_list_would_give(self, cut: slice) -> None:
+        """``state.spills[-3:]`` and the like: the visible items only (not what a longer
+        view sharing the buffer appended), on object and integer ledgers alike."""
+        items = [10, 11, 12, 13, 14, 15]
+        base = r.Ledger.of(list(items))
+        base.append(99)  # shares the buffer: not part of base
+        assert base[cut] == items[cut]
+        assert r.Ledger.of_ints(array("q", items))[cut] == items[cut]
+
     def test_failed_fold_leaves_the_state_appendable(self) -> None:
         """A fold that raises half-way does not leave its appends in shared buffers."""
         base = r.fold([START, *_turns(5)])
