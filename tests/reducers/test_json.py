@@ -17,6 +17,7 @@ from eventstore._store._chain import chain_hash
 from eventstore._store._codec import SCHEMA_VERSION, converter, hash_bytes, to_payload
 from reducers._json import FAST, canonical_bytes, canonical_json, fast_loads
 from tests import strategies
+from tests.helpers import TURNS
 
 pytestmark = pytest.mark.skipif(not FAST, reason="orjson (the [fast] extra) is not installed")
 
@@ -120,3 +121,29 @@ class TestJournalsWrittenBefore:
                 row.recorded_at,
             )
             assert digest == row.hash == hashlib.sha256(row.prev_hash.encode() + body).hexdigest()
+
+
+class TestUnencodable:
+    def test_a_lone_surrogate_is_invalid_event_on_every_path(self) -> None:
+        """An event altered after its checks (a lone surrogate set behind the frozen
+        class's back) is refused as InvalidEvent, a JournalError, by both encoders (it
+        escaped as UnicodeEncodeError)."""
+        event = r.TurnAppended(index=0, role="tool", content="x", tokens=3)
+        object.__setattr__(event, "content", "lone \ud800")
+        for encode in (canonical_json, canonical_bytes):
+            with pytest.raises(r.InvalidEvent, match="lone surrogate '\\\\ud800'"):
+                encode({"content": event.content})
+
+    def test_an_altered_event_in_a_long_batch_writes_nothing(self, tmp_path: Path) -> None:
+        """Event 200 of 300, altered so: the batch is refused whole, the session goes on."""
+        with eventstore.open(tmp_path / "j.db") as journal:
+            s = journal.start_session("s", TURNS)
+            events: list[r.Event] = [
+                r.TurnAppended(index=i, role="tool", content=f"t{i}", tokens=3) for i in range(300)
+            ]
+            object.__setattr__(events[200], "content", "lone \ud800")
+            with pytest.raises(r.InvalidEvent):
+                s.extend(events)
+            assert journal.recorder.head("s").version == 1
+            s.append_turn("tool", "after", 3)
+            assert s.state.turns == 1
