@@ -22,10 +22,12 @@ from eventstore._sqlite import _schema
 from eventstore._sqlite._connection import Closed, Statements, connect
 from eventstore._sqlite._guard import QueryGuard
 from eventstore._store import (
+    CHAIN_COLUMNS,
     GENESIS,
     LINK_COLUMNS,
     AppendPath,
     AuditQueries,
+    ChainRow,
     EventLog,
     Head,
     LinkRow,
@@ -232,10 +234,11 @@ class SqliteRecorder(AuditQueries, AppendPath):
         (without ``stop``, up to the last version stored when the read begins)."""
         return map(Recorded._make, self._rows(_COLUMNS, session_id, *read_range(start, stop)))
 
-    def read_rows(self, session_id: str) -> Iterator[Recorded]:
-        """``read``'s rows as plain tuples of the same columns (a ``ChainWalk`` unpacks
-        them; typed as ``Recorded``, whose fields they hold in order)."""
-        return cast(Iterator[Recorded], self._rows(_COLUMNS, session_id, 1, None))
+    def read_chain(self, session_id: str) -> Iterator[ChainRow]:
+        """``CHAIN_COLUMNS`` of every row of a session, as plain tuples: what ``verify``'s
+        ``ChainWalk`` reads (``read``'s columns but ``seq`` and the session)."""
+        rows: Iterator[ChainRow] = self._rows(CHAIN_COLUMNS, session_id, 1, None)
+        return rows
 
     def read_links(
         self, session_id: str, *, start: int = 1, stop: int | None = None

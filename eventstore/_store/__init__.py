@@ -29,8 +29,10 @@ _HOMES = {
         "SessionSummary",
     ),
     "eventstore._store._chain": (
+        "CHAIN_COLUMNS",
         "GENESIS",
         "ChainProblem",
+        "ChainRow",
         "ChainWalk",
         "Recorded",
         "chain_hash",
@@ -99,8 +101,10 @@ if TYPE_CHECKING:
         SessionSummary,
     )
     from eventstore._store._chain import (
+        CHAIN_COLUMNS,
         GENESIS,
         ChainProblem,
+        ChainRow,
         ChainWalk,
         Recorded,
         chain_hash,
@@ -141,6 +145,7 @@ if TYPE_CHECKING:
     from eventstore._store._views import COMMON, REQUIRED, audit_queries, render
 
 __all__ = [
+    "CHAIN_COLUMNS",
     "COMMON",
     "GENESIS",
     "LINK_COLUMNS",
@@ -153,6 +158,7 @@ __all__ = [
     "AuditReads",
     "AuditRows",
     "ChainProblem",
+    "ChainRow",
     "ChainWalk",
     "CompactionRefusalRow",
     "EventLog",

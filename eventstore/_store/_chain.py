@@ -8,9 +8,10 @@ decodes each event once and stops at the first broken link.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, cast
 
 import attrs
 
@@ -29,6 +30,17 @@ from reducers._json import fast_dumps, fast_loads
 GENESIS = "0" * 64
 _sha256 = hashlib.sha256
 _text = json.encoder.encode_basestring  # the string encoding canonical JSON uses
+
+try:  # ``fast_dumps`` called as orjson is (a ``functools.partial`` costs 0.13 µs a call)
+    from orjson import OPT_SORT_KEYS as _SORT
+    from orjson import dumps as _dumps
+except ImportError:  # pragma: no cover - the [fast] extra is installed by make install
+    _SORT = 0
+
+    def _dumps(
+        obj: Any, /, default: Callable[[Any], Any] | None = None, option: int | None = None
+    ) -> bytes:
+        return fast_dumps(obj)
 
 
 class Recorded(NamedTuple):
@@ -96,7 +108,7 @@ def link_rows(
     hashed bytes are encoded once, and each event type's text and encoder looked up
     once."""
     rows = []
-    middle, sha, dumps = _middle(session_id, recorded_at, SCHEMA_VERSION), _sha256, fast_dumps
+    middle, sha, dumps = _middle(session_id, recorded_at, SCHEMA_VERSION), _sha256, _dumps
     kinds: dict[type, tuple[str, str, Callable[[Event], Any]]] = {}
     for event in events:
         kind = kinds.get(type(event))
@@ -106,7 +118,7 @@ def link_rows(
         name, typed, unstructure = kind
         data = unstructure(event)
         try:
-            payload = dumps(data).decode()
+            payload = dumps(data, option=_SORT).decode()
         except TypeError:  # what orjson does not take (an integer beyond 64 bits)
             payload = canonical_json(data).decode()
         version += 1
@@ -118,13 +130,24 @@ def link_rows(
     return rows
 
 
+CHAIN_COLUMNS = "version, type, schema_version, payload, recorded_at, prev_hash, hash"
+"""What ``verify``'s walk reads of a row: all of it but ``seq`` and the session (the
+read names the session, and the walk hashes that)."""
+
+ChainRow = tuple[int, str, int, str, str, str, str]
+"""``(version, type, schema_version, payload, recorded_at, prev_hash, hash)``."""
+_CHAIN_WIDTH = 7
+
+
 class ChainWalk:
     """Iterate a session's events while walking its hash chain; stops at the first bad row.
 
+    ``rows`` are the session's whole rows (``Recorded``) or its ``ChainRow``s (what
+    ``whole_rows`` reads); either way the hash covers the walk's ``session_id``.
     After iteration, ``problem`` is the first broken link, or ``None``.
     """
 
-    def __init__(self, session_id: str, rows: Iterable[Recorded]) -> None:
+    def __init__(self, session_id: str, rows: Iterable[Recorded] | Iterable[ChainRow]) -> None:
         self._rows = rows
         self.session_id = session_id
         self.problem: ChainProblem | None = None
@@ -132,7 +155,7 @@ class ChainWalk:
     def __iter__(self) -> Iterator[Event]:
         next_version = [1]
         try:
-            yield from self._walk(next_version)
+            yield from self._walk(_chain_rows(self.session_id, self._rows), next_version)
         except UnreadableRow as exc:  # a row the database cannot hand over ends the walk
             expected = next_version[0]
             self.problem = ChainProblem(
@@ -144,18 +167,18 @@ class ChainWalk:
                 " (a row whose text is not UTF-8)",
             )
 
-    def _walk(self, next_version: list[int]) -> Iterator[Event]:
+    def _walk(self, rows: Iterable[ChainRow], next_version: list[int]) -> Iterator[Event]:
         """The rows' events: ``check_row``'s fast path written out (orjson decodes and
         re-encodes each payload, the hash's fixed parts are encoded once per commit
         time); on any doubt ``check_row`` decides, and words the problem.
         ``next_version[0]`` follows the walk, for a row the database cannot hand over."""
-        prev, expected = GENESIS, 1
-        loads, dumps, sha, decoders = fast_loads, fast_dumps, _sha256, FAST_DECODERS
+        session_id, prev, expected = self.session_id, GENESIS, 1
+        loads, dumps, sort, sha, decoders = fast_loads, _dumps, _SORT, _sha256, FAST_DECODERS
         SCHEMA = SCHEMA_VERSION  # noqa: N806 - a local of the hot loop
-        key: tuple[str, str, int] | None = None
+        key: tuple[str, int] | None = None
         middle, types = "", dict[str, str]()
-        for row in self._rows:
-            _, session_id, version, type_name, schema_version, payload, at, prev_hash, digest = row
+        for row in rows:
+            version, type_name, schema_version, payload, at, prev_hash, digest = row
             event: Event | None = None
             try:  # a value of another type than its column's (a tampered file) raises here
                 if (
@@ -165,12 +188,12 @@ class ChainWalk:
                     and 1 <= schema_version <= SCHEMA
                 ):
                     data = loads(payload)
-                    if dumps(data) == payload.encode():
-                        if key != (session_id, at, schema_version):
-                            if type(session_id) is not str or type(at) is not str:
+                    if dumps(data, option=sort) == payload.encode():
+                        if key != (at, schema_version):
+                            if type(at) is not str:
                                 raise TypeError(at)
-                            key = (session_id, at, schema_version)
-                            middle = _middle(*key)
+                            key = (at, schema_version)
+                            middle = _middle(session_id, at, schema_version)
                         typed = types.get(type_name)
                         if typed is None:
                             if type(type_name) is not str:
@@ -186,11 +209,12 @@ class ChainWalk:
                             )
             except Exception:  # check_row words every failure
                 event = None
-            if event is None:  # rows may come as plain tuples (``read_rows``)
-                event, problem = check_row(Recorded._make(row), prev, expected)
+            if event is None:
+                whole = row.whole if type(row) is _Whole else Recorded(0, session_id, *row)
+                event, problem = check_row(whole, prev, expected)
                 if event is None:
                     self.problem = ChainProblem(  # a missing row is named, not its successor
-                        session_id=self.session_id,
+                        session_id=session_id,
                         version=version
                         if type(version) is int and version < expected
                         else expected,
@@ -200,6 +224,35 @@ class ChainWalk:
             yield event
             prev, expected = digest, expected + 1
             next_version[0] = expected
+
+
+class _Whole(tuple[Any, ...]):
+    """A whole row of another session than the walk's (or of none, in a tampered file)
+    as a ``ChainRow`` the fast path refuses (its ``prev_hash`` is ``None``), with the
+    row itself for ``check_row``."""
+
+    whole: Recorded
+
+
+def _chain_rows(
+    session_id: str, rows: Iterable[Recorded] | Iterable[ChainRow]
+) -> Iterator[ChainRow]:
+    """``rows`` as ``ChainRow``s (the first row's width tells which kind they are):
+    whole rows of the walk's session lose ``seq`` and the session."""
+    read: Iterator[tuple[Any, ...]] = iter(rows)
+    first = next(read, None)
+    if first is None:
+        return iter(())
+    rest = itertools.chain((first,), read)
+    if len(first) == _CHAIN_WIDTH:
+        return cast(Iterator[ChainRow], rest)
+    return (row[2:] if row[1] == session_id else _whole(row) for row in rest)
+
+
+def _whole(row: tuple[Any, ...]) -> ChainRow:
+    whole = _Whole((*row[2:7], None, row[8]))
+    whole.whole = Recorded._make(row)
+    return cast(ChainRow, whole)
 
 
 _TEXT_COLUMNS = ("session_id", "type", "payload", "recorded_at", "prev_hash", "hash")
@@ -279,11 +332,12 @@ class _Rows(Protocol):
     def read(self, session_id: str) -> Iterator[Recorded]: ...
 
 
-def whole_rows(recorder: _Rows, session_id: str) -> Iterable[Recorded]:
-    """A session's rows for a ``ChainWalk``: the backend's ``read_rows`` when it has
-    one (the same columns as plain tuples, no ``Recorded`` built a row), else ``read``."""
-    read_rows: Callable[[str], Iterable[Recorded]] | None = getattr(recorder, "read_rows", None)
-    return read_rows(session_id) if read_rows is not None else recorder.read(session_id)
+def whole_rows(recorder: _Rows, session_id: str) -> Iterable[Recorded] | Iterable[ChainRow]:
+    """A session's rows for a ``ChainWalk``: the backend's ``read_chain`` when it has
+    one (``CHAIN_COLUMNS`` as plain tuples: no ``seq``, no session, no ``Recorded``
+    built a row), else ``read``."""
+    read_chain: Callable[[str], Iterable[ChainRow]] | None = getattr(recorder, "read_chain", None)
+    return read_chain(session_id) if read_chain is not None else recorder.read(session_id)
 
 
 def check_chain(recorder: _Rows, session_id: str) -> ChainProblem | None:
