@@ -11,6 +11,7 @@ recorded, ``import`` commits it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -127,6 +128,7 @@ class Divergence:
 
 
 _RUN = 1024  # plain events folded at a time: a long run is not held in memory whole
+_END: tuple[Any] = (None,)  # what follows a session's last event in ``divergences``
 
 
 def divergences(
@@ -144,16 +146,29 @@ def divergences(
     Stops at the first divergence; a bad spill file does not stop it.
     ``snapshot`` (version, sha256) is compared with the replayed state at that version.
     """
-    state, plain, plain_types = SessionState(), [], PLAIN_EVENTS
+    state, plain, plain_types, joiners = SessionState(), [], PLAIN_EVENTS, _JOINERS
     watch = snapshot[0] if snapshot else -1
     room = _room(state, watch)
     check = effects.spill_checker()  # one pass: spills that share bases read once
-    for command in commands(events):
-        if len(command) == 1 and type(command[0]) in plain_types:
-            plain.append(command[0])
+    # ``commands`` written out: ``group`` is the command being gathered, ended by an
+    # event that does not join it (``None`` after the last); a plain event alone goes
+    # to ``plain``, and its list holds the next command (no list built a plain event)
+    group: list[Any] = []  # events, and the ``None`` after the last
+    for event in itertools.chain(events, _END):
+        if type(event) in joiners and _continues(group, event):
+            group.append(event)
+            continue
+        if len(group) == 1 and type(group[0]) in plain_types:
+            plain.append(group[0])
+            group[0] = event
             if len(plain) < room:
                 continue
-            command = []
+            command: list[Event] = []
+        elif not group:  # the first event
+            group.append(event)
+            continue
+        else:
+            command, group = group, [event]
         state, found = _fold_plain(session_id, state, plain)
         plain = []
         if found is None and command:
@@ -171,7 +186,7 @@ def divergences(
                 check="snapshot",
                 problem="the snapshot disagrees with the replayed state",
             )
-    _, found = _fold_plain(session_id, state, plain)
+    _, found = _fold_plain(session_id, state, plain)  # ``None`` ends every command before
     if found is not None:
         yield found
 
