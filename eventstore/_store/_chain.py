@@ -17,8 +17,8 @@ import attrs
 
 from eventstore._errors import ConcurrencyError, IntegrityError, UnreadableRow
 from eventstore._store._codec import (
-    FAST_DECODERS,
     SCHEMA_VERSION,
+    fast_decoder,
     from_fast_data,
     from_payload,
     unreadable,
@@ -153,77 +153,72 @@ class ChainWalk:
         self.problem: ChainProblem | None = None
 
     def __iter__(self) -> Iterator[Event]:
-        next_version = [1]
+        """The rows' events: ``check_row``'s fast path written out (orjson decodes and
+        re-encodes each payload, the hash's fixed parts are encoded once per commit
+        time, each type's text and decoder looked up once a row); on any doubt
+        ``check_row`` decides, and words the problem."""
+        session_id, prev, expected = self.session_id, GENESIS, 1
+        loads, dumps, sort, sha = fast_loads, _dumps, _SORT, _sha256
+        SCHEMA = SCHEMA_VERSION  # noqa: N806 - a local of the hot loop
+        at_key, schema_key, middle = None, None, ""
+        kinds: dict[str, tuple[str, Callable[[dict[str, Any]], Any] | None]] = {}
         try:
-            yield from self._walk(_chain_rows(self.session_id, self._rows), next_version)
+            for row in _chain_rows(session_id, self._rows):
+                version, type_name, schema_version, text, at, prev_hash, digest = row
+                event: Event | None = None
+                try:  # a value of another type than its column's (a tampered file) raises
+                    if (
+                        type(version) is int
+                        and version == expected
+                        and prev_hash == prev
+                        and 1 <= schema_version <= SCHEMA
+                    ):
+                        data = loads(text)
+                        if dumps(data, option=sort) == text.encode():
+                            if at != at_key or schema_version != schema_key:
+                                if type(at) is not str:
+                                    raise TypeError(at)
+                                at_key, schema_key = at, schema_version
+                                middle = _middle(session_id, at, schema_version)
+                            kind = kinds.get(type_name)
+                            if kind is None:
+                                if type(type_name) is not str:
+                                    raise TypeError(type_name)
+                                kind = (_text(type_name), fast_decoder(type_name))
+                                kinds[type_name] = kind
+                            typed, decode = kind
+                            body = f'{prev}{{"payload":{text}{middle}{typed},"version":{version}}}'
+                            if sha(body.encode()).hexdigest() == digest:
+                                event = (
+                                    decode(data)
+                                    if decode is not None and type(data) is dict
+                                    else from_fast_data(type_name, data)
+                                )
+                except Exception:  # check_row words every failure
+                    event = None
+                if event is None:
+                    whole = row.whole if type(row) is _Whole else Recorded(0, session_id, *row)
+                    event, problem = check_row(whole, prev, expected)
+                    if event is None:
+                        self.problem = ChainProblem(  # a missing row is named, not its successor
+                            session_id=session_id,
+                            version=version
+                            if type(version) is int and version < expected
+                            else expected,
+                            problem=problem,
+                        )
+                        return
+                yield event
+                prev, expected = digest, expected + 1
         except UnreadableRow as exc:  # a row the database cannot hand over ends the walk
-            expected = next_version[0]
             self.problem = ChainProblem(
-                session_id=self.session_id,
+                session_id=session_id,
                 version=min(exc.version, expected),
                 problem="a stored text is not UTF-8 (edited by hand?)"
                 if exc.version == expected
                 else f"version sequence broken: expected {expected}, found {exc.version}"
                 " (a row whose text is not UTF-8)",
             )
-
-    def _walk(self, rows: Iterable[ChainRow], next_version: list[int]) -> Iterator[Event]:
-        """The rows' events: ``check_row``'s fast path written out (orjson decodes and
-        re-encodes each payload, the hash's fixed parts are encoded once per commit
-        time); on any doubt ``check_row`` decides, and words the problem.
-        ``next_version[0]`` follows the walk, for a row the database cannot hand over."""
-        session_id, prev, expected = self.session_id, GENESIS, 1
-        loads, dumps, sort, sha, decoders = fast_loads, _dumps, _SORT, _sha256, FAST_DECODERS
-        SCHEMA = SCHEMA_VERSION  # noqa: N806 - a local of the hot loop
-        key: tuple[str, int] | None = None
-        middle, types = "", dict[str, str]()
-        for row in rows:
-            version, type_name, schema_version, payload, at, prev_hash, digest = row
-            event: Event | None = None
-            try:  # a value of another type than its column's (a tampered file) raises here
-                if (
-                    type(version) is int
-                    and version == expected
-                    and prev_hash == prev
-                    and 1 <= schema_version <= SCHEMA
-                ):
-                    data = loads(payload)
-                    if dumps(data, option=sort) == payload.encode():
-                        if key != (at, schema_version):
-                            if type(at) is not str:
-                                raise TypeError(at)
-                            key = (at, schema_version)
-                            middle = _middle(session_id, at, schema_version)
-                        typed = types.get(type_name)
-                        if typed is None:
-                            if type(type_name) is not str:
-                                raise TypeError(type_name)
-                            typed = types[type_name] = _text(type_name)
-                        body = f'{prev}{{"payload":{payload}{middle}{typed},"version":{version}}}'
-                        if sha(body.encode()).hexdigest() == digest:
-                            decode = decoders.get(type_name)
-                            event = (
-                                decode(data)
-                                if decode is not None and type(data) is dict
-                                else from_fast_data(type_name, data)
-                            )
-            except Exception:  # check_row words every failure
-                event = None
-            if event is None:
-                whole = row.whole if type(row) is _Whole else Recorded(0, session_id, *row)
-                event, problem = check_row(whole, prev, expected)
-                if event is None:
-                    self.problem = ChainProblem(  # a missing row is named, not its successor
-                        session_id=session_id,
-                        version=version
-                        if type(version) is int and version < expected
-                        else expected,
-                        problem=problem,
-                    )
-                    return
-            yield event
-            prev, expected = digest, expected + 1
-            next_version[0] = expected
 
 
 class _Whole(tuple[Any, ...]):

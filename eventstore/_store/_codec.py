@@ -155,26 +155,41 @@ def _fast_decoder(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:
 
 def _first_use(name: str) -> Callable[[dict[str, Any]], Any]:
     """What ``FAST_DECODERS`` holds for event type ``name`` until its first use: it
-    puts the generated decoder in its place and decodes (a type that is not flat leaves
-    the table, and its payload takes the standard path). Generating all of them at
-    import cost a first ``eventstore.open`` more than its schema checks."""
+    puts the generated decoder in its place (``fast_decoder``) and decodes (a type that
+    is not flat leaves the table, and its payload takes the standard path). Generating
+    all of them at import cost a first ``eventstore.open`` more than its schema checks."""
 
     def decode(data: dict[str, Any]) -> Any:
-        cls = flat_events().get(name)
-        if cls is None:
-            FAST_DECODERS.pop(name, None)
-            return None
-        decoder = FAST_DECODERS[name] = _fast_decoder(cls)
-        return decoder(data)
+        decoder = _generate(name)
+        return None if decoder is None else decoder(data)
 
     return decode
 
 
+def _generate(name: str) -> Callable[[dict[str, Any]], Any] | None:
+    """Put the generated decoder of ``name`` in ``FAST_DECODERS`` (or take a type that
+    is not flat out of it); return it."""
+    _PENDING.discard(name)
+    cls = flat_events().get(name)
+    if cls is None:
+        FAST_DECODERS.pop(name, None)
+        return None
+    decoder = FAST_DECODERS[name] = _fast_decoder(cls)
+    return decoder
+
+
+def fast_decoder(name: str) -> Callable[[dict[str, Any]], Any] | None:
+    """The decoder ``FAST_DECODERS`` holds for event type ``name``, generated now if it
+    is not yet; ``None`` for a type that is not flat (or not an event)."""
+    return _generate(name) if name in _PENDING else FAST_DECODERS.get(name)
+
+
 # the fast decoders of the flat events, used on what orjson decoded; each is generated
-# on the first use of its type
+# on the first use of its type (``_PENDING``: the types not used yet)
 FAST_DECODERS: dict[str, Callable[[dict[str, Any]], Any]] = (
     {name: _first_use(name) for name in EVENT_TYPES} if FAST else {}
 )
+_PENDING = set(FAST_DECODERS)
 
 
 def to_payload(event: Event) -> str:
