@@ -120,7 +120,7 @@ def link_rows(
         try:
             payload = dumps(data, option=_SORT).decode()
         except TypeError:  # what orjson does not take (an integer beyond 64 bits)
-            payload = canonical_json(data).decode()
+            payload = _fallback(data)
         version += 1
         digest = sha(
             f'{prev}{{"payload":{payload}{middle}{typed},"version":{version}}}'.encode()
@@ -128,6 +128,19 @@ def link_rows(
         rows.append((session_id, version, name, SCHEMA_VERSION, payload, recorded_at, prev, digest))
         prev = digest
     return rows
+
+
+def _fallback(data: Any) -> str:
+    """The payload orjson did not write, by the standard library; text UTF-8 cannot hold
+    (a lone surrogate, which every event's own check refuses: only an event changed
+    after its checks carries one) is InvalidEvent, and nothing is written."""
+    try:
+        return canonical_json(data).decode()
+    except UnicodeEncodeError:
+        raise InvalidEvent(
+            "an event holds text that is not valid Unicode (a lone surrogate):"
+            " was it changed after its checks ran?"
+        ) from None
 
 
 CHAIN_COLUMNS = "version, type, schema_version, payload, recorded_at, prev_hash, hash"
