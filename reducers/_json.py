@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - the [fast] extra is installed by make 
     FAST = False
     canonical_bytes: Callable[[Any], bytes] = canonical_json
     fast_dumps: Callable[[Any], bytes] = canonical_json
-    fast_loads: Callable[[str], Any] = json.loads
+    fast_loads: Callable[[str | bytes], Any] = json.loads
 else:
     FAST = True
     _dumps = orjson.dumps

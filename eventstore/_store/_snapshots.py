@@ -36,7 +36,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
-import orjson
 
 from eventstore._logging import bound
 from eventstore._store._recorder import EventLog, ReplayReads, SnapshotStore
@@ -56,6 +55,7 @@ from reducers import (
     canonical_json,
     merge_spans,
 )
+from reducers._json import fast_loads
 
 if TYPE_CHECKING:
     import cattrs
@@ -259,7 +259,7 @@ class _Objects:
     def ledger(self, name: str, length: object) -> Ledger[Any]:
         items: list[Any] = []
         for chunk in self.chunks:
-            part = orjson.loads(chunk)
+            part = fast_loads(chunk)  # orjson, or json where the [fast] extra is not
             if type(part) is not list:
                 raise SnapshotError(f"a chunk of ledger {name} is not a JSON array")
             items += part
