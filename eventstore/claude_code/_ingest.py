@@ -119,8 +119,8 @@ def ingest(
             if done is not None:
                 return done
             grew = True
-    loaded = load(path, format)
     try:
+        loaded = load(path, format)
         return ingest_loaded(journal, loaded, reviews=reviews, reread=reread, grew=grew)
     except InvalidEvent as exc:
         if reread:  # why it was read whole is what the user needs to know first

@@ -289,11 +289,33 @@ def check(path: str | Path, at: Position, max_bytes: int) -> Checked:
     if size == at.offset or leaf is None or at.start is None:
         file.close()
         return Checked(unchanged=size == at.offset)
+    try:
+        start = _past_newline(file, at.start.end.line, at.leaf_offset, leaf)
+    except BaseException:
+        file.close()
+        raise
     first = at.start.end.line + 1
-    tail = Source(
-        path, max_bytes=max_bytes, start=at.leaf_offset, first=first, digest=leaf, file=file
-    )
+    tail = Source(path, max_bytes=max_bytes, start=start, first=first, digest=leaf, file=file)
     return Checked(unchanged=False, tail=tail)
+
+
+def _past_newline(file: BinaryIO, number: int, offset: int, digest: Any) -> int:
+    """Where the lines after the leaf's (line ``number``, read up to ``offset``) start. A
+    leaf line read before its newline was written (Claude Code caught before its last
+    byte: the entry was whole) ends at the newline now there, hashed into ``digest``:
+    the tail starts after it, else the newline would be counted as a line of its own and
+    every line after it one too far. Reread when more than blanks came before it (the
+    line read is not the line there now)."""
+    if offset == 0:
+        return offset
+    file.seek(offset - 1)
+    if file.read(1) == b"\n":
+        return offset
+    rest = file.readline(CHUNK)
+    if not rest.endswith(b"\n") or rest.strip():
+        raise Reread(f"line {number} was read before its end, and has more to it now")
+    digest.update(rest)
+    return offset + len(rest)
 
 
 TALK_TYPES = ("user", "assistant")

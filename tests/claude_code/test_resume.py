@@ -13,7 +13,7 @@ import reducers
 from eventstore._ops._audit import audit, verify
 from eventstore.claude_code import _ingest, _plan
 from eventstore.claude_code._ingest import Loaded
-from reducers import Ingested, Noted
+from reducers import Ingested, InvalidEvent, Noted
 from tests import transcripts
 from tests.transcripts import Script
 
@@ -381,6 +381,100 @@ def _response() -> Script:
     s.user("thanks")
     s.assistant(s.text("ok"), prompt=2_100, output=5)
     return s
+
+
+def _unended(lines: list[bytes], cut: int) -> bytes:
+    """The first ``cut`` lines, then the next one whole but for its newline: Claude Code
+    writes an entry, then its newline, and a read in between sees the entry whole."""
+    return b"".join(lines[:cut]) + lines[cut].rstrip(b"\r\n ")
+
+
+class TestALineReadBeforeItsNewline:
+    @pytest.mark.parametrize("newline", ["\n", "\r\n", " \n"])
+    def test_every_cut_grows_by_its_tail_into_what_the_whole_file_gives(
+        self, tmp_path: Path, newline: str
+    ) -> None:
+        """Read at each line before its newline, then whole: the newline (after blanks,
+        too) ends the line read, not a line of its own; event for event what a fresh
+        ingest gives, no line named one too far, no note."""
+        lines = [(json.dumps(e) + newline).encode() for e in _session().lines]
+        whole, part = tmp_path / "whole.jsonl", tmp_path / "part.jsonl"
+        whole.write_bytes(b"".join(lines))
+        for cut in range(1, len(lines)):
+            part.write_bytes(_unended(lines, cut))
+            with eventstore.open(tmp_path / f"g{cut}.db", synchronous="normal") as journal:
+                eventstore.ingest(journal, part)
+                part.write_bytes(b"".join(lines))
+                eventstore.ingest(journal, part)
+                assert verify(journal) == [], cut
+                assert _rows(journal) == _as_whole(journal, whole), cut
+                assert _kinds(journal, "s-1") == [], cut
+
+    def test_only_the_tail_is_read(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The leaf read before its newline: the grown file is read on from that newline."""
+        s = _session()
+        lines = [(json.dumps(e) + "\n").encode() for e in s.lines]
+        path = tmp_path / "t.jsonl"
+        path.write_bytes(_unended(lines, 6))  # line 7, the user's second prompt: the leaf
+        with eventstore.open(tmp_path / "j.db") as journal:
+            first = eventstore.ingest(journal, path)
+            s.write(path)
+            _no_whole_read(monkeypatch)
+            assert eventstore.ingest(journal, path).appended_after == first.events
+            monkeypatch.undo()
+            assert _rows(journal) == _as_whole(journal, path)
+
+    def test_the_session_is_read_whole_later(self, tmp_path: Path) -> None:
+        """Read on past a line read before its newline, the file edited later is read
+        whole with a ``reread`` note (not refused: what is stored is what it gives)."""
+        s = _session()
+        lines = [(json.dumps(e) + "\n").encode() for e in s.lines]
+        path = tmp_path / "t.jsonl"
+        path.write_bytes(_unended(lines, 6))
+        with eventstore.open(tmp_path / "j.db") as journal:
+            eventstore.ingest(journal, path)
+            path.write_bytes(b"".join(lines))
+            eventstore.ingest(journal, path)
+            path.write_bytes(b"".join(lines).replace(b"/home/u/proj", b"/home/u/proX", 1))
+            eventstore.ingest(journal, path)
+            assert _kinds(journal, "s-1") == ["reread"]
+            assert verify(journal) == []
+
+    def test_a_line_with_more_to_it_now_is_refused(self, tmp_path: Path) -> None:
+        """The line read before its newline has more than blanks before it now: not the
+        line read, so the file is read whole and refused (InvalidEvent saying why),
+        writing nothing."""
+        lines = [(json.dumps(e) + "\n").encode() for e in _session().lines]
+        path = tmp_path / "t.jsonl"
+        path.write_bytes(_unended(lines, 6))
+        with eventstore.open(tmp_path / "j.db") as journal:
+            eventstore.ingest(journal, path)
+            before = _rows(journal)
+            path.write_bytes(_unended(lines, 6) + b' {"type":"tag"}\n' + b"".join(lines[7:]))
+            with pytest.raises(InvalidEvent, match="line 7 was read before its end"):
+                eventstore.ingest(journal, path)
+            assert _rows(journal) == before
+
+    def test_each_cut_of_a_real_transcript(self, tmp_path: Path) -> None:
+        """``tool_heavy`` read at every line before its newline, then whole: event for
+        event a fresh ingest's (or completed, where the cut is inside a response)."""
+        path = transcripts.TOOL_HEAVY
+        lines = path.read_bytes().splitlines(keepends=True)
+        part = tmp_path / path.name
+        for cut in range(1, len(lines)):
+            part.write_bytes(_unended(lines, cut))
+            with eventstore.open(tmp_path / f"{cut}.db", synchronous="normal") as journal:
+                try:
+                    sid = eventstore.ingest(journal, part, reviews=False).session_id
+                except InvalidEvent:  # no user or assistant entry yet
+                    continue
+                part.write_bytes(b"".join(lines))
+                eventstore.ingest(journal, part, reviews=False)
+                assert verify(journal) == [], cut
+                if "completed" in _kinds(journal, sid):  # cut inside a response
+                    assert _resident(journal, sid) == _whole_turns(tmp_path, part, sid), cut
+                    continue
+                assert _rows(journal, sid) == _as_whole(journal, part, sid), cut
 
 
 def _obligations(journal: eventstore.Journal, sid: str) -> tuple[object, ...]:

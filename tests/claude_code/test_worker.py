@@ -397,3 +397,26 @@ class TestAPidFolderInTheWay:
         assert [n.kind for n in notes] == ["hook_error"]
         assert f"{root / 'running'} is not a folder" in notes[0].text
         assert [n.text for n in audited] == [notes[0].text]
+
+
+def _events(journal: Path, sid: str) -> list[tuple[str, str]]:
+    """A session's stored events, its ingest positions aside."""
+    with eventstore.open(journal) as j:
+        return [row for row in j.recorder.read_payloads(sid) if row[0] != "Ingested"]
+
+
+class TestALineReadBeforeItsNewline:
+    @pytest.mark.parametrize("cut", [1, 3, 5])
+    def test_the_worker_reads_on_as_the_whole_file_gives(self, tmp_path: Path, cut: int) -> None:
+        """The Stop hook's worker reads the transcript while Claude Code has written an
+        entry but not its newline, then the next one reads the grown file: event for
+        event a fresh ingest's (no later line named one too far)."""
+        lines = _session().dump().encode().splitlines(keepends=True)
+        journal, path = tmp_path / "journal.db", tmp_path / "t.jsonl"
+        path.write_bytes(b"".join(lines[:cut]) + lines[cut].rstrip(b"\n"))
+        _run("record", journal, path)
+        path.write_bytes(b"".join(lines))
+        _run("record", journal, path)
+        _run("record", tmp_path / "fresh.db", path)
+        assert Folder(str(journal), "s-1").read("error") is None
+        assert _events(journal, "s-1") == _events(tmp_path / "fresh.db", "s-1")
