@@ -100,10 +100,24 @@ def ingest(
     already holding other content raises InvalidEvent, as does a file that cannot be
     read. ``reviews=False``: see :func:`ingest_loaded`.
     """
+    return ingest_as(journal, path, None, format, reviews=reviews)
+
+
+def ingest_as(
+    journal: Journal,
+    path: str | Path,
+    session: str | None,
+    format: str = "claude-code",  # noqa: A002
+    *,
+    reviews: bool = True,
+) -> IngestResult:
+    """:func:`ingest`; with ``session`` (the hooks' worker: the session Claude Code named),
+    InvalidEvent, writing nothing, when the file is another session's transcript."""
     if format not in FORMATS:
         raise InvalidEvent(f"unknown format {format!r} (known: {', '.join(FORMATS)})")
     sid = sniff_session(path)
-    at = last_position(journal, sid) if sid is not None else None
+    ours = sid is not None and session in (None, sid)  # else no position of sid's is read on
+    at = last_position(journal, sid) if ours and sid is not None else None
     reread, grew = "", False
     if at is not None:
         try:
@@ -121,6 +135,12 @@ def ingest(
             grew = True
     try:
         loaded = load(path, format)
+        if session is not None and loaded.transcript.session_id != session:
+            other = loaded.transcript.session_id
+            raise InvalidEvent(
+                f"{path} is the transcript of session {other!r}, not of session {session!r}"
+                " (another session's file at its path): not ingested"
+            )
         return ingest_loaded(journal, loaded, reviews=reviews, reread=reread, grew=grew)
     except InvalidEvent as exc:
         if reread:  # why it was read whole is what the user needs to know first

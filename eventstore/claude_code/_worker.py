@@ -41,7 +41,7 @@ from eventstore._journal import Journal
 from eventstore._retell import HEADER, line_of, write_block
 from eventstore._session import Session
 from eventstore.claude_code._hook import MAX_CHARS, Folder, _busy, units
-from eventstore.claude_code._ingest import CONFIG, ingest
+from eventstore.claude_code._ingest import CONFIG, ingest_as
 from invariants import Owed, owed
 from reducers import InvalidArgument, InvalidEvent, Noted, SessionState, in_spans
 
@@ -183,7 +183,7 @@ def _note(journal: Journal, kind: str, text: str) -> None:
 def precompact(journal: Journal, folder: Folder, transcript: str) -> str:
     """Ingest the transcript, then write the block SessionStart gives; returns the live
     obligations for the summarizer (printed only with ``--tell-summarizer``)."""
-    size = _ingest_file(journal, transcript)
+    size = _ingest_file(journal, folder, transcript)
     folder.write("ingested", str(size))
     session = journal.session(folder.session)
     risky = at_risk(session.state)
@@ -210,7 +210,7 @@ def postcompact(journal: Journal, folder: Folder, transcript: str) -> str:
         prefix = Path(scratch) / Path(transcript).name
         with open(transcript, "rb") as f:
             prefix.write_bytes(f.read(end))
-        ingest(journal, prefix, reviews=False)
+        ingest_as(journal, prefix, folder.session, reviews=False)
     folder.write("ingested", str(end))
     session = journal.session(folder.session)
     if given:
@@ -229,7 +229,7 @@ def record(journal: Journal, folder: Folder, transcript: str) -> str:
     (``retell_unrecorded``) and nothing is queued: the next compaction's hooks give what
     it drops."""
     told = folder.take("recording")  # the block the Stop hook handed on (see _hook.stop)
-    folder.write("ingested", str(_ingest_file(journal, transcript)))
+    folder.write("ingested", str(_ingest_file(journal, folder, transcript)))
     if told and not recorded(transcript, told):
         folder.remove("queue")
         text = f"session {folder.session}: the block given ({len(told)} characters) is not"
@@ -291,11 +291,12 @@ WORK: dict[str, Callable[[Journal, Folder, str], str]] = {
 }
 
 
-def _ingest_file(journal: Journal, transcript: str) -> int:
+def _ingest_file(journal: Journal, folder: Folder, transcript: str) -> int:
     """Ingest the transcript (only what it gained, when the journal says where the last
-    ingest got to); its size when it was read."""
+    ingest got to) as the folder's session (InvalidEvent if it is another's); its size
+    when it was read."""
     size = os.path.getsize(transcript)
-    ingest(journal, transcript, reviews=False)
+    ingest_as(journal, transcript, folder.session, reviews=False)
     return size
 
 

@@ -420,3 +420,48 @@ class TestALineReadBeforeItsNewline:
         _run("record", tmp_path / "fresh.db", path)
         assert Folder(str(journal), "s-1").read("error") is None
         assert _events(journal, "s-1") == _events(tmp_path / "fresh.db", "s-1")
+
+
+class TestAnotherSessionsTranscript:
+    @pytest.mark.parametrize("event", ["precompact", "record"])
+    def test_it_is_not_ingested_as_the_session_and_is_noted(
+        self, tmp_path: Path, event: str
+    ) -> None:
+        """Session s-1 recorded, then its transcript path holds session s-2's file: the
+        worker ingests nothing (s-2 is no session, s-1 and its ``ingested`` mark are as
+        they were), prints nothing for the summarizer, and notes a ``hook_error`` naming
+        both sessions, which ``audit`` shows."""
+        journal, path = tmp_path / "journal.db", tmp_path / "t.jsonl"
+        _run("record", journal, _session().write(path))
+        folder = Folder(str(journal), "s-1")
+        mark, before = folder.read("ingested"), _events(journal, "s-1")
+        other = Script(session_id="s-2")
+        other.user("Deploy to staging. Never run migrations.")
+        other.assistant(other.tool_use("t9", "Bash", command="make deploy"), prompt=1_000)
+        other.result("t9", "Exit code 1\nno credentials", error=True)
+        other.write(path)
+        assert _run(event, journal, path) == ""
+        assert folder.read("ingested") == mark
+        assert _events(journal, "s-1") == before
+        error = folder.read("error")
+        assert error is not None
+        assert "transcript of session 's-2', not of session 's-1'" in error
+        with eventstore.open(journal) as j:
+            assert sorted(j.sessions()) == [HOOKS_SESSION, "s-1"]
+            notes = audit(j).sessions[HOOKS_SESSION].notes
+        assert [n.kind for n in notes] == ["hook_error"]
+        assert f"{event} for session s-1" in notes[0].text
+        assert "'s-2'" in notes[0].text
+
+    def test_a_resumed_sessions_file_is_the_session_it_goes_on_as(self, tmp_path: Path) -> None:
+        """A file whose first entries carry an older session's id (a resumed session's
+        copy) and whose chain goes on as s-1 is s-1's: ingested, noted as mixed."""
+        s = _session()
+        for entry in s.lines[:3]:
+            entry["sessionId"] = "older-1"
+        journal = tmp_path / "journal.db"
+        _run("record", journal, s.write(tmp_path / "t.jsonl"))
+        assert Folder(str(journal), "s-1").read("error") is None
+        with eventstore.open(journal) as j:
+            assert j.sessions() == ["s-1"]
+            assert [n.kind for n in audit(j).sessions["s-1"].notes] == ["mixed_sessions"]
