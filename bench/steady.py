@@ -52,10 +52,11 @@ def commit_times(path: Path, commits: int) -> list[float]:
 def history(files: dict[int, Path], quick: bool) -> dict[str, Any]:
     """Per-commit cost at each log length; the row compares 100k events to 1k.
 
-    The lengths take turns, round by round (a machine that slows down halfway through
-    would otherwise read as a cost that grows with the log): each point is the median
-    of its commits over every round, the ratio the median of the rounds' ratios."""
-    rounds, commits = (2, 100) if quick else (6, 500)
+    The lengths take turns, round by round, in many short rounds (a machine that slows
+    down for a while would otherwise read as a cost that grows with the log): each
+    point is the median of its commits over every round, the ratio the median of the
+    rounds' ratios."""
+    rounds, commits = (2, 100) if quick else (20, 150)
     sizes = sorted(files)
     times: dict[int, list[float]] = {n: [] for n in sizes}
     ratios = []
