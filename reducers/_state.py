@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -352,11 +352,12 @@ class SessionState:
     # -- canonical form --------------------------------------------------------------
     def ledger_digests(self) -> dict[str, str]:
         """The sha256 of the big ledgers, as ``to_json`` shows them: ``tok_starts`` and
-        ``turn_versions`` as little-endian int64 bytes, ``call_ids`` joined by newlines."""
+        ``turn_versions`` as little-endian int64 bytes, ``call_ids`` by
+        :func:`call_ids_sha256`."""
         return {
             "turn_tokens_sha256": self.tok_starts.int_sha256(),
             "turn_versions_sha256": self.turn_versions.int_sha256(),
-            "calls_seen_sha256": hashlib.sha256("\n".join(self.call_ids).encode()).hexdigest(),
+            "calls_seen_sha256": call_ids_sha256(self.call_ids),
         }
 
     def to_json(self, digests: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -404,6 +405,17 @@ class SessionState:
     def sha256_with(self, digests: Mapping[str, str] | None) -> str:
         """``sha256``, with ``digests`` standing in for ``ledger_digests()`` (see ``to_json``)."""
         return hashlib.sha256(canonical_bytes(self.to_json(digests))).hexdigest()
+
+
+def call_ids_sha256(ids: Collection[str]) -> str:
+    """The sha256 of call ids: of their UTF-8 joined by newlines (as every release has
+    hashed them), unless an id holds a newline itself, where that join is ambiguous
+    (``["a\\nb", "c"]`` and ``["a", "b\\nc"]`` join alike): then of a 0xFF byte (never
+    in UTF-8, so never the start of a join) and their canonical JSON array."""
+    joined = "\n".join(ids)
+    if joined.count("\n") == max(len(ids) - 1, 0):
+        return hashlib.sha256(joined.encode()).hexdigest()
+    return hashlib.sha256(b"\xff" + canonical_bytes(list(ids))).hexdigest()
 
 
 def _plain(value: Any) -> dict[str, Any]:

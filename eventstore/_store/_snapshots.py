@@ -56,6 +56,7 @@ from reducers import (
     merge_spans,
 )
 from reducers._json import fast_loads
+from reducers._state import call_ids_sha256
 
 if TYPE_CHECKING:
     import cattrs
@@ -248,13 +249,13 @@ class _Objects:
 
     def __init__(self) -> None:
         self.chunks: list[bytes] = []
-        self.joined = ""  # the call ids joined by newlines, as the state hashes them
+        self.sha = ""  # of call ids: their sha256 as the state hashes them
 
     def add(self, data: bytes) -> None:
         self.chunks.append(data)
 
     def digest(self) -> str:
-        return hashlib.sha256(self.joined.encode()).hexdigest()
+        return self.sha
 
     def ledger(self, name: str, length: object) -> Ledger[Any]:
         items: list[Any] = []
@@ -264,10 +265,9 @@ class _Objects:
                 raise SnapshotError(f"a chunk of ledger {name} is not a JSON array")
             items += part
         if name == "call_ids":
-            try:  # the join both checks that every item is a string and is what is hashed
-                self.joined = "\n".join(items)
-            except TypeError:
-                raise SnapshotError(f"ledger {name} holds a non-string") from None
+            if not all(type(item) is str for item in items):
+                raise SnapshotError(f"ledger {name} holds a non-string")
+            self.sha = call_ids_sha256(items)
             return _counted(name, Ledger.of(items, indexed=True), length)
         cls = OBJECT_LEDGERS[name]
         return _counted(name, Ledger.of([_conv().structure(item, cls) for item in items]), length)
@@ -275,7 +275,8 @@ class _Objects:
 
 class _Lines(_Objects):
     """Call ids stored as lines (see ``_lines``), chunks joined by a newline: hashed as
-    they stream in, decoded as UTF-8 at once, split into strings when first read."""
+    they stream in (lines with no escape are the very join the state hashes), decoded
+    as UTF-8 at once, split into strings when first read."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -290,13 +291,13 @@ class _Lines(_Objects):
         self.chunks.append(data)
 
     def digest(self) -> str:
-        return self.joined if self.escaped else self.hash.hexdigest()
+        return self.sha if self.escaped else self.hash.hexdigest()
 
     def ledger(self, name: str, length: object) -> Ledger[Any]:
         text = b"\n".join(self.chunks).decode()  # strict: what it hashed is its encoding
         if self.escaped:  # rare: an id holds a backslash or a newline
             items = [_unescape(line) for line in text.split("\n")]
-            self.joined = hashlib.sha256("\n".join(items).encode()).hexdigest()
+            self.sha = call_ids_sha256(items)
             return _counted(name, Ledger.of(items, indexed=True), length)
         n = text.count("\n") + 1 if self.chunks else 0
         split = functools.partial(str.split, text, "\n")

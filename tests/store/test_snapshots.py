@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import sqlite3
@@ -18,8 +19,10 @@ import reducers as r
 from eventstore._ops._audit import verify
 from eventstore._store._snapshots import SnapshotError, decode, encode
 from eventstore.cli import main
+from reducers._state import call_ids_sha256
 from tests import strategies
 from tests.helpers import config, fill, new_session, rows, run_step
+from tests.targets import Target, on_both
 
 
 def _snapshot_version(db: Path) -> int:
@@ -367,6 +370,49 @@ class TestFormats:
             assert again.state is not None
             assert (again.state.sha256, again.current) == (s.state_at(again.version).sha256, True)
             assert verify(journal) == []
+
+
+class TestCallIdsWithNewlines:
+    @on_both
+    @pytest.mark.parametrize(
+        ("stored", "edited"), [(b"a\\nb\nc", b"a\nb\\nc"), (b"a\nb\\nc", b"a\\nb\nc")]
+    )
+    def test_an_escape_moved_within_a_chunk_is_not_trusted(
+        self, target: Target, stored: bytes, edited: bytes
+    ) -> None:
+        """Call ids ["a\\nb", "c"] and ["a", "b\\nc"] join alike with newlines, so the
+        state hashes ids holding a newline by their JSON instead: moving the escape in
+        the stored lines (same length, same count, no hash recomputed) is not trusted,
+        and verify names it (it was trusted, then open_call("a") refused and
+        open_call("a\\nb") committed a log that replay refuses). Both backends."""
+        ids = ["a\nb", "c"] if stored.startswith(b"a\\") else ["a", "b\nc"]
+        with target.open(snapshot_every=2) as journal:
+            s = new_session(journal, "snap")
+            for call_id in ids:
+                s.open_call(call_id, "tool_call", "x")
+            fill(s, 2)
+        (data,) = target.rows("SELECT data FROM snapshot_chunks WHERE ledger = 'call_ids'")[0]
+        assert bytes(data) == stored
+        if target.backend == "sqlite":
+            edit = f"UPDATE snapshot_chunks SET data = X'{edited.hex()}'"
+        else:
+            edit = f"UPDATE snapshot_chunks SET data = '\\x{edited.hex()}'::bytea"
+        target.tamper(edit + " WHERE ledger = 'call_ids'")
+        with target.open() as journal:
+            checked = journal.snapshots.check("snap")
+            assert checked is not None
+            assert checked.state is None
+            assert checked.problem == "its state does not hash to its recorded sha256 (edited?)"
+            assert list(journal.session("snap").state.call_ids) == ids
+            assert [f.check for f in verify(journal)] == ["snapshot"]
+
+    def test_ids_without_a_newline_hash_as_every_release_did(self) -> None:
+        """The state's call ids hash as their newline join (0.1's sha256 of a session
+        stays its sha256) unless an id holds a newline."""
+        plain, odd = ["toolu_1", "c\\2"], ["a\nb", "c"]
+        assert call_ids_sha256(plain) == hashlib.sha256(b"toolu_1\nc\\2").hexdigest()
+        assert call_ids_sha256(odd) != call_ids_sha256(["a", "b\nc"])
+        assert call_ids_sha256([]) == hashlib.sha256(b"").hexdigest()
 
 
 class TestLegacySnapshot:
