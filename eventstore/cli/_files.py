@@ -8,7 +8,7 @@ is on disk, so a full disk, a Ctrl-C or a failed command leaves the old file (or
 nothing), never half of the new one. A process killed outright (``kill -9``, out of
 memory) cannot remove its temporary file: its name says whose it is (the target's,
 this host's, the writer's pid), and the next write of the same target removes those
-whose writer is no longer running.
+whose writer is no longer running, once they are ten minutes old.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import re
 import socket
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -111,12 +112,20 @@ def _prefix(target: Path, pid: int) -> str:
     return f".{target.name}.{_host()}.{pid}."
 
 
+STALE_AFTER = 600.0  # seconds a dead writer's temporary file is left before removal
+
+
 def _remove_stale(target: Path) -> None:
     """Remove the temporary files writes of ``target`` on this host left when they were
-    killed: named by :func:`written` (the target's name, this host, a pid, mkstemp's
-    eight characters), regular files of this user, whose pid runs no process. Anything
-    else (another host's, a live writer's, a name this did not make) is left alone."""
-    mine = re.compile(re.escape(f".{target.name}.{_host()}.") + r"([0-9]+)\.[A-Za-z0-9_]{8}\.tmp")
+    killed: named as :func:`written` names them (the target's name, this host, a pid
+    as the kernel writes one, mkstemp's eight characters), regular files of this user,
+    untouched for ``STALE_AFTER`` seconds, whose pid runs no process here. Anything
+    else is left alone: another host's, a live writer's, a name this did not make, and
+    a file still being written (a writer in another pid namespace on this host's name
+    and folder is not seen as running, but its file is fresh)."""
+    mine = re.compile(
+        re.escape(f".{target.name}.{_host()}.") + r"([1-9][0-9]{0,9})\.[A-Za-z0-9_]{8}\.tmp"
+    )
     with contextlib.suppress(OSError):
         for name in os.listdir(target.parent):
             found = mine.fullmatch(name)
@@ -125,21 +134,20 @@ def _remove_stale(target: Path) -> None:
             path = target.parent / name
             with contextlib.suppress(OSError):
                 info = os.lstat(path)
-                if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid():
+                old = time.time() - info.st_mtime > STALE_AFTER
+                if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() and old:
                     os.unlink(path)
 
 
 def _running(pid: int) -> bool:
-    """Whether ``pid`` is a running process (of any user); this process is."""
+    """Whether ``pid`` may be a running process (of any user); this process is."""
     if pid == os.getpid():
         return True
-    if pid <= 0:
-        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:  # another user's process (EPERM), or one this cannot ask about
+    except (OSError, OverflowError):  # another user's (EPERM), or no pid this can ask about
         return True
     return True
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 import eventstore
-from eventstore.cli._files import check_regular, open_regular, written
+from eventstore.cli._files import STALE_AFTER, _host, check_regular, open_regular, written
 from reducers import InvalidArgument
 from tests.helpers import new_session
 
@@ -166,6 +167,12 @@ STALLED = (  # the CLI in a child whose export stalls after its first lines are 
 )
 
 
+def _age(path: Path, seconds: float) -> None:
+    """Make ``path`` look untouched for ``seconds``."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
 def _stalled_export(db: Path, out: Path) -> subprocess.Popen[str]:
     """``tierlog export DB s -o OUT`` in a child, returned once it is writing OUT's
     temporary file (and stalled there)."""
@@ -193,10 +200,32 @@ class TestKilled:
         assert len(left) == 1
         assert left[0].name.startswith(".s.jsonl.")
         assert str(child.pid) in left[0].name
+        done = tierlog("export", str(db), "s", "-o", str(out))  # too fresh to be judged
+        assert done.returncode == 0, done.stderr
+        assert set(out.parent.iterdir()) == {out, left[0]}
+        _age(left[0], STALE_AFTER + 1)
         done = tierlog("export", str(db), "s", "-o", str(out))
         assert done.returncode == 0, done.stderr
         assert list(out.parent.iterdir()) == [out]
         assert out.read_text().count("\n") > 300
+
+    def test_names_it_never_makes_are_left_alone(self, db: Path, tmp_path: Path) -> None:
+        """A name of the shape but with a pid no kernel writes (0, zero-padded, beyond a
+        C long or any pid) is neither removed nor a crash (an overflowing one was
+        "internal error: OverflowError", on every export of that file)."""
+        out = tmp_path / "out" / "s.jsonl"
+        out.parent.mkdir()
+        host = _host()
+        names = [
+            f".s.jsonl.{host}.{pid}.abcdefgh.tmp"
+            for pid in ("0", "000", "0999999", "4294967296", "99999999999999999999")
+        ]
+        for name in names:
+            (out.parent / name).write_text("not ours")
+            _age(out.parent / name, STALE_AFTER + 1)
+        done = tierlog("export", str(db), "s", "-o", str(out))
+        assert done.returncode == 0, done.stderr
+        assert {p.name for p in out.parent.iterdir()} == {*names, out.name}
 
     def test_a_live_writers_temporary_file_is_left_alone(self, db: Path, tmp_path: Path) -> None:
         """An export of the same file still running (its pid alive) keeps its temporary
@@ -211,9 +240,11 @@ class TestKilled:
         ]
         for name in other:
             (out.parent / name).write_text("not ours")
+            _age(out.parent / name, STALE_AFTER + 1)
         child = _stalled_export(db, out)
         try:
             (live,) = [p for p in out.parent.iterdir() if str(child.pid) in p.name]
+            _age(live, STALE_AFTER + 1)  # old, but its writer runs
             assert tierlog("export", str(db), "s", "-o", str(out)).returncode == 0
             assert live.exists()
         finally:
