@@ -74,6 +74,10 @@ def verify(
         found += findings
     if session_ids is None:
         found += orphan_spills(journal)
+        found += [
+            Finding(check="view", session_id=None, version=None, problem=note, fatal=False)
+            for note in journal.recorder.view_notes()
+        ]
     return found
 
 

@@ -401,7 +401,24 @@ class PostgresRecorder(AuditQueries, AppendPath):
         """Missing or disabled protections of the log (triggers, the unique key), and
         audit views missing or not tierlog's (compared as the server renders them)."""
         return self.wire.reading(
-            lambda conn: _pg_schema.integrity_problems(conn) + view_problems(conn, _pg_schema.VIEWS)
+            lambda conn: (
+                _pg_schema.integrity_problems(conn)
+                + ([] if _pg_schema.views_behind(conn) else view_problems(conn, _pg_schema.VIEWS))
+            )
+        )
+
+    def view_notes(self) -> list[str]:
+        """The audit views, when an earlier release made them (compared as a whole: a
+        writer's open remakes every view when ``tierlog_meta``'s views version is behind)."""
+        behind = self.wire.reading(_pg_schema.views_behind)
+        return (
+            []
+            if not behind
+            else [
+                f"the audit views are as an earlier release made them (views version {behind},"
+                f" this release's {_pg_schema.VIEWS_VERSION}): queries of them read that"
+                " release's rows until a writer opens the journal and remakes them"
+            ]
         )
 
 

@@ -249,6 +249,15 @@ def _refresh_views(conn: Any) -> None:
         )
 
 
+def views_behind(conn: Any) -> str | None:
+    """The views version an earlier release recorded, if this journal's is one
+    (``None``: this release's views, or none recorded yet)."""
+    stored = _views_version(conn)
+    if stored is None or not stored.isdigit() or int(stored) >= int(VIEWS_VERSION):
+        return None
+    return stored
+
+
 def _views_version(conn: Any) -> str | None:
     row = conn.execute("SELECT value FROM tierlog_meta WHERE key = 'views'").fetchone()
     return None if row is None else str(row[0])

@@ -494,6 +494,9 @@ class SqliteRecorder(AuditQueries, AppendPath):
         by hand. A payload that is no JSON is the chain walk's finding."""
         return self._integrity_check() + _schema.schema_problems(self.conn)
 
+    def view_notes(self) -> list[str]:
+        return _schema.view_notes(self.conn)
+
     def _integrity_check(self) -> list[str]:
         if self.readonly:
             found = [

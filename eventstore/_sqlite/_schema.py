@@ -229,6 +229,20 @@ def schema_problems(conn: sqlite3.Connection) -> list[str]:
     return problems
 
 
+def view_notes(conn: sqlite3.Connection) -> list[str]:
+    """The views this journal holds as an earlier release made them (``FORMER_VIEWS``)."""
+    views = dict(conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'view'"))
+    return [former_note(name) for name in VIEWS if name in views and _former(name, views[name])]
+
+
+def former_note(name: str) -> str:
+    """What ``verify`` says of a view an earlier release made."""
+    return (
+        f"view {name} is as an earlier release made it: queries of it read that release's"
+        " rows until a writer opens the journal and remakes it"
+    )
+
+
 def _same(stored: object, sql: str) -> bool:
     """Whether ``stored`` (a ``sqlite_schema.sql``) is ``sql``, whitespace aside."""
     return isinstance(stored, str) and stored.split() == sql.split()

@@ -131,6 +131,10 @@ class AuditReads(Protocol):
     def integrity_problems(self) -> list[str]:
         """What the database's own integrity check reports (empty when sound)."""
 
+    def view_notes(self) -> list[str]:
+        """Audit views as an earlier release made them, which the next writer's open
+        remakes (notes, not faults: a read-only open cannot remake them)."""
+
 
 class Transfer(Protocol):
     """Rows recorded elsewhere, written verbatim: ``tierlog ship`` and ``import``."""

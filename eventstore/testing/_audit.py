@@ -147,6 +147,8 @@ class AuditReadsContract:
         assert sorted(recorder.spill_handles()) == [one.handle, two.handle]
 
     def test_a_fresh_store_has_no_integrity_problems(self, recorder: _Audited) -> None:
-        """The backend's own integrity check passes on a sound database."""
+        """The backend's own integrity check passes on a sound database, whose views are
+        this release's."""
         recorder.append("s", turns(3), expected_version=0)
         assert recorder.integrity_problems() == []
+        assert recorder.view_notes() == []

@@ -550,6 +550,19 @@ class TestNulCharacters:
         stored = pg.rows("SELECT payload FROM events WHERE type = 'ConstraintStated'")
         assert "\\u0000" in stored[0][0]
 
+    def test_an_older_journals_views_read_only_are_a_note(self, pg: PostgresTarget) -> None:
+        """Views an earlier release made (its views version), read only: a note of
+        verify, not "changed (it is not tierlog's)"; a writer's open remakes them."""
+        eventstore.open(pg.location).close()
+        pg.tamper("UPDATE tierlog_meta SET value = '2' WHERE key = 'views'")
+        with eventstore.open(pg.location, readonly=True) as journal:
+            found = [(f.check, f.fatal) for f in verify(journal)]
+            assert found == [("view", False)]
+            assert "views version 2, this release's" in journal.recorder.view_notes()[0]
+        eventstore.open(pg.location).close()
+        with eventstore.open(pg.location, readonly=True) as journal:
+            assert verify(journal) == []
+
     def test_an_older_journal_gets_the_new_views(self, pg: PostgresTarget) -> None:
         """A journal whose views predate the NUL handling has them replaced when a
         writer opens it."""
