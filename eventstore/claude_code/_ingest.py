@@ -54,6 +54,7 @@ REREAD = "reread"  # the note that a file was read whole though a position was r
 _REREAD = f'"kind":"{REREAD}"'
 SNIFF_LINES = 20  # the sessionId to look the session up by: in the first lines
 SNIFF_BYTES = 1 << 20
+GUESS_BYTES = (1 << 16, 1 << 20)  # the sessionId the whole read gives: in the last lines
 CONFIG = SessionConfig(
     window_tokens=200_000,  # Claude's context window
     trigger_tokens=160_000,
@@ -115,9 +116,8 @@ def ingest_as(
     InvalidEvent, writing nothing, when the file is another session's transcript."""
     if format not in FORMATS:
         raise InvalidEvent(f"unknown format {format!r} (known: {', '.join(FORMATS)})")
-    sid = sniff_session(path)
-    ours = sid is not None and session in (None, sid)  # else no position of sid's is read on
-    at = last_position(journal, sid) if ours and sid is not None else None
+    sid = session if session is not None else guess_session(path)
+    at = last_position(journal, sid) if sid is not None else None
     reread, grew = "", False
     if at is not None:
         try:
@@ -135,12 +135,14 @@ def ingest_as(
             grew = True
     try:
         loaded = load(path, format)
-        if session is not None and loaded.transcript.session_id != session:
-            other = loaded.transcript.session_id
+        other = loaded.transcript.session_id
+        if session is not None and other != session:
             raise InvalidEvent(
                 f"{path} is the transcript of session {other!r}, not of session {session!r}"
                 " (another session's file at its path): not ingested"
             )
+        if other != sid:  # the position checked (if any) was another session's: check its own
+            reread, grew = _only_grew(journal, path, other)
         return ingest_loaded(journal, loaded, reviews=reviews, reread=reread, grew=grew)
     except InvalidEvent as exc:
         if reread:  # why it was read whole is what the user needs to know first
@@ -258,6 +260,48 @@ _Read = tuple[str, Noted | None, bool]  # the path, the note why it was read who
 
 class _Moved(Exception):
     """The session changed between reading its position and writing the tail."""
+
+
+def guess_session(path: str | Path) -> str | None:
+    """The session reading the whole file most likely gives, to look its position up by
+    (only a guess: the position's checks and the tail's own ``sessionId`` vouch for it):
+    the ``sessionId`` of the last of the file's last lines that has one, as the main
+    chain's last entry gives it (a resumed session's file starts with entries that keep
+    the older session's id), else of the first of its first lines (``None``: none there,
+    or the file cannot be read: the whole read says why)."""
+    for window in GUESS_BYTES:
+        try:
+            with open_regular(path) as file:
+                size = file.seek(0, 2)
+                file.seek(max(0, size - window))
+                lines = file.read(window).split(b"\n")
+        except (InvalidEvent, OSError):
+            return None
+        for line in reversed(lines[1:] if size > window else lines):  # the first: cut
+            if b'"sessionId"' in line:
+                with contextlib.suppress(ValueError, AttributeError):
+                    sid = json.loads(line).get("sessionId")
+                    if isinstance(sid, str) and sid:
+                        return sid
+        if size <= window:
+            break
+    return sniff_session(path)
+
+
+def _only_grew(journal: Journal, path: str | Path, sid: str) -> tuple[str, bool]:
+    """For a file read whole as ``sid`` though another session's position was looked up
+    (the guess was wrong): the ``reread`` note and whether the file only grew since
+    ``sid``'s own position, as the position path gives them (``("", False)``: none)."""
+    at = last_position(journal, sid)
+    if at is None:
+        return "", False
+    try:
+        checked = check(path, at, MAX_BYTES)
+    except Reread as exc:
+        return f"{Path(path).name} is not the file ingested before: {exc}", False
+    if checked.tail is not None:
+        checked.tail.close()
+    return "", True
 
 
 def sniff_session(path: str | Path) -> str | None:
