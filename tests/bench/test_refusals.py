@@ -27,7 +27,7 @@ class TestRefusals:
         xs = [x for x, _ in row["series"]["points"]]
         assert xs == sorted(xs)
         assert len(xs) >= 3
-        with eventstore.open(tmp_path / "refusals.db") as journal:
+        with eventstore.open(tmp_path / "refusals-0.db") as journal:
             state = journal.session("bench").state
             assert len(state.spills) == refusals.QUICK_LAST + refusals.WINDOW
             assert verify(journal) == []
