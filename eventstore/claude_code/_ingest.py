@@ -279,8 +279,8 @@ def guess_session(path: str | Path) -> str | None:
             return None
         for line in reversed(lines[1:] if size > window else lines):  # the first: cut
             if b'"sessionId"' in line:
-                with contextlib.suppress(ValueError, AttributeError):
-                    sid = json.loads(line).get("sessionId")
+                with contextlib.suppress(ValueError, AttributeError, RecursionError):
+                    sid = json.loads(line).get("sessionId")  # a guess: the whole read checks
                     if isinstance(sid, str) and sid:
                         return sid
         if size <= window:

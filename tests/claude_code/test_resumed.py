@@ -10,7 +10,7 @@ import pytest
 import eventstore
 from eventstore._ops._audit import audit, verify
 from eventstore.claude_code._hook import Folder
-from eventstore.claude_code._ingest import ingest_as
+from eventstore.claude_code._ingest import guess_session, ingest_as
 from tests.claude_code.test_resume import _as_whole, _no_whole_read, _rows
 from tests.claude_code.test_worker import _run
 from tests.transcripts import Script
@@ -131,3 +131,13 @@ def test_a_wrong_guess_of_the_session_still_takes_its_rewind_up(tmp_path: Path) 
         kinds = [n.kind for n in audit(journal).sessions["s-2"].notes]
         assert "rewound" in kinds
         assert not journal.has_session("s-9")
+
+
+def test_the_guess_passes_over_a_line_nested_too_deep(tmp_path: Path) -> None:
+    """A last line nested deeper than Python's decoder goes is no guess (it raised
+    RecursionError out of the ingest, and out of the hooks' worker): the line before it
+    gives the session."""
+    path = tmp_path / "t.jsonl"
+    deep = b'{"sessionId":"x","a":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    path.write_bytes(b'{"sessionId":"s-1","type":"user"}\n' + deep)
+    assert guess_session(path) == "s-1"
