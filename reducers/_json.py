@@ -38,10 +38,21 @@ except ImportError:  # pragma: no cover - the [fast] extra is installed by make 
     canonical_bytes: Callable[[Any], bytes] = canonical_json
     fast_dumps: Callable[[Any], bytes] = canonical_json
     fast_loads: Callable[[str | bytes], Any] = json.loads
+    SORT = 0
+
+    def raw_dumps(
+        obj: Any, /, default: Callable[[Any], Any] | None = None, option: int | None = None
+    ) -> bytes:
+        """``fast_dumps``, called as orjson's ``dumps`` is."""
+        return canonical_json(obj)
 else:
     FAST = True
     _dumps = orjson.dumps
     _SORT = orjson.OPT_SORT_KEYS
+    # ``raw_dumps(data, option=SORT)`` is ``fast_dumps(data)`` without the partial's
+    # 0.13 µs a call, for hot loops (the chain walk, ``link_rows``)
+    raw_dumps = orjson.dumps
+    SORT = orjson.OPT_SORT_KEYS
 
     def canonical_bytes(data: Any) -> bytes:
         """``canonical_json(data)`` for data without floats, by orjson when it can."""

@@ -25,22 +25,13 @@ from eventstore._store._codec import (
     unstructurer,
 )
 from reducers import Event, InvalidEvent, canonical_bytes, canonical_json
-from reducers._json import fast_dumps, fast_loads
+from reducers._json import SORT as _SORT
+from reducers._json import fast_loads
+from reducers._json import raw_dumps as _dumps
 
 GENESIS = "0" * 64
 _sha256 = hashlib.sha256
 _text = json.encoder.encode_basestring  # the string encoding canonical JSON uses
-
-try:  # ``fast_dumps`` called as orjson is (a ``functools.partial`` costs 0.13 µs a call)
-    from orjson import OPT_SORT_KEYS as _SORT
-    from orjson import dumps as _dumps
-except ImportError:  # pragma: no cover - the [fast] extra is installed by make install
-    _SORT = 0
-
-    def _dumps(
-        obj: Any, /, default: Callable[[Any], Any] | None = None, option: int | None = None
-    ) -> bytes:
-        return fast_dumps(obj)
 
 
 class Recorded(NamedTuple):
