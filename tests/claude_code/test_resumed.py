@@ -67,21 +67,32 @@ def test_a_resumed_sessions_rewind_recorded_by_the_hooks_is_taken_up(tmp_path: P
         assert verify(j) == []
 
 
-def test_a_resumed_sessions_rewind_ingested_is_taken_up(tmp_path: Path) -> None:
-    """``eventstore.ingest`` (no session named: the CLI) takes the rewind up the same way."""
+@pytest.mark.parametrize("wrong_guess", [False, True], ids=["guessed", "wrong-guess"])
+def test_a_resumed_sessions_rewind_ingested_is_taken_up(tmp_path: Path, wrong_guess: bool) -> None:
+    """``eventstore.ingest`` (no session named: the CLI) takes the rewind up the same way.
+    ``wrong_guess``: the file's last line names another session (not of the main chain):
+    the guess of the session to look up is wrong, the file is read whole as s-2, and
+    s-2's own position still says the file only grew: the rewind is taken up, not
+    refused."""
     path = tmp_path / "s-2.jsonl"
     s = _resumed()
     s.write(path)
     with eventstore.open(tmp_path / "j.db") as journal:
         eventstore.ingest(journal, path)
         _rewind(s)
+        if wrong_guess:
+            side = s.entry("attachment", attachment={"type": "todo", "content": []})
+            side["sessionId"], side["parentUuid"] = "s-9", None
         s.write(path)
         result = eventstore.ingest(journal, path)
         assert result.session_id == "s-2"
         kinds = [n.kind for n in audit(journal).sessions["s-2"].notes]
         assert "rewound" in kinds
-        contents = [t.content for t in journal.session("s-2").turns()]
-        assert contents[-1].endswith("linting")
+        if wrong_guess:
+            assert not journal.has_session("s-9")
+        else:
+            contents = [t.content for t in journal.session("s-2").turns()]
+            assert contents[-1].endswith("linting")
 
 
 @pytest.mark.parametrize("named", [True, False], ids=["hook", "ingest"])
@@ -112,25 +123,6 @@ def test_a_resumed_sessions_grown_file_is_read_by_its_tail(
         assert (again.unchanged, again.events) == (True, grown.events)
         assert verify(journal) == []
         assert _rows(journal, "s-2") == _as_whole(journal, path, "s-2")
-
-
-def test_a_wrong_guess_of_the_session_still_takes_its_rewind_up(tmp_path: Path) -> None:
-    """The file's last line names another session (not of the main chain): the guess of
-    the session to look up is wrong, the file is read whole as s-2, and s-2's own position
-    still says the file only grew: the rewind is taken up, not refused."""
-    path = tmp_path / "s-2.jsonl"
-    s = _resumed()
-    s.write(path)
-    with eventstore.open(tmp_path / "j.db") as journal:
-        eventstore.ingest(journal, path)
-        _rewind(s)
-        side = s.entry("attachment", attachment={"type": "todo", "content": []})
-        side["sessionId"], side["parentUuid"] = "s-9", None
-        s.write(path)
-        assert eventstore.ingest(journal, path).session_id == "s-2"
-        kinds = [n.kind for n in audit(journal).sessions["s-2"].notes]
-        assert "rewound" in kinds
-        assert not journal.has_session("s-9")
 
 
 def test_the_guess_passes_over_a_line_nested_too_deep(tmp_path: Path) -> None:
